@@ -1,0 +1,9 @@
+//! bucketsql: a PostgreSQL-wire SQL server with Apache Spark's table bucketing, executing on
+//! Apache DataFusion. The modules follow a statement's way: `server` (the wire) → `sql`
+//! (what was asked) → `catalog` (what exists) → `storage` (the files).
+
+pub mod catalog;
+pub mod engine;
+pub mod server;
+pub mod sql;
+pub mod storage;

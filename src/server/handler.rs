@@ -1,0 +1,180 @@
+//! The pgwire handlers of one connection: simple and extended query protocol over the
+//! connection's own [`Session`].
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::{Sink, StreamExt, stream};
+use pgwire::api::auth::noop::NoopStartupHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::PgWireBackendMessage;
+
+use super::encoding::{arrow_type, decode_parameters, encode_batch, field_infos, pg_type, user_error};
+use crate::sql::error::SqlError;
+use crate::sql::session::{Output, Prepared, Session};
+
+/// Everything pgwire asks of one connection.
+pub struct ConnectionHandlers {
+    handler: Arc<QueryHandler>,
+}
+
+impl ConnectionHandlers {
+    pub fn new(session: Session) -> Self {
+        let session = Arc::new(session);
+        ConnectionHandlers {
+            handler: Arc::new(QueryHandler { parser: Arc::new(StatementParser { session: Arc::clone(&session) }), session }),
+        }
+    }
+}
+
+impl PgWireServerHandlers for ConnectionHandlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.handler)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.handler)
+    }
+
+    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
+        Arc::clone(&self.handler)
+    }
+}
+
+pub struct QueryHandler {
+    session: Arc<Session>,
+    parser: Arc<StatementParser>,
+}
+
+/// Trust authentication; the startup parameters are pgwire's defaults (server_version
+/// 16.x, UTF8, ISO dates, integer datetimes, standard-conforming strings).
+impl NoopStartupHandler for QueryHandler {}
+
+fn to_pgwire(e: SqlError) -> PgWireError {
+    user_error(e.code, e.message)
+}
+
+/// Turns a statement's output into pgwire's response, encoding rows in `format`.
+fn respond(output: Output, format: &Format) -> PgWireResult<Response> {
+    Ok(match output {
+        Output::Rows { schema, stream } => {
+            let fields = Arc::new(field_infos(&schema, format)?);
+            let encoder_fields = Arc::clone(&fields);
+            let rows = stream.flat_map(move |batch| {
+                let rows = batch
+                    .map_err(|e| to_pgwire(SqlError::from(e)))
+                    .and_then(|b| encode_batch(&b, &encoder_fields));
+                match rows {
+                    Ok(rows) => stream::iter(rows.into_iter().map(Ok).collect::<Vec<_>>()),
+                    Err(e) => stream::iter(vec![Err(e)]),
+                }
+            });
+            Response::Query(QueryResponse::new(fields, rows))
+        }
+        Output::Command { tag: command, rows } => {
+            let mut tag = Tag::new(command);
+            if let Some(rows) = rows {
+                // PostgreSQL's INSERT tag carries an oid before the count: `INSERT 0 3`.
+                if command == "INSERT" {
+                    tag = tag.with_oid(0);
+                }
+                tag = tag.with_rows(rows);
+            }
+            Response::Execution(tag)
+        }
+        Output::TransactionStart(tag) => Response::TransactionStart(Tag::new(tag)),
+        Output::TransactionEnd(tag) => Response::TransactionEnd(Tag::new(tag)),
+    })
+}
+
+#[async_trait]
+impl SimpleQueryHandler for QueryHandler {
+    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let outputs = self.session.execute_sql(query).await;
+        let mut responses = Vec::with_capacity(outputs.len());
+        for output in outputs {
+            match output.map_err(to_pgwire).and_then(|o| respond(o, &Format::UnifiedText)) {
+                Ok(response) => responses.push(response),
+                Err(PgWireError::UserError(info)) => {
+                    responses.push(Response::Error(info));
+                    break;
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(responses)
+    }
+}
+
+pub struct StatementParser {
+    session: Arc<Session>,
+}
+
+#[async_trait]
+impl QueryParser for StatementParser {
+    type Statement = Arc<Prepared>;
+
+    async fn parse_sql<C>(&self, _client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let declared: Vec<_> = types
+            .iter()
+            .map(|t| t.as_ref().filter(|t| **t != Type::UNKNOWN).and_then(arrow_type))
+            .collect();
+        let prepared = self.session.prepare(sql, &declared).await.map_err(to_pgwire)?;
+        Ok(prepared.map(Arc::new))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        stmt.parameter_types
+            .iter()
+            .map(|t| match t {
+                Some(dt) => pg_type(dt),
+                None => Ok(Type::UNKNOWN),
+            })
+            .collect()
+    }
+
+    fn get_result_schema(&self, stmt: &Self::Statement, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        match &stmt.result_schema {
+            Some(schema) => field_infos(schema, format.unwrap_or(&Format::UnifiedText)),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for QueryHandler {
+    type Statement = Arc<Prepared>;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let prepared: &Arc<Prepared> = &portal.statement.statement;
+        let types = self.parser.get_parameter_types(prepared)?;
+        let params = decode_parameters(portal, &types)?;
+        let output = self.session.execute_prepared(prepared, params).await.map_err(to_pgwire)?;
+        respond(output, &portal.result_column_format)
+    }
+}

@@ -1,0 +1,58 @@
+//! The PostgreSQL wire front end: accepts connections and gives each its own session.
+
+pub mod encoding;
+pub mod handler;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::engine::Engine;
+use handler::ConnectionHandlers;
+
+/// A bound listener; `run` serves until the process ends.
+pub struct Server {
+    listener: TcpListener,
+    engine: Arc<Engine>,
+}
+
+impl Server {
+    pub async fn bind(addr: &str, engine: Arc<Engine>) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        Ok(Server { listener, engine })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub async fn run(self) -> std::io::Result<()> {
+        loop {
+            let (socket, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Running out of descriptors must not end the server.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let engine = Arc::clone(&self.engine);
+            tokio::spawn(async move {
+                let session = match engine.new_session() {
+                    Ok(session) => session,
+                    Err(e) => {
+                        tracing::error!(%peer, "could not start a session: {e}");
+                        return;
+                    }
+                };
+                tracing::debug!(%peer, "connection opened");
+                let handlers = Arc::new(ConnectionHandlers::new(session));
+                if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                    tracing::debug!(%peer, "connection ended with an error: {e}");
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! `CREATE TABLE` (with and without `AS query`), `DROP TABLE` and `SHOW TABLES`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, cast, col};
+use datafusion::sql::sqlparser::ast::{
+    ColumnDef, ColumnOption, CreateTable, CreateTableOptions, DataType as SqlDataType, Expr as SqlExpr, FileFormat,
+    HiveDistributionStyle, HiveIOFormat, ObjectType, SqlOption, Statement, Value as SqlValue,
+};
+
+use super::error::SqlError;
+use super::session::{Output, Session, bool_column, rows_output, table_name};
+use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
+use crate::catalog::types::SparkType;
+use crate::storage::commit::StagedWrite;
+use crate::storage::table_writer::{TableLayout, write_table};
+
+/// The only table format: Spark's default data source, and what its bucketing writes.
+const PARQUET: &str = "parquet";
+
+/// Spark's `spark.sql.sources.bucketing.maxBuckets`.
+pub const MAX_BUCKETS: u32 = 100_000;
+
+pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Output, SqlError> {
+    let (schema, name) = table_name(&create.name)?;
+    let engine = &session.engine;
+    if !engine.metastore.schema_exists(&schema)? {
+        return Err(SqlError::undefined_schema(format!("schema \"{schema}\" does not exist")));
+    }
+    check_provider(create)?;
+    if create.location.is_some() || create.hive_formats.as_ref().is_some_and(|f| f.location.is_some()) {
+        return Err(SqlError::feature_not_supported("LOCATION is not supported yet"));
+    }
+    if engine.metastore.table(&schema, &name)?.is_some() {
+        if create.if_not_exists {
+            return Ok(Output::Command { tag: "CREATE TABLE", rows: None });
+        }
+        return Err(SqlError::duplicate_table(format!("relation \"{schema}.{name}\" already exists")));
+    }
+
+    let declared = declared_columns(&create.columns)?;
+    let query_plan = match &create.query {
+        Some(query) => Some(session.plan(&Statement::Query(query.clone())).await?),
+        None => None,
+    };
+    let mut columns = match (&query_plan, declared.is_empty()) {
+        (None, true) => return Err(SqlError::syntax("CREATE TABLE needs a column list or AS query")),
+        (Some(plan), true) => columns_of(plan)?,
+        _ => declared.clone(),
+    };
+    let partition_columns = partition_columns(create, &mut columns)?;
+    let bucket_spec = bucket_spec(create, &columns, &partition_columns)?;
+    let table = NewTable {
+        location: engine.managed_location(&schema, &name),
+        schema,
+        name,
+        provider: PARQUET.to_string(),
+        external: false,
+        comment: create.comment.as_ref().map(|c| comment_text(c).to_string()),
+        columns,
+        partition_columns,
+        bucket_spec,
+        properties: table_properties(create)?,
+    };
+
+    let Some(plan) = query_plan else {
+        engine.metastore.create_table(&table, &[])?;
+        return Ok(Output::Command { tag: "CREATE TABLE", rows: None });
+    };
+    // The query's columns, by name when the table took them from it, by position otherwise;
+    // either way in the table's order (partition columns last).
+    let plan = if declared.is_empty() { reorder_to(plan, &table.columns)? } else { conform_to(plan, &table.columns)? };
+    let write = StagedWrite::new(&table.location);
+    let layout = TableLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
+    let files = write_table(&session.ctx, plan, &layout, &write).await?;
+    let rows = files.iter().map(|f| f.rows as usize).sum();
+    write.publish(&engine.metastore, &files, |described| engine.metastore.create_table(&table, described))?;
+    Ok(Output::Command { tag: "SELECT", rows: Some(rows) })
+}
+
+/// `PARTITIONED BY (a, b)` names existing columns (Spark's data source form);
+/// `PARTITIONED BY (a INT)` adds columns (the Hive form). Either way partition columns move
+/// to the end, in partition order, as Spark orders them.
+fn partition_columns(create: &CreateTable, columns: &mut Vec<ColumnMeta>) -> Result<Vec<String>, SqlError> {
+    let HiveDistributionStyle::PARTITIONED { columns: specs } = &create.hive_distribution else {
+        return Ok(Vec::new());
+    };
+    let mut names = Vec::with_capacity(specs.len());
+    let mut moved = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let name = spec.name.value.to_lowercase();
+        if names.contains(&name) {
+            return Err(SqlError::duplicate_column(format!("partition column \"{name}\" specified more than once")));
+        }
+        let column = if matches!(spec.data_type, SqlDataType::Unspecified) {
+            let position = columns.iter().position(|c| c.name == name).ok_or_else(|| {
+                SqlError::undefined_column(format!(
+                    "partition column `{name}` is not defined in table, defined table columns are: {}",
+                    quoted_list(columns.iter().map(|c| c.name.as_str()))
+                ))
+            })?;
+            columns.remove(position)
+        } else {
+            if columns.iter().any(|c| c.name == name) {
+                return Err(SqlError::duplicate_column(format!("column \"{name}\" specified more than once")));
+            }
+            ColumnMeta { name: name.clone(), ty: SparkType::from_sql(&spec.data_type)?, nullable: true, comment: None }
+        };
+        names.push(name);
+        moved.push(column);
+    }
+    if columns.is_empty() {
+        return Err(SqlError::new("42P16", "Cannot use all columns for partition columns"));
+    }
+    columns.extend(moved);
+    Ok(names)
+}
+
+/// `CLUSTERED BY (cols) [SORTED BY (cols)] INTO n BUCKETS`, validated as Spark validates it.
+fn bucket_spec(create: &CreateTable, columns: &[ColumnMeta], partitions: &[String]) -> Result<Option<BucketSpec>, SqlError> {
+    let Some(clustered) = &create.clustered_by else {
+        return Ok(None);
+    };
+    let num_buckets = match &clustered.num_buckets {
+        SqlValue::Number(n, _) => n.parse::<i64>().ok(),
+        _ => None,
+    };
+    let num_buckets = match num_buckets {
+        Some(n) if n > 0 && n <= i64::from(MAX_BUCKETS) => n as u32,
+        other => {
+            let got = other.map_or_else(|| clustered.num_buckets.to_string(), |n| n.to_string());
+            return Err(SqlError::new(
+                "22003",
+                format!(
+                    "Number of buckets should be greater than 0 but less than or equal to bucketing.maxBuckets (`{MAX_BUCKETS}`). Got `{got}`."
+                ),
+            ));
+        }
+    };
+    let known = |kind: &str, name: &str| -> Result<String, SqlError> {
+        let name = name.to_lowercase();
+        if columns.iter().any(|c| c.name == name) {
+            Ok(name)
+        } else {
+            Err(SqlError::undefined_column(format!(
+                "{kind} column `{name}` is not defined in table `{}`, defined table columns are: {}.",
+                create.name,
+                quoted_list(columns.iter().map(|c| c.name.as_str()))
+            )))
+        }
+    };
+    let bucket_columns =
+        clustered.columns.iter().map(|c| known("bucket", &c.value)).collect::<Result<Vec<_>, _>>()?;
+    let mut sort_columns = Vec::new();
+    for order in clustered.sorted_by.iter().flatten() {
+        if order.options.asc == Some(false) {
+            return Err(SqlError::syntax("Column ordering must be ASC, was 'DESC'"));
+        }
+        let SqlExpr::Identifier(ident) = &order.expr else {
+            return Err(SqlError::syntax(format!("SORTED BY takes column names, not {}", order.expr)));
+        };
+        sort_columns.push(known("sort", &ident.value)?);
+    }
+    for (kind, names) in [("bucket", &bucket_columns), ("sort", &sort_columns)] {
+        let mut seen = HashSet::new();
+        if let Some(dup) = names.iter().find(|n| !seen.insert(n.as_str())) {
+            return Err(SqlError::duplicate_column(format!("Found duplicate column(s) in the {kind} definition: `{dup}`")));
+        }
+    }
+    let partition_list = || partitions.join(", ");
+    if let Some(c) = bucket_columns.iter().find(|c| partitions.contains(c)) {
+        return Err(SqlError::new(
+            "42P16",
+            format!("bucketing column '{c}' should not be part of partition columns '{}'", partition_list()),
+        ));
+    }
+    if let Some(c) = sort_columns.iter().find(|c| partitions.contains(c)) {
+        return Err(SqlError::new(
+            "42P16",
+            format!("bucket sorting column '{c}' should not be part of partition columns '{}'", partition_list()),
+        ));
+    }
+    Ok(Some(BucketSpec { num_buckets, bucket_columns, sort_columns }))
+}
+
+fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// `TBLPROPERTIES (k = v, …)` and `OPTIONS (…)`, values as written without quotes.
+fn table_properties(create: &CreateTable) -> Result<BTreeMap<String, String>, SqlError> {
+    let options = match &create.table_options {
+        CreateTableOptions::TableProperties(o) | CreateTableOptions::Options(o) => o.as_slice(),
+        CreateTableOptions::None => &[],
+        other => return Err(SqlError::feature_not_supported(format!("table options {other} are not supported"))),
+    };
+    options
+        .iter()
+        .map(|o| match o {
+            SqlOption::KeyValue { key, value } => {
+                let value = match value {
+                    SqlExpr::Value(v) => match &v.value {
+                        SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    other => other.to_string(),
+                };
+                Ok((key.value.clone(), value))
+            }
+            other => Err(SqlError::syntax(format!("table property {other} is not of the form key = value"))),
+        })
+        .collect()
+}
+
+fn check_provider(create: &CreateTable) -> Result<(), SqlError> {
+    let provider = match create.hive_formats.as_ref().and_then(|f| f.storage.as_ref()) {
+        None => return Ok(()),
+        Some(HiveIOFormat::Using { format }) => format.value.to_lowercase(),
+        Some(HiveIOFormat::FileFormat { format: FileFormat::PARQUET }) => return Ok(()),
+        Some(other) => format!("{other:?}"),
+    };
+    if provider == PARQUET {
+        Ok(())
+    } else {
+        Err(SqlError::feature_not_supported(format!(
+            "table provider {provider} is not supported: tables are stored as parquet"
+        )))
+    }
+}
+
+fn comment_text(comment: &datafusion::sql::sqlparser::ast::CommentDef) -> &str {
+    use datafusion::sql::sqlparser::ast::CommentDef;
+    match comment {
+        CommentDef::WithEq(text) | CommentDef::WithoutEq(text) => text,
+    }
+}
+
+/// Column names are stored lower-cased: Spark resolves them case-insensitively, and
+/// DataFusion lower-cases unquoted identifiers in queries.
+fn declared_columns(definitions: &[ColumnDef]) -> Result<Vec<ColumnMeta>, SqlError> {
+    let columns = definitions
+        .iter()
+        .map(|c| {
+            let mut nullable = true;
+            let mut comment = None;
+            for option in &c.options {
+                match &option.option {
+                    ColumnOption::NotNull => nullable = false,
+                    ColumnOption::Null => nullable = true,
+                    ColumnOption::Comment(text) => comment = Some(text.clone()),
+                    other => {
+                        return Err(SqlError::feature_not_supported(format!(
+                            "column option {other} is not supported"
+                        )));
+                    }
+                }
+            }
+            Ok(ColumnMeta { name: c.name.value.to_lowercase(), ty: SparkType::from_sql(&c.data_type)?, nullable, comment })
+        })
+        .collect::<Result<Vec<_>, SqlError>>()?;
+    check_unique(&columns)?;
+    Ok(columns)
+}
+
+fn check_unique(columns: &[ColumnMeta]) -> Result<(), SqlError> {
+    let mut seen = HashSet::new();
+    for column in columns {
+        if !seen.insert(column.name.as_str()) {
+            return Err(SqlError::duplicate_column(format!(
+                "column \"{}\" specified more than once",
+                column.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The columns a CTAS creates from its query's output.
+fn columns_of(plan: &LogicalPlan) -> Result<Vec<ColumnMeta>, SqlError> {
+    let columns = plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| {
+            Ok(ColumnMeta { name: f.name().to_lowercase(), ty: SparkType::from_arrow(f.data_type())?, nullable: true, comment: None })
+        })
+        .collect::<Result<Vec<_>, SqlError>>()?;
+    check_unique(&columns)?;
+    Ok(columns)
+}
+
+/// Projects a query's output onto the table's columns by position, with the table's names
+/// and types.
+fn conform_to(plan: LogicalPlan, columns: &[ColumnMeta]) -> Result<LogicalPlan, SqlError> {
+    let width = plan.schema().fields().len();
+    if width != columns.len() {
+        return Err(SqlError::syntax(format!(
+            "the query returns {width} columns but the table has {}",
+            columns.len()
+        )));
+    }
+    let exprs = columns
+        .iter()
+        .enumerate()
+        .map(|(i, column)| {
+            let source = col(datafusion::common::Column::from(plan.schema().qualified_field(i)));
+            Ok(cast(source, column.ty.to_arrow()?).alias(&column.name))
+        })
+        .collect::<Result<Vec<_>, SqlError>>()?;
+    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+}
+
+/// Selects a query's columns by name in the table's order.
+fn reorder_to(plan: LogicalPlan, columns: &[ColumnMeta]) -> Result<LogicalPlan, SqlError> {
+    let schema = plan.schema().clone();
+    let exprs = columns
+        .iter()
+        .map(|column| {
+            let index = (0..schema.fields().len())
+                .find(|i| schema.field(*i).name().to_lowercase() == column.name)
+                .ok_or_else(|| SqlError::internal(format!("column {} vanished from the query", column.name)))?;
+            Ok(col(datafusion::common::Column::from(schema.qualified_field(index))).alias(&column.name))
+        })
+        .collect::<Result<Vec<_>, SqlError>>()?;
+    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+}
+
+pub fn drop(session: &Session, stmt: &Statement) -> Result<Output, SqlError> {
+    let Statement::Drop { object_type, if_exists, names, .. } = stmt else {
+        return Err(SqlError::internal("not a DROP statement"));
+    };
+    if *object_type != ObjectType::Table {
+        return Err(SqlError::feature_not_supported(format!("DROP {object_type} is not supported")));
+    }
+    let engine = &session.engine;
+    for name in names {
+        let (schema, table) = table_name(name)?;
+        match engine.metastore.drop_table(&schema, &table)? {
+            Some(_) => engine.janitor.files_retired()?,
+            None if *if_exists => {}
+            None => {
+                return Err(SqlError::undefined_table(format!("table \"{schema}.{table}\" does not exist")));
+            }
+        }
+    }
+    Ok(Output::Command { tag: "DROP TABLE", rows: None })
+}
+
+/// Spark's `SHOW TABLES` columns.
+pub fn show_tables_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("namespace", DataType::Utf8, false),
+        Field::new("tableName", DataType::Utf8, false),
+        Field::new("isTemporary", DataType::Boolean, false),
+    ]))
+}
+
+pub fn show_tables(session: &Session, schema: &str) -> Result<Output, SqlError> {
+    let metastore = &session.engine.metastore;
+    if !metastore.schema_exists(schema)? {
+        return Err(SqlError::undefined_schema(format!("schema \"{schema}\" does not exist")));
+    }
+    let names = metastore.table_names(schema)?;
+    let namespace: ArrayRef = Arc::new(StringArray::from_iter_values(names.iter().map(|_| schema)));
+    let table: ArrayRef = Arc::new(StringArray::from_iter_values(names.iter()));
+    let batch =
+        RecordBatch::try_new(show_tables_schema(), vec![namespace, table, bool_column(names.iter().map(|_| false))])?;
+    Ok(rows_output(show_tables_schema(), vec![batch]))
+}

@@ -1,0 +1,143 @@
+//! `DESCRIBE [EXTENDED]`, `SHOW CREATE TABLE` and `SHOW PARTITIONS`, printed as Spark prints
+//! them (rows and order from `DescribeTableCommand`, `CatalogTable.toLinkedHashMap` and
+//! `ShowCreateTableCommand`).
+
+use std::sync::Arc;
+
+use chrono::DateTime;
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+use super::error::SqlError;
+use super::session::{Output, Session, rows_output};
+use crate::catalog::metastore::TableMeta;
+use crate::catalog::provider::CATALOG_NAME;
+
+pub fn describe_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("col_name", DataType::Utf8, false),
+        Field::new("data_type", DataType::Utf8, false),
+        Field::new("comment", DataType::Utf8, true),
+    ]))
+}
+
+pub fn show_create_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("createtab_stmt", DataType::Utf8, false)]))
+}
+
+pub fn show_partitions_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("partition", DataType::Utf8, false)]))
+}
+
+fn table(session: &Session, schema: &str, name: &str) -> Result<TableMeta, SqlError> {
+    session
+        .engine
+        .metastore
+        .table(schema, name)?
+        .ok_or_else(|| SqlError::undefined_table(format!("table or view `{schema}`.`{name}` cannot be found")))
+}
+
+fn backticked(names: &[String]) -> String {
+    format!("[{}]", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+}
+
+pub fn describe(session: &Session, schema: &str, name: &str, extended: bool) -> Result<Output, SqlError> {
+    let meta = table(session, schema, name)?;
+    let mut rows: Vec<(String, String, Option<String>)> =
+        meta.columns.iter().map(|c| (c.name.clone(), c.ty.as_str().to_string(), c.comment.clone())).collect();
+    if !meta.partition_columns.is_empty() {
+        rows.push(("# Partition Information".into(), String::new(), None));
+        rows.push(("# col_name".into(), "data_type".into(), Some("comment".into())));
+        for column in meta.columns.iter().filter(|c| meta.partition_columns.contains(&c.name)) {
+            rows.push((column.name.clone(), column.ty.as_str().to_string(), column.comment.clone()));
+        }
+    }
+    if extended {
+        let detail = |key: &str, value: String| (key.to_string(), value, Some(String::new()));
+        rows.push((String::new(), String::new(), Some(String::new())));
+        rows.push(("# Detailed Table Information".into(), String::new(), Some(String::new())));
+        rows.push(detail("Catalog", CATALOG_NAME.into()));
+        rows.push(detail("Database", meta.schema.clone()));
+        rows.push(detail("Table", meta.name.clone()));
+        let created = DateTime::from_timestamp(meta.created_at, 0).unwrap_or_default();
+        rows.push(detail("Created Time", created.format("%a %b %d %H:%M:%S UTC %Y").to_string()));
+        rows.push(detail("Last Access", "UNKNOWN".into()));
+        rows.push(detail("Created By", format!("bucketsql {}", env!("CARGO_PKG_VERSION"))));
+        rows.push(detail("Type", if meta.external { "EXTERNAL" } else { "MANAGED" }.into()));
+        rows.push(detail("Provider", meta.provider.clone()));
+        if let Some(spec) = &meta.bucket_spec {
+            rows.push(detail("Num Buckets", spec.num_buckets.to_string()));
+            rows.push(detail("Bucket Columns", backticked(&spec.bucket_columns)));
+            rows.push(detail("Sort Columns", backticked(&spec.sort_columns)));
+        }
+        if let Some(comment) = &meta.comment {
+            rows.push(detail("Comment", comment.clone()));
+        }
+        if !meta.properties.is_empty() {
+            let properties: Vec<String> = meta.properties.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            rows.push(detail("Table Properties", format!("[{}]", properties.join(", "))));
+        }
+        rows.push(detail("Location", format!("file:{}", meta.location.display())));
+        if !meta.partition_columns.is_empty() {
+            rows.push(detail("Partition Provider", "Catalog".into()));
+        }
+    }
+    let column = |values: Vec<Option<String>>| -> ArrayRef { Arc::new(StringArray::from(values)) };
+    let batch = RecordBatch::try_new(
+        describe_schema(),
+        vec![
+            column(rows.iter().map(|r| Some(r.0.clone())).collect()),
+            column(rows.iter().map(|r| Some(r.1.clone())).collect()),
+            column(rows.iter().map(|r| r.2.clone()).collect()),
+        ],
+    )?;
+    Ok(rows_output(describe_schema(), vec![batch]))
+}
+
+/// The DDL that recreates the table, clause order as Spark prints it.
+pub fn create_statement(meta: &TableMeta) -> String {
+    let columns: Vec<String> = meta.columns.iter().map(|c| format!("  {} {}", c.name, c.ty.ddl_name())).collect();
+    let mut ddl = format!("CREATE TABLE {CATALOG_NAME}.{}.{} (\n{})\nUSING {}\n", meta.schema, meta.name, columns.join(",\n"), meta.provider);
+    if !meta.partition_columns.is_empty() {
+        ddl.push_str(&format!("PARTITIONED BY ({})\n", meta.partition_columns.join(", ")));
+    }
+    if let Some(spec) = &meta.bucket_spec {
+        ddl.push_str(&format!("CLUSTERED BY ({})\n", spec.bucket_columns.join(", ")));
+        if !spec.sort_columns.is_empty() {
+            ddl.push_str(&format!("SORTED BY ({})\n", spec.sort_columns.join(", ")));
+        }
+        ddl.push_str(&format!("INTO {} BUCKETS\n", spec.num_buckets));
+    }
+    if let Some(comment) = &meta.comment {
+        ddl.push_str(&format!("COMMENT '{}'\n", comment.replace('\'', "\\'")));
+    }
+    if meta.external {
+        ddl.push_str(&format!("LOCATION 'file:{}'\n", meta.location.display()));
+    }
+    if !meta.properties.is_empty() {
+        let properties: Vec<String> =
+            meta.properties.iter().map(|(k, v)| format!("  '{k}' = '{}'", v.replace('\'', "\\'"))).collect();
+        ddl.push_str(&format!("TBLPROPERTIES (\n{})\n", properties.join(",\n")));
+    }
+    ddl
+}
+
+pub fn show_create_table(session: &Session, schema: &str, name: &str) -> Result<Output, SqlError> {
+    let meta = table(session, schema, name)?;
+    let statement: ArrayRef = Arc::new(StringArray::from(vec![create_statement(&meta)]));
+    let batch = RecordBatch::try_new(show_create_schema(), vec![statement])?;
+    Ok(rows_output(show_create_schema(), vec![batch]))
+}
+
+pub fn show_partitions(session: &Session, schema: &str, name: &str) -> Result<Output, SqlError> {
+    let meta = table(session, schema, name)?;
+    if meta.partition_columns.is_empty() {
+        return Err(SqlError::new(
+            "42809",
+            format!("SHOW PARTITIONS is not allowed on a table that is not partitioned: `{schema}`.`{name}`"),
+        ));
+    }
+    let partitions: ArrayRef = Arc::new(StringArray::from_iter_values(meta.partitions.iter()));
+    let batch = RecordBatch::try_new(show_partitions_schema(), vec![partitions])?;
+    Ok(rows_output(show_partitions_schema(), vec![batch]))
+}

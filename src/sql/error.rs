@@ -1,0 +1,240 @@
+//! Errors a statement can end with, each carrying the SQLSTATE a PostgreSQL client expects.
+//!
+//! Every failure reaching a client goes through [`SqlError`]; DataFusion's errors are mapped
+//! here, in one place, so that user mistakes never surface as `XX000` (internal error).
+
+use std::fmt;
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::error::DataFusionError;
+use datafusion::sql::sqlparser::parser::ParserError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl SqlError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        SqlError { code, message: message.into() }
+    }
+
+    pub fn syntax(message: impl Into<String>) -> Self {
+        Self::new("42601", message)
+    }
+    pub fn undefined_table(message: impl Into<String>) -> Self {
+        Self::new("42P01", message)
+    }
+    pub fn undefined_column(message: impl Into<String>) -> Self {
+        Self::new("42703", message)
+    }
+    pub fn undefined_type(message: impl Into<String>) -> Self {
+        Self::new("42704", message)
+    }
+    pub fn undefined_schema(message: impl Into<String>) -> Self {
+        Self::new("3F000", message)
+    }
+    pub fn duplicate_table(message: impl Into<String>) -> Self {
+        Self::new("42P07", message)
+    }
+    pub fn duplicate_column(message: impl Into<String>) -> Self {
+        Self::new("42701", message)
+    }
+    pub fn invalid_parameter(message: impl Into<String>) -> Self {
+        Self::new("22023", message)
+    }
+    pub fn feature_not_supported(message: impl Into<String>) -> Self {
+        Self::new("0A000", message)
+    }
+    pub fn datatype_mismatch(message: impl Into<String>) -> Self {
+        Self::new("42804", message)
+    }
+    pub fn insufficient_privilege(message: impl Into<String>) -> Self {
+        Self::new("42501", message)
+    }
+    pub fn query_canceled(message: impl Into<String>) -> Self {
+        Self::new("57014", message)
+    }
+    pub fn io(message: impl Into<String>) -> Self {
+        Self::new("58030", message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new("XX000", message)
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl From<ParserError> for SqlError {
+    fn from(e: ParserError) -> Self {
+        let text = match e {
+            ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+            ParserError::RecursionLimitExceeded => {
+                return SqlError::new("54001", "statement is too deeply nested");
+            }
+        };
+        SqlError::syntax(format!("syntax error: {text}"))
+    }
+}
+
+impl From<rusqlite::Error> for SqlError {
+    fn from(e: rusqlite::Error) -> Self {
+        SqlError::internal(format!("metastore: {e}"))
+    }
+}
+
+impl From<std::io::Error> for SqlError {
+    fn from(e: std::io::Error) -> Self {
+        SqlError::io(format!("could not access table files: {e}"))
+    }
+}
+
+impl From<ArrowError> for SqlError {
+    fn from(e: ArrowError) -> Self {
+        match e {
+            ArrowError::DivideByZero => SqlError::new("22012", "division by zero"),
+            ArrowError::ArithmeticOverflow(m) => {
+                SqlError::new("22003", format!("numeric value out of range: {m}"))
+            }
+            ArrowError::CastError(m) | ArrowError::ParseError(m) => {
+                SqlError::new("22P02", format!("invalid input: {m}"))
+            }
+            ArrowError::ComputeError(m) | ArrowError::InvalidArgumentError(m)
+                if m.contains("Overflow") || m.contains("overflow") =>
+            {
+                SqlError::new("22003", format!("numeric value out of range: {m}"))
+            }
+            ArrowError::InvalidArgumentError(m) => SqlError::invalid_parameter(m),
+            ArrowError::ExternalError(inner) => match inner.downcast::<DataFusionError>() {
+                Ok(df) => SqlError::from(*df),
+                Err(other) => SqlError::internal(other.to_string()),
+            },
+            ArrowError::IoError(m, _) => SqlError::io(m),
+            other => SqlError::internal(other.to_string()),
+        }
+    }
+}
+
+impl From<DataFusionError> for SqlError {
+    fn from(e: DataFusionError) -> Self {
+        use datafusion::common::SchemaError;
+        match e {
+            DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+                SqlError::from(*inner)
+            }
+            DataFusionError::Shared(inner) => SqlError::from(clone_shared(&inner)),
+            DataFusionError::External(inner) => match inner.downcast::<SqlError>() {
+                Ok(sql) => *sql,
+                Err(other) => match other.downcast::<DataFusionError>() {
+                    Ok(df) => SqlError::from(*df),
+                    Err(other) => match other.downcast::<ArrowError>() {
+                        Ok(arrow) => SqlError::from(*arrow),
+                        Err(other) => SqlError::internal(other.to_string()),
+                    },
+                },
+            },
+            DataFusionError::ArrowError(inner, _) => SqlError::from(*inner),
+            DataFusionError::SQL(inner, _) => SqlError::from(*inner),
+            DataFusionError::SchemaError(inner, _) => match *inner {
+                SchemaError::FieldNotFound { field, .. } => SqlError::undefined_column(format!(
+                    "column \"{}\" does not exist",
+                    field.name()
+                )),
+                SchemaError::AmbiguousReference { field } => SqlError::new(
+                    "42702",
+                    format!("column reference \"{}\" is ambiguous", field.name()),
+                ),
+                SchemaError::DuplicateQualifiedField { .. }
+                | SchemaError::DuplicateUnqualifiedField { .. } => {
+                    SqlError::duplicate_column(inner.to_string())
+                }
+            },
+            DataFusionError::NotImplemented(m) => SqlError::feature_not_supported(m),
+            DataFusionError::Plan(m) => plan_error(m),
+            DataFusionError::Configuration(m) => SqlError::invalid_parameter(m),
+            DataFusionError::Execution(m) => execution_error(m),
+            DataFusionError::ExecutionJoin(e) => SqlError::internal(e.to_string()),
+            DataFusionError::ResourcesExhausted(m) => SqlError::new("53200", m),
+            DataFusionError::IoError(e) => SqlError::from(e),
+            DataFusionError::ParquetError(e) => SqlError::io(format!("parquet: {e}")),
+            DataFusionError::ObjectStore(e) => SqlError::io(e.to_string()),
+            other => SqlError::internal(other.to_string()),
+        }
+    }
+}
+
+/// `Shared` wraps an error several consumers saw; its text is all that can be recovered.
+fn clone_shared(e: &DataFusionError) -> DataFusionError {
+    match e {
+        DataFusionError::Plan(m) => DataFusionError::Plan(m.clone()),
+        DataFusionError::Execution(m) => DataFusionError::Execution(m.clone()),
+        DataFusionError::NotImplemented(m) => DataFusionError::NotImplemented(m.clone()),
+        DataFusionError::ResourcesExhausted(m) => DataFusionError::ResourcesExhausted(m.clone()),
+        other => DataFusionError::Internal(other.to_string()),
+    }
+}
+
+/// DataFusion reports most semantic mistakes as plan errors with a free-form text; the
+/// ones clients act on are told apart by it.
+fn plan_error(message: String) -> SqlError {
+    let lower = message.to_lowercase();
+    if lower.contains("table") && lower.contains("not found") {
+        SqlError::undefined_table(message)
+    } else if lower.contains("no field named") || lower.contains("column") && lower.contains("not found") {
+        SqlError::undefined_column(message)
+    } else if lower.contains("function") && (lower.contains("not found") || lower.contains("invalid function")) {
+        SqlError::new("42883", message)
+    } else if lower.contains("divide by zero") || lower.contains("division by zero") {
+        SqlError::new("22012", "division by zero")
+    } else if lower.contains("cannot") && lower.contains("cast") || lower.contains("coerc") {
+        SqlError::datatype_mismatch(message)
+    } else {
+        SqlError::new("42000", message)
+    }
+}
+
+fn execution_error(message: String) -> SqlError {
+    let lower = message.to_lowercase();
+    if lower.contains("divide by zero") || lower.contains("division by zero") {
+        SqlError::new("22012", "division by zero")
+    } else if lower.contains("overflow") {
+        SqlError::new("22003", format!("numeric value out of range: {message}"))
+    } else if lower.contains("cast") || lower.contains("parse") {
+        SqlError::new("22P02", message)
+    } else {
+        SqlError::new("22023", message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datafusion_errors_get_postgres_sqlstates() {
+        let div = DataFusionError::ArrowError(Box::new(ArrowError::DivideByZero), None);
+        assert_eq!(SqlError::from(div).code, "22012");
+        let missing = DataFusionError::Plan("table 'spark_catalog.default.nope' not found".into());
+        assert_eq!(SqlError::from(missing).code, "42P01");
+        let wrapped = DataFusionError::Context(
+            "while planning".into(),
+            Box::new(DataFusionError::NotImplemented("LATERAL".into())),
+        );
+        assert_eq!(SqlError::from(wrapped).code, "0A000");
+        let ours = DataFusionError::External(Box::new(SqlError::duplicate_table("t exists")));
+        assert_eq!(SqlError::from(ours).code, "42P07");
+    }
+
+    #[test]
+    fn parser_errors_are_syntax_errors() {
+        let e = SqlError::from(ParserError::ParserError("Expected: an SQL statement".into()));
+        assert_eq!(e.code, "42601");
+    }
+}

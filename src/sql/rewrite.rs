@@ -1,0 +1,144 @@
+//! Rewrites of a parsed query that make DataFusion answer as Spark and PostgreSQL do.
+//!
+//! - Integer literals that fit 32 bits are `INT`, as in Spark and PostgreSQL (DataFusion
+//!   reads every integer literal as BIGINT). This is what makes `hash(1)` Spark's `hash(1)`
+//!   and lets `date_add(d, 3)` find Spark's INT signature. Ordinals (`ORDER BY 1`,
+//!   `GROUP BY 1`) and `LIMIT` / `OFFSET` keep their literals.
+//! - Unaliased expressions in the outermost SELECT are named by their SQL text, as Spark
+//!   names them (`1`, `CAST(x AS STRING)`, `count(*)`), instead of DataFusion's internal
+//!   display (`Int64(1)`).
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident, LimitClause, OrderByKind, Query, SelectItem, SetExpr, Statement,
+    TableFactor, Value, VisitMut, VisitorMut,
+};
+
+pub fn rewrite(statement: &mut Statement) {
+    match statement {
+        Statement::Query(query) => name_select_items(query),
+        Statement::Insert(insert) => insert.source.iter_mut().for_each(|q| name_select_items(q)),
+        _ => {}
+    }
+    let _ = statement.visit(&mut NarrowIntegerLiterals);
+}
+
+struct NarrowIntegerLiterals;
+
+fn is_narrowed(expr: &Expr) -> bool {
+    matches!(expr, Expr::Cast { kind: CastKind::DoubleColon, data_type: DataType::Int(None), expr, .. }
+        if matches!(expr.as_ref(), Expr::Value(v) if matches!(v.value, Value::Number(..))))
+}
+
+/// Gives an ordinal or limit back its plain literal.
+fn restore(expr: &mut Expr) {
+    if is_narrowed(expr) {
+        if let Expr::Cast { expr: inner, .. } = expr {
+            *expr = (**inner).clone();
+        }
+    }
+}
+
+impl VisitorMut for NarrowIntegerLiterals {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Value(value) = expr {
+            if let Value::Number(text, false) = &value.value {
+                if text.parse::<i32>().is_ok() {
+                    *expr = Expr::Cast {
+                        kind: CastKind::DoubleColon,
+                        expr: Box::new(expr.clone()),
+                        data_type: DataType::Int(None),
+                        array: false,
+                        format: None,
+                    };
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Table functions (`range(10)`, `generate_series(1, 5)`) take BIGINT literals.
+    fn post_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { args: Some(args), .. } = factor {
+            for arg in &mut args.args {
+                if let FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) = arg {
+                    restore(expr);
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let Some(order_by) = &mut query.order_by {
+            if let OrderByKind::Expressions(items) = &mut order_by.kind {
+                items.iter_mut().for_each(|item| restore(&mut item.expr));
+            }
+        }
+        match &mut query.limit_clause {
+            Some(LimitClause::LimitOffset { limit, offset, .. }) => {
+                limit.iter_mut().for_each(restore);
+                offset.iter_mut().for_each(|o| restore(&mut o.value));
+            }
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+                restore(offset);
+                restore(limit);
+            }
+            None => {}
+        }
+        if let SetExpr::Select(select) = query.body.as_mut() {
+            if let GroupByExpr::Expressions(items, _) = &mut select.group_by {
+                items.iter_mut().for_each(restore);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn name_select_items(query: &mut Query) {
+    let mut body = query.body.as_mut();
+    // Column names of a set operation come from its first branch.
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_mut();
+    }
+    let SetExpr::Select(select) = body else {
+        return;
+    };
+    for item in &mut select.projection {
+        if let SelectItem::UnnamedExpr(expr) = item {
+            if !matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                let name = Ident::with_quote('"', expr.to_string());
+                *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: name };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::dialect::{BucketSqlStatement, parse_sql};
+
+    fn rewritten(sql: &str) -> String {
+        let mut statements = parse_sql(sql).unwrap();
+        let BucketSqlStatement::Sql(statement) = &mut statements[0] else { panic!("not SQL") };
+        rewrite(statement);
+        statement.to_string()
+    }
+
+    #[test]
+    fn small_integer_literals_become_int_but_ordinals_and_limits_do_not() {
+        assert_eq!(
+            rewritten("SELECT hash(1), 3000000000 AS big FROM t GROUP BY 1 ORDER BY 1 LIMIT 5"),
+            "SELECT hash(1::INT) AS \"hash(1)\", 3000000000 AS big FROM t GROUP BY 1 ORDER BY 1 LIMIT 5"
+        );
+    }
+
+    #[test]
+    fn unnamed_expressions_are_named_by_their_text() {
+        assert_eq!(rewritten("SELECT a, t.b, a + 1 FROM t"), "SELECT a, t.b, a + 1::INT AS \"a + 1\" FROM t");
+    }
+}

@@ -1,0 +1,97 @@
+//! The commit protocol: a write becomes part of a table only when its file list commits in
+//! the metastore.
+//!
+//! 1. Files are written under `<table>/_temporary/<write id>/`, invisible to everyone.
+//! 2. Their final paths are recorded as pending in the metastore, then they are moved into
+//!    the table directory (where Spark will find them).
+//! 3. One SQLite transaction adds them to the table's file list and clears the pending
+//!    records. Until then no reader sees them.
+//!
+//! A failure before step 3 removes the moved files again; a crash leaves pending records and
+//! staging directories that [`super::janitor::FileJanitor::recover`] deletes at the next start.
+
+use std::path::{Path, PathBuf};
+
+use uuid::Uuid;
+
+use super::file_naming::STAGING_DIR;
+use super::parquet_writer::StagedFile;
+use crate::catalog::metastore::{DataFile, Metastore};
+use crate::sql::error::SqlError;
+
+/// One write's private staging area; dropping it (on failure or cancellation) removes
+/// everything that was not published.
+pub struct StagedWrite {
+    pub id: Uuid,
+    table_location: PathBuf,
+    staging_dir: PathBuf,
+}
+
+impl StagedWrite {
+    pub fn new(table_location: &Path) -> Self {
+        let id = Uuid::new_v4();
+        let staging_dir = table_location.join(STAGING_DIR).join(id.to_string());
+        StagedWrite { id, table_location: table_location.to_path_buf(), staging_dir }
+    }
+
+    pub fn staging_dir(&self) -> &Path {
+        &self.staging_dir
+    }
+
+    /// Moves the staged files into the table directory and runs `commit` with their
+    /// descriptions; if `commit` fails, the moved files are deleted and the table is
+    /// exactly as it was.
+    pub fn publish(
+        self,
+        metastore: &Metastore,
+        files: &[StagedFile],
+        commit: impl FnOnce(&[DataFile]) -> Result<(), SqlError>,
+    ) -> Result<(), SqlError> {
+        let finals: Vec<PathBuf> = files.iter().map(|f| self.table_location.join(&f.relative)).collect();
+        metastore.add_pending(&finals)?;
+        let moved = self.move_into_place(files, &finals).and_then(|()| {
+            let described: Vec<DataFile> = files
+                .iter()
+                .map(|f| DataFile {
+                    path: f.relative.clone(),
+                    partition: f.partition.clone(),
+                    bucket: f.bucket,
+                    row_count: f.rows,
+                    byte_size: f.bytes,
+                })
+                .collect();
+            commit(&described)
+        });
+        if let Err(e) = moved {
+            for path in &finals {
+                let _ = std::fs::remove_file(path);
+            }
+            metastore.clear_pending(&finals)?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn move_into_place(&self, files: &[StagedFile], finals: &[PathBuf]) -> Result<(), SqlError> {
+        for (file, target) in files.iter().zip(finals) {
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::rename(&file.staged, target)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StagedWrite {
+    fn drop(&mut self) {
+        if self.staging_dir.exists() {
+            if let Err(e) = std::fs::remove_dir_all(&self.staging_dir) {
+                tracing::warn!(dir = %self.staging_dir.display(), "could not remove staging directory: {e}");
+            }
+        }
+        let staging_root = self.table_location.join(STAGING_DIR);
+        // Only succeeds once no other write is staging here.
+        let _ = std::fs::remove_dir(staging_root);
+    }
+}

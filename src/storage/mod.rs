@@ -1,0 +1,10 @@
+//! Table files: Spark's bucket hash and file names, the Parquet writer, the commit protocol
+//! and the janitor that deletes what no table holds.
+
+pub mod bucket_hash;
+pub mod commit;
+pub mod file_naming;
+pub mod janitor;
+pub mod parquet_writer;
+pub mod partition_path;
+pub mod table_writer;

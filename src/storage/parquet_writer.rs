@@ -1,0 +1,217 @@
+//! Writes a query's output as Parquet files, one writer per input partition, all running
+//! at once so every core works on a large write.
+//!
+//! For partitioned or bucketed tables the input arrives sorted, within each input partition,
+//! by (partition values, bucket id, sort columns), as Spark's writer sorts it; a new file
+//! starts whenever the partition or the bucket changes, so one write adds at most one file
+//! per (partition, bucket) and input partition.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::kernels::partition::partition;
+use datafusion::arrow::datatypes::{Int32Type, SchemaRef};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::parquet::arrow::AsyncArrowWriter;
+use datafusion::parquet::basic::Compression;
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::physical_plan::ExecutionPlan;
+use futures::StreamExt;
+use tokio::fs::File;
+use uuid::Uuid;
+
+use super::file_naming::data_file_name;
+use super::partition_path::partition_path;
+use crate::sql::error::SqlError;
+
+/// A file written into the staging directory, not yet part of any table.
+#[derive(Debug, Clone)]
+pub struct StagedFile {
+    /// Path relative to the table location once published.
+    pub relative: String,
+    pub partition: String,
+    pub bucket: Option<u32>,
+    pub staged: PathBuf,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// Which input columns decide where a row goes, and which are stored in the files.
+#[derive(Debug, Clone)]
+pub struct WriteLayout {
+    /// Partition columns: input index and name, in `PARTITIONED BY` order.
+    pub partition_columns: Vec<(usize, String)>,
+    /// Input index of the Int32 bucket id column, for bucketed tables.
+    pub bucket_column: Option<usize>,
+    /// Input indices of the columns stored in the files (not the partition columns, which
+    /// live in directory names, nor the bucket id).
+    pub data_columns: Vec<usize>,
+    pub file_schema: SchemaRef,
+}
+
+impl WriteLayout {
+    /// Every input column goes into one file per input partition.
+    pub fn unpartitioned(schema: SchemaRef) -> Self {
+        WriteLayout {
+            partition_columns: Vec::new(),
+            bucket_column: None,
+            data_columns: (0..schema.fields().len()).collect(),
+            file_schema: schema,
+        }
+    }
+
+    fn key_columns(&self) -> Vec<usize> {
+        self.partition_columns.iter().map(|(i, _)| *i).chain(self.bucket_column).collect()
+    }
+}
+
+/// Snappy is what Spark writes by default, and what its file names announce.
+pub fn writer_properties() -> WriterProperties {
+    WriterProperties::builder().set_compression(Compression::SNAPPY).build()
+}
+
+/// Runs `plan` and writes each output partition's rows under `staging_dir`.
+pub async fn write_partitions(
+    plan: Arc<dyn ExecutionPlan>,
+    task_ctx: Arc<TaskContext>,
+    layout: WriteLayout,
+    staging_dir: &Path,
+    write_id: Uuid,
+) -> Result<Vec<StagedFile>, SqlError> {
+    tokio::fs::create_dir_all(staging_dir).await?;
+    let layout = Arc::new(layout);
+    let partitions = plan.properties().output_partitioning().partition_count();
+    let mut tasks = tokio::task::JoinSet::new();
+    for task in 0..partitions {
+        let plan = Arc::clone(&plan);
+        let task_ctx = Arc::clone(&task_ctx);
+        let mut writer = SplittingWriter {
+            layout: Arc::clone(&layout),
+            staging_dir: staging_dir.to_path_buf(),
+            write_id,
+            task,
+            open: None,
+            done: Vec::new(),
+        };
+        tasks.spawn(async move {
+            let stream = plan.execute(task, task_ctx)?;
+            writer.write_all(stream).await?;
+            Ok::<_, SqlError>(writer.done)
+        });
+    }
+    let mut files = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        files.extend(joined.map_err(|e| SqlError::internal(format!("write task failed: {e}")))??);
+    }
+    files.sort_by(|a, b| a.relative.cmp(&b.relative));
+    Ok(files)
+}
+
+struct OpenFile {
+    partition: String,
+    bucket: Option<u32>,
+    file: StagedFile,
+    writer: AsyncArrowWriter<File>,
+}
+
+/// One input partition's writer: one open file at a time, switched on key changes.
+struct SplittingWriter {
+    layout: Arc<WriteLayout>,
+    staging_dir: PathBuf,
+    write_id: Uuid,
+    task: usize,
+    open: Option<OpenFile>,
+    done: Vec<StagedFile>,
+}
+
+impl SplittingWriter {
+    async fn write_all(&mut self, mut stream: SendableRecordBatchStream) -> Result<(), SqlError> {
+        let keys = self.layout.key_columns();
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            if keys.is_empty() {
+                self.write_rows(&batch, 0, batch.num_rows(), String::new(), None).await?;
+                continue;
+            }
+            let key_arrays: Vec<ArrayRef> = keys.iter().map(|i| Arc::clone(batch.column(*i))).collect();
+            for range in partition(&key_arrays)?.ranges() {
+                let partition = self.partition_of(&batch, range.start)?;
+                let bucket = self.layout.bucket_column.map(|i| {
+                    let ids = batch.column(i).as_primitive::<Int32Type>();
+                    ids.value(range.start) as u32
+                });
+                self.write_rows(&batch, range.start, range.end - range.start, partition, bucket).await?;
+            }
+        }
+        self.close().await
+    }
+
+    fn partition_of(&self, batch: &RecordBatch, row: usize) -> Result<String, SqlError> {
+        let values: Vec<(&str, ArrayRef)> = self
+            .layout
+            .partition_columns
+            .iter()
+            .map(|(i, name)| (name.as_str(), batch.column(*i).slice(row, 1)))
+            .collect();
+        partition_path(&values)
+    }
+
+    async fn write_rows(
+        &mut self,
+        batch: &RecordBatch,
+        offset: usize,
+        len: usize,
+        partition: String,
+        bucket: Option<u32>,
+    ) -> Result<(), SqlError> {
+        let same_file = self.open.as_ref().is_some_and(|o| o.partition == partition && o.bucket == bucket);
+        if !same_file {
+            self.close().await?;
+            self.open = Some(self.open_file(partition, bucket).await?);
+        }
+        let columns: Vec<ArrayRef> =
+            self.layout.data_columns.iter().map(|i| batch.column(*i).slice(offset, len)).collect();
+        let rows = RecordBatch::try_new(Arc::clone(&self.layout.file_schema), columns)?;
+        let open = self.open.as_mut().expect("opened above");
+        open.file.rows += len as u64;
+        open.writer.write(&rows).await?;
+        Ok(())
+    }
+
+    async fn open_file(&mut self, partition: String, bucket: Option<u32>) -> Result<OpenFile, SqlError> {
+        let name = data_file_name(self.task, &self.write_id, bucket);
+        let relative = if partition.is_empty() { name } else { format!("{partition}/{name}") };
+        let staged = self.staging_dir.join(&relative);
+        if let Some(parent) = staged.parent() {
+            tokio::fs::create_dir_all(parent).await?;
+        }
+        let file = File::create(&staged).await?;
+        let writer = AsyncArrowWriter::try_new(file, Arc::clone(&self.layout.file_schema), Some(writer_properties()))?;
+        Ok(OpenFile {
+            file: StagedFile { relative, partition: partition.clone(), bucket, staged, rows: 0, bytes: 0 },
+            partition,
+            bucket,
+            writer,
+        })
+    }
+
+    async fn close(&mut self) -> Result<(), SqlError> {
+        if let Some(open) = self.open.take() {
+            open.writer.close().await?;
+            let mut file = open.file;
+            file.bytes = tokio::fs::metadata(&file.staged).await?.len();
+            self.done.push(file);
+        }
+        Ok(())
+    }
+}
+
+impl From<datafusion::parquet::errors::ParquetError> for SqlError {
+    fn from(e: datafusion::parquet::errors::ParquetError) -> Self {
+        SqlError::io(format!("could not write parquet: {e}"))
+    }
+}

@@ -1,0 +1,104 @@
+//! A `bucketsql serve` process for one test.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio_postgres::{Client, NoTls};
+
+pub struct TestServer {
+    child: Child,
+    pub port: u16,
+    data_dir: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl TestServer {
+    /// Starts a server on a fresh data directory.
+    pub fn start() -> Self {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let data_dir = temp.path().join("data");
+        let mut server = Self::start_on(&data_dir);
+        server._temp = Some(temp);
+        server
+    }
+
+    /// Starts a server on an existing (or new) data directory; the caller keeps it alive.
+    pub fn start_on(data_dir: &Path) -> Self {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_bucketsql"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("bucketsql starts");
+        let server = TestServer { child, port, data_dir: data_dir.to_path_buf(), _temp: None };
+        server.wait_until_listening();
+        server
+    }
+
+    fn wait_until_listening(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "bucketsql did not start listening on {}", self.port);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    pub fn connection_string(&self) -> String {
+        format!("host=127.0.0.1 port={} user=postgres dbname=postgres", self.port)
+    }
+
+    pub async fn connect(&self) -> Client {
+        let (client, connection) =
+            tokio_postgres::connect(&self.connection_string(), NoTls).await.expect("connects");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
+    /// Ends the process at once, as a crash or `kill -9` would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The SQLSTATE of a failed statement.
+pub fn sqlstate(error: &tokio_postgres::Error) -> String {
+    error.code().map(|c| c.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE in {error}"))
+}
+
+/// Rows of a simple-protocol query as text (NULL as "NULL").
+pub async fn text_rows(client: &Client, sql: &str) -> Vec<Vec<String>> {
+    client
+        .simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => {
+                Some((0..row.len()).map(|i| row.get(i).unwrap_or("NULL").to_string()).collect())
+            }
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,104 @@
+//! A write is all or nothing, even when the server is killed in the middle of it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::{TestServer, text_rows};
+
+fn data_files(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(data_files(&path));
+        } else {
+            found.push(path.to_string_lossy().to_string());
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_server_mid_insert_leaves_the_old_or_the_new_table() {
+    let temp = tempfile::tempdir().unwrap();
+    let data_dir = temp.path().join("data");
+    let table_dir = data_dir.join("warehouse/default/big");
+    let mut server = TestServer::start_on(&data_dir);
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE big (id BIGINT, s STRING); INSERT INTO big SELECT id, 'old' FROM range(1000)").await.unwrap();
+    let mut before = data_files(&table_dir);
+    before.sort();
+
+    let insert = "INSERT INTO big SELECT id, concat('row-', CAST(id AS STRING)) FROM range(30000000)";
+    let running = tokio::spawn(async move { client.batch_execute(insert).await });
+    // Kill once the write has started staging files.
+    let staging = table_dir.join("_temporary");
+    let mut staged = false;
+    for _ in 0..3000 {
+        if staging.exists() {
+            staged = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(staged, "the INSERT never started writing");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill();
+    let outcome = running.await.unwrap();
+    assert!(outcome.is_err(), "the INSERT finished before the kill; the test did not interrupt it");
+
+    let server = TestServer::start_on(&data_dir);
+    let client = server.connect().await;
+    let count: i64 = text_rows(&client, "SELECT count(*) FROM big").await[0][0].parse().unwrap();
+    assert!(count == 1000 || count == 30_001_000, "count {count} is neither the old nor the new table");
+    if outcome.is_err() {
+        assert!(!staging.exists(), "staging files of the killed write were not removed at restart");
+    }
+    // Every file left in the table directory is a committed one.
+    let files = data_files(&table_dir);
+    let committed: i64 = text_rows(&client, "SELECT count(*) FROM big").await[0][0].parse().unwrap();
+    assert_eq!(committed, count);
+    assert!(files.iter().all(|f| f.ends_with(".snappy.parquet")), "{files:?}");
+    if count == 1000 {
+        let mut after = files.clone();
+        after.sort();
+        assert_eq!(after, before, "only the first write's files remain");
+    }
+}
+
+#[tokio::test]
+async fn a_failed_write_leaves_the_table_as_it_was() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2)").await.unwrap();
+    let err = client.batch_execute("INSERT INTO t SELECT CAST(s AS INT) FROM (VALUES ('3'), ('x')) v(s)").await;
+    assert!(err.is_err());
+    let err = client.batch_execute("INSERT OVERWRITE TABLE t SELECT 10 / (id - 5) FROM range(10)").await;
+    assert!(err.is_err(), "division by zero fails the overwrite");
+    assert_eq!(text_rows(&client, "SELECT a FROM t ORDER BY a").await, vec![vec!["1"], vec!["2"]]);
+    let err = client.batch_execute("CREATE TABLE c USING parquet AS SELECT 1 / (id - 3) AS x FROM range(5)").await;
+    assert!(err.is_err());
+    assert!(client.simple_query("SELECT * FROM c").await.is_err(), "a failed CTAS leaves no table");
+    let table_dir = server.data_dir().join("warehouse/default/t");
+    assert_eq!(data_files(&table_dir).len(), 1, "no stray files: {:?}", data_files(&table_dir));
+}
+
+#[tokio::test]
+async fn overwrite_and_drop_delete_replaced_files() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE t (a INT); INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)").await.unwrap();
+    let table_dir = server.data_dir().join("warehouse/default/t");
+    assert_eq!(data_files(&table_dir).len(), 2);
+    client.batch_execute("INSERT OVERWRITE TABLE t VALUES (3)").await.unwrap();
+    assert_eq!(data_files(&table_dir).len(), 1);
+    client.batch_execute("DROP TABLE t").await.unwrap();
+    assert_eq!(data_files(&table_dir).len(), 0);
+    let err = client.batch_execute("DROP TABLE t").await.unwrap_err();
+    assert_eq!(crate::common::sqlstate(&err), "42P01");
+    client.batch_execute("DROP TABLE IF EXISTS t").await.unwrap();
+}
