@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use bucketsql::engine::Engine;
+use bucketsql::engine::{Engine, EngineOptions};
 use bucketsql::server::Server;
 
 #[derive(Parser)]
@@ -23,6 +23,12 @@ enum Command {
         /// Directory holding the metastore and the table files; created if missing.
         #[arg(long, default_value = "./bucketsql-data")]
         data_dir: PathBuf,
+        /// A directory under which `CREATE TABLE … LOCATION` may register tables (repeatable).
+        #[arg(long = "allow-location", value_name = "DIR")]
+        allowed_locations: Vec<PathBuf>,
+        /// Memory shared by all queries, e.g. `4GiB` or `512MiB` (default: half of RAM).
+        #[arg(long, value_parser = parse_bytes)]
+        memory_limit: Option<usize>,
     },
 }
 
@@ -32,12 +38,38 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .init();
     match Cli::parse().command {
-        Command::Serve { listen, data_dir } => {
-            let engine = Engine::open(&data_dir)?;
+        Command::Serve { listen, data_dir, allowed_locations, memory_limit } => {
+            let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
+            let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit })?;
             let server = Server::bind(&listen, engine).await?;
             tracing::info!(address = %server.local_addr()?, data_dir = %data_dir.display(), "bucketsql is listening");
             server.run().await?;
         }
     }
     Ok(())
+}
+
+/// `1024`, `64KiB`, `512MiB`, `4GiB` (also `KB`/`MB`/`GB`, read as binary units).
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: usize = number.parse().map_err(|_| format!("{text} is not a size such as 512MiB"))?;
+    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        other => return Err(format!("unknown size unit {other}")),
+    };
+    number.checked_mul(scale).ok_or_else(|| format!("{text} is too large"))
+}
+
+/// Physical memory from `/proc/meminfo`.
+fn total_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

@@ -16,6 +16,7 @@ use super::session::{Output, Session, bool_column, rows_output, table_name};
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
 use crate::catalog::types::SparkType;
 use crate::storage::commit::StagedWrite;
+use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
 use crate::storage::table_writer::{TableLayout, write_table};
 
 /// The only table format: Spark's default data source, and what its bucketing writes.
@@ -31,9 +32,12 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         return Err(SqlError::undefined_schema(format!("schema \"{schema}\" does not exist")));
     }
     check_provider(create)?;
-    if create.location.is_some() || create.hive_formats.as_ref().is_some_and(|f| f.location.is_some()) {
-        return Err(SqlError::feature_not_supported("LOCATION is not supported yet"));
-    }
+    let location = create.location.as_ref().or(create.hive_formats.as_ref().and_then(|f| f.location.as_ref()));
+    // A table with LOCATION is EXTERNAL, as in Spark: DROP TABLE leaves its files alone.
+    let (location, external) = match location {
+        Some(dir) => (engine.external_location(dir)?, true),
+        None => (engine.managed_location(&schema, &name), false),
+    };
     if engine.metastore.table(&schema, &name)?.is_some() {
         if create.if_not_exists {
             return Ok(Output::Command { tag: "CREATE TABLE", rows: None });
@@ -47,6 +51,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         None => None,
     };
     let mut columns = match (&query_plan, declared.is_empty()) {
+        (None, true) if external => columns_of_files(&location)?,
         (None, true) => return Err(SqlError::syntax("CREATE TABLE needs a column list or AS query")),
         (Some(plan), true) => columns_of(plan)?,
         _ => declared.clone(),
@@ -54,11 +59,11 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     let partition_columns = partition_columns(create, &mut columns)?;
     let bucket_spec = bucket_spec(create, &columns, &partition_columns)?;
     let table = NewTable {
-        location: engine.managed_location(&schema, &name),
+        location,
         schema,
         name,
         provider: PARQUET.to_string(),
-        external: false,
+        external,
         comment: create.comment.as_ref().map(|c| comment_text(c).to_string()),
         columns,
         partition_columns,
@@ -66,10 +71,24 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         properties: table_properties(create)?,
     };
 
+    let expected = ExpectedLayout {
+        data_columns: table.columns.iter().map(|c| c.name.as_str()).filter(|c| !table.partition_columns.iter().any(|p| p == c)).collect(),
+        partition_columns: &table.partition_columns,
+        bucket_spec: table.bucket_spec.as_ref(),
+    };
+    let existing = if external { discover(&table.location, &expected)? } else { Vec::new() };
     let Some(plan) = query_plan else {
-        engine.metastore.create_table(&table, &[])?;
+        engine.metastore.create_table(&table, &existing)?;
         return Ok(Output::Command { tag: "CREATE TABLE", rows: None });
     };
+    if !existing.is_empty() {
+        return Err(SqlError::duplicate_table(format!(
+            "cannot create table {}.{} AS SELECT: its location {} already holds data files",
+            table.schema,
+            table.name,
+            table.location.display()
+        )));
+    }
     // The query's columns, by name when the table took them from it, by position otherwise;
     // either way in the table's order (partition columns last).
     let plan = if declared.is_empty() { reorder_to(plan, &table.columns)? } else { conform_to(plan, &table.columns)? };
@@ -280,9 +299,11 @@ fn check_unique(columns: &[ColumnMeta]) -> Result<(), SqlError> {
 
 /// The columns a CTAS creates from its query's output.
 fn columns_of(plan: &LogicalPlan) -> Result<Vec<ColumnMeta>, SqlError> {
-    let columns = plan
-        .schema()
-        .fields()
+    columns_from(plan.schema().fields())
+}
+
+fn columns_from(fields: &datafusion::arrow::datatypes::Fields) -> Result<Vec<ColumnMeta>, SqlError> {
+    let columns = fields
         .iter()
         .map(|f| {
             Ok(ColumnMeta { name: f.name().to_lowercase(), ty: SparkType::from_arrow(f.data_type())?, nullable: true, comment: None })
@@ -290,6 +311,14 @@ fn columns_of(plan: &LogicalPlan) -> Result<Vec<ColumnMeta>, SqlError> {
         .collect::<Result<Vec<_>, SqlError>>()?;
     check_unique(&columns)?;
     Ok(columns)
+}
+
+/// The columns of a directory of Parquet files registered without a column list.
+fn columns_of_files(location: &std::path::Path) -> Result<Vec<ColumnMeta>, SqlError> {
+    let schema = first_file_schema(location, &[])?.ok_or_else(|| {
+        SqlError::syntax(format!("{} holds no data files to take columns from: give a column list", location.display()))
+    })?;
+    columns_from(schema.fields())
 }
 
 /// Projects a query's output onto the table's columns by position, with the table's names

@@ -18,7 +18,10 @@ use datafusion::sql::sqlparser::ast::{
 pub fn rewrite(statement: &mut Statement) {
     match statement {
         Statement::Query(query) => name_select_items(query),
-        Statement::Insert(insert) => insert.source.iter_mut().for_each(|q| name_select_items(q)),
+        Statement::Insert(insert) => insert.source.iter_mut().for_each(|q| {
+            name_select_items(q);
+            number_select_items(q);
+        }),
         _ => {}
     }
     let _ = statement.visit(&mut NarrowIntegerLiterals);
@@ -114,6 +117,21 @@ fn name_select_items(query: &mut Query) {
                 *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: name };
             }
         }
+    }
+}
+
+/// An INSERT's source columns go to the table by position, so their names do not matter;
+/// numbering them lets `SELECT id, id` feed two columns, as Spark allows.
+fn number_select_items(query: &mut Query) {
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    for (position, item) in select.projection.iter_mut().enumerate() {
+        let expr = match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => expr.clone(),
+            _ => continue,
+        };
+        *item = SelectItem::ExprWithAlias { expr, alias: Ident::new(format!("_c{position}")) };
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod bucket_hash;
 pub mod commit;
+pub mod existing_files;
 pub mod file_naming;
 pub mod janitor;
 pub mod parquet_writer;

@@ -26,10 +26,16 @@ impl TestServer {
 
     /// Starts a server on an existing (or new) data directory; the caller keeps it alive.
     pub fn start_on(data_dir: &Path) -> Self {
+        Self::start_with_args(data_dir, &[])
+    }
+
+    /// Starts a server with extra `serve` arguments (e.g. `--allow-location DIR`).
+    pub fn start_with_args(data_dir: &Path, args: &[&str]) -> Self {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_bucketsql"))
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
             .arg(data_dir)
+            .args(args)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
