@@ -4,6 +4,8 @@
 
 pub mod catalog;
 pub mod engine;
+pub mod exec;
+pub mod planner;
 pub mod server;
 pub mod sql;
 pub mod storage;

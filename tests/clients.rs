@@ -7,11 +7,11 @@ use std::process::Command;
 
 use crate::common::TestServer;
 
-fn clients_dir() -> PathBuf {
+pub fn clients_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
 }
 
-fn run(command: &mut Command) {
+pub fn run(command: &mut Command) {
     let output = command.output().unwrap_or_else(|e| panic!("{command:?} did not start: {e}"));
     assert!(
         output.status.success(),
@@ -21,25 +21,27 @@ fn run(command: &mut Command) {
     );
 }
 
-/// A virtual environment with the pinned drivers, created once per target directory.
-fn python_env() -> PathBuf {
-    let env = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-clients");
+/// A virtual environment `name` under Cargo's target directory with the packages pinned in
+/// `tests/clients/<requirements>`, created once and again whenever that file changes.
+pub fn python_env(name: &str, requirements: &str) -> PathBuf {
+    let env = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let python = env.join("bin/python");
     let stamp = env.join("installed.txt");
-    let requirements = std::fs::read_to_string(clients_dir().join("requirements.txt")).unwrap();
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(requirements.as_str()) {
+    let requirements_file = clients_dir().join(requirements);
+    let pinned = std::fs::read_to_string(&requirements_file).unwrap();
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(pinned.as_str()) {
         run(Command::new("python3").args(["-m", "venv"]).arg(&env));
         run(Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(clients_dir().join("requirements.txt")));
-        std::fs::write(&stamp, requirements).unwrap();
+            .arg(&requirements_file));
+        std::fs::write(&stamp, pinned).unwrap();
     }
     python
 }
 
 #[test]
 fn psycopg3_and_asyncpg() {
-    let python = python_env();
+    let python = python_env("python-clients", "requirements.txt");
     let server = TestServer::start();
     run(Command::new(python).arg(clients_dir().join("python_drivers.py")).arg(server.port.to_string()));
 }

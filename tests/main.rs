@@ -6,4 +6,5 @@ mod clients;
 mod common;
 mod durability;
 mod fixtures;
+mod spark;
 mod wire;

@@ -6,22 +6,15 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::{CatalogProvider, SchemaProvider, Session, TableProvider};
-use datafusion::datasource::file_format::FileFormat;
-use datafusion::datasource::file_format::parquet::ParquetFormat;
-use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
-use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::object_store::ObjectStoreUrl;
-use datafusion::logical_expr::{Expr, TableType};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::empty::EmptyExec;
 
 use super::metastore::{Metastore, TableMeta};
+use crate::planner::file_source_strategy::{is_partition_filter, plan_scan};
 use crate::sql::error::SqlError;
-use crate::storage::partition_path::partition_values;
 
 /// The catalog name Spark gives its session catalog; plans and DESCRIBE print it.
 pub const CATALOG_NAME: &str = "spark_catalog";
@@ -91,14 +84,14 @@ impl SchemaProvider for MetastoreSchema {
 /// One committed version of a table, read from its listed Parquet files only.
 #[derive(Debug)]
 pub struct ParquetTable {
-    meta: TableMeta,
+    meta: Arc<TableMeta>,
     schema: SchemaRef,
 }
 
 impl ParquetTable {
     pub fn new(meta: TableMeta) -> Self {
         let schema = table_schema(&meta).expect("metastore types were validated when stored");
-        ParquetTable { meta, schema }
+        ParquetTable { meta: Arc::new(meta), schema }
     }
 
     pub fn meta(&self) -> &TableMeta {
@@ -126,61 +119,29 @@ impl TableProvider for ParquetTable {
         TableType::Base
     }
 
-    /// Files are spread over `target_partitions` groups by size, so a large table is read by
-    /// every core. Filters are not taken here: DataFusion pushes its `FilterExec` predicates
-    /// into the Parquet source, which prunes row groups by their statistics.
+    /// Partition filters are applied exactly, by skipping partition directories; the others
+    /// also stay above the scan, as Spark's `Filter` does.
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if is_partition_filter(f, &self.meta.partition_columns) {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Inexact
+                }
+            })
+            .collect())
+    }
+
     async fn scan(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        limit: Option<usize>,
+        filters: &[Expr],
+        _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if self.meta.files.is_empty() {
-            let projected = match projection {
-                Some(p) => Arc::new(self.schema.project(p)?),
-                None => Arc::clone(&self.schema),
-            };
-            return Ok(Arc::new(EmptyExec::new(projected)));
-        }
-        let groups = state.config().target_partitions().max(1);
-        let partition_types: Vec<(String, DataType)> = self
-            .meta
-            .partition_columns
-            .iter()
-            .map(|name| Ok((name.clone(), self.schema.field_with_name(name)?.data_type().clone())))
-            .collect::<Result<_>>()?;
-        let mut by_size: Vec<_> = self.meta.files.iter().collect();
-        by_size.sort_by(|a, b| b.byte_size.cmp(&a.byte_size).then(a.path.cmp(&b.path)));
-        let mut file_groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); groups.min(by_size.len())];
-        for file in by_size {
-            let lightest = file_groups.iter_mut().min_by_key(|(bytes, _)| *bytes).expect("at least one group");
-            lightest.0 += file.byte_size;
-            let path = self.meta.file_path(file);
-            let values = partition_values(&file.partition, &partition_types).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            lightest.1.push(PartitionedFile::new(path.to_string_lossy().to_string(), file.byte_size).with_partition_values(values));
-        }
-        let file_groups = file_groups.into_iter().map(|(_, files)| FileGroup::new(files)).collect();
-
-        let partition_fields: Vec<FieldRef> = partition_types
-            .iter()
-            .map(|(name, _)| Ok(Arc::new(self.schema.field_with_name(name)?.clone())))
-            .collect::<Result<_>>()?;
-        let file_fields: Vec<FieldRef> = self
-            .schema
-            .fields()
-            .iter()
-            .filter(|f| !self.meta.partition_columns.contains(f.name()))
-            .cloned()
-            .collect();
-        let table_schema =
-            TableSchema::builder(Arc::new(Schema::new(file_fields))).with_table_partition_cols(partition_fields).build();
-        let source = Arc::new(ParquetSource::new(table_schema));
-        let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), source)
-            .with_file_groups(file_groups)
-            .with_projection_indices(projection.cloned())?
-            .with_limit(limit)
-            .build();
-        ParquetFormat::default().create_physical_plan(state, config).await
+        let scan = plan_scan(state, Arc::clone(&self.meta), Arc::clone(&self.schema), projection, filters)?;
+        Ok(Arc::new(scan))
     }
 }

@@ -8,3 +8,4 @@ pub mod error;
 pub mod functions;
 pub mod rewrite;
 pub mod session;
+pub mod spark_conf;

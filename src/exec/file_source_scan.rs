@@ -1,0 +1,371 @@
+//! Spark's `FileSourceScanExec` over one committed version of a table.
+//!
+//! A bucketed scan has one output partition per bucket (all files of that bucket across the
+//! selected Hive partitions; pruned buckets stay as empty partitions) and reports
+//! `hashpartitioning(bucket columns, n)`, which lets joins and aggregates on the bucket key
+//! skip the exchange. Coalesced to `m` buckets, partition `i` reads buckets `b` with
+//! `b % m == i`. A non-bucketed scan spreads files over the session's cores by size. Rows are
+//! read by DataFusion's Parquet source, with projection and row-group pruning.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
+
+use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
+use crate::storage::partition_path::partition_values;
+
+/// Whether the scan reads by bucket, and if not, why not (Spark's EXPLAIN wording).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BucketedStatus {
+    Bucketed,
+    /// `spark.sql.sources.bucketing.enabled=false`.
+    DisabledByConfiguration,
+    /// `DisableUnnecessaryBucketedScan` found nothing that profits from the buckets.
+    DisabledByQueryPlanner,
+    /// Some bucket column is not among the columns read.
+    BucketColumnsNotRead,
+    /// The table has no bucket spec.
+    NotBucketedTable,
+}
+
+impl BucketedStatus {
+    /// The `Bucketed:` line of EXPLAIN FORMATTED, `None` for tables without buckets.
+    pub fn explain(&self) -> Option<&'static str> {
+        Some(match self {
+            BucketedStatus::Bucketed => "true",
+            BucketedStatus::DisabledByConfiguration => "false (disabled by configuration)",
+            BucketedStatus::DisabledByQueryPlanner => "false (disabled by query planner)",
+            BucketedStatus::BucketColumnsNotRead => "false (bucket column(s) not read)",
+            BucketedStatus::NotBucketedTable => return None,
+        })
+    }
+}
+
+/// What the planner decided about the scan, kept for EXPLAIN.
+#[derive(Debug, Clone, Default)]
+pub struct ScanFilters {
+    /// Spark's data source filters (`IsNotNull(k)`, `EqualTo(k,42)`) handed to the reader.
+    pub pushed: Vec<String>,
+    /// Filters on partition columns, applied by skipping partition directories.
+    pub partition: Vec<Arc<dyn PhysicalExpr>>,
+    /// The rest, as expressions over the table's columns.
+    pub data: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FileSourceScanExec {
+    table: Arc<TableMeta>,
+    table_schema: SchemaRef,
+    /// Table column indices read, in output order.
+    projection: Vec<usize>,
+    /// Files of the selected partitions.
+    files: Vec<DataFile>,
+    /// Bucket pruning: `selected[b]` for every bucket, `None` when all are read.
+    selected_buckets: Option<Vec<bool>>,
+    status: BucketedStatus,
+    coalesced_to: Option<u32>,
+    /// Spark's `spark.sql.legacy.bucketedTableScan.outputOrdering`.
+    sorted_output: bool,
+    filters: ScanFilters,
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+    target_partitions: usize,
+    inner: Arc<dyn ExecutionPlan>,
+    properties: Arc<PlanProperties>,
+}
+
+pub struct ScanRequest {
+    pub table: Arc<TableMeta>,
+    pub table_schema: SchemaRef,
+    pub projection: Vec<usize>,
+    pub files: Vec<DataFile>,
+    pub selected_buckets: Option<Vec<bool>>,
+    pub status: BucketedStatus,
+    pub sorted_output: bool,
+    pub filters: ScanFilters,
+    /// The data filters joined with AND, for Parquet row-group pruning.
+    pub predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub target_partitions: usize,
+}
+
+impl FileSourceScanExec {
+    pub fn try_new(request: ScanRequest) -> Result<Self> {
+        let ScanRequest {
+            table,
+            table_schema,
+            projection,
+            files,
+            selected_buckets,
+            status,
+            sorted_output,
+            filters,
+            predicate,
+            target_partitions,
+        } = request;
+        let placeholder: Arc<dyn ExecutionPlan> =
+            Arc::new(datafusion::physical_plan::empty::EmptyExec::new(Arc::new(Schema::empty())));
+        let mut scan = FileSourceScanExec {
+            table,
+            table_schema,
+            projection,
+            files,
+            selected_buckets,
+            status,
+            coalesced_to: None,
+            sorted_output,
+            filters,
+            predicate,
+            target_partitions,
+            inner: Arc::clone(&placeholder),
+            properties: Arc::clone(placeholder.properties()),
+        };
+        scan.rebuild()?;
+        Ok(scan)
+    }
+
+    pub fn table(&self) -> &TableMeta {
+        &self.table
+    }
+
+    pub fn bucket_spec(&self) -> Option<&BucketSpec> {
+        self.table.bucket_spec.as_ref()
+    }
+
+    pub fn status(&self) -> BucketedStatus {
+        self.status
+    }
+
+    pub fn is_bucketed(&self) -> bool {
+        self.status == BucketedStatus::Bucketed
+    }
+
+    pub fn coalesced_to(&self) -> Option<u32> {
+        self.coalesced_to
+    }
+
+    pub fn filters(&self) -> &ScanFilters {
+        &self.filters
+    }
+
+    pub fn selected_bucket_count(&self) -> Option<usize> {
+        let spec = self.bucket_spec()?;
+        Some(self.selected_buckets.as_ref().map_or(spec.num_buckets as usize, |s| s.iter().filter(|b| **b).count()))
+    }
+
+    /// Partition directories read, relative to the table location.
+    pub fn selected_partitions(&self) -> Vec<&str> {
+        let mut partitions: Vec<&str> = self.files.iter().map(|f| f.partition.as_str()).collect();
+        partitions.sort_unstable();
+        partitions.dedup();
+        partitions
+    }
+
+    /// Columns stored in the files that the scan reads (Spark's `ReadSchema`).
+    pub fn read_schema(&self) -> SchemaRef {
+        let fields: Vec<FieldRef> = self
+            .projection
+            .iter()
+            .map(|i| Arc::new(self.table_schema.field(*i).clone()))
+            .filter(|f| !self.table.partition_columns.contains(f.name()))
+            .collect();
+        Arc::new(Schema::new(fields))
+    }
+
+    /// Bytes of the files read: Spark's size estimate of a file relation.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.byte_size).sum()
+    }
+
+    /// Rows of the files read.
+    pub fn row_count(&self) -> u64 {
+        self.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.row_count).sum()
+    }
+
+    /// A copy with another bucketing decision (`DisableUnnecessaryBucketedScan`).
+    pub fn with_status(&self, status: BucketedStatus) -> Result<Self> {
+        let mut scan = self.clone();
+        scan.status = status;
+        scan.rebuild()?;
+        Ok(scan)
+    }
+
+    /// A copy reading `buckets` coalesced buckets (`CoalesceBucketsInJoin`).
+    pub fn with_coalesced_buckets(&self, buckets: u32) -> Result<Self> {
+        let mut scan = self.clone();
+        scan.coalesced_to = Some(buckets);
+        scan.rebuild()?;
+        Ok(scan)
+    }
+
+    fn bucket_selected(&self, bucket: Option<u32>) -> bool {
+        match (&self.selected_buckets, bucket) {
+            (Some(selected), Some(b)) => selected.get(b as usize).copied().unwrap_or(false),
+            _ => true,
+        }
+    }
+
+    /// The ordering of a bucketed scan whose every bucket is one sorted file: the longest
+    /// prefix of the sort columns that is read.
+    fn output_ordering(&self) -> Option<LexOrdering> {
+        let spec = self.bucket_spec()?;
+        if !self.sorted_output || !self.is_bucketed() || self.coalesced_to.is_some() {
+            return None;
+        }
+        let mut per_bucket = vec![0usize; spec.num_buckets as usize];
+        for file in self.files.iter().filter(|f| self.bucket_selected(f.bucket)) {
+            per_bucket[file.bucket? as usize] += 1;
+        }
+        if per_bucket.iter().any(|n| *n > 1) {
+            return None;
+        }
+        let sort_exprs: Vec<PhysicalSortExpr> = spec
+            .sort_columns
+            .iter()
+            .map_while(|c| self.output_index(c).map(|i| PhysicalSortExpr::new(Arc::new(Column::new(c, i)), Default::default())))
+            .collect();
+        LexOrdering::new(sort_exprs)
+    }
+
+    fn output_index(&self, column: &str) -> Option<usize> {
+        self.projection.iter().position(|i| self.table_schema.field(*i).name() == column)
+    }
+
+    fn rebuild(&mut self) -> Result<()> {
+        let partition_columns: Vec<(String, DataType)> = self
+            .table
+            .partition_columns
+            .iter()
+            .map(|c| Ok((c.clone(), self.table_schema.field_with_name(c)?.data_type().clone())))
+            .collect::<Result<_>>()?;
+        let to_partitioned_file = |file: &DataFile| -> Result<PartitionedFile> {
+            let values = partition_values(&file.partition, &partition_columns).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let path = self.table.file_path(file);
+            Ok(PartitionedFile::new(path.to_string_lossy().to_string(), file.byte_size).with_partition_values(values))
+        };
+        let selected: Vec<&DataFile> = self.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect();
+
+        let (groups, partitioning) = match (self.is_bucketed(), self.bucket_spec()) {
+            (true, Some(spec)) => {
+                let count = self.coalesced_to.unwrap_or(spec.num_buckets) as usize;
+                let mut groups = vec![Vec::new(); count];
+                for file in &selected {
+                    let bucket = file.bucket.ok_or_else(|| {
+                        DataFusionError::Internal(format!("file {} of a bucketed table has no bucket id", file.path))
+                    })?;
+                    groups[bucket as usize % count].push(to_partitioned_file(file)?);
+                }
+                let keys = spec
+                    .bucket_columns
+                    .iter()
+                    .map(|c| {
+                        let index = self.output_index(c).ok_or_else(|| {
+                            DataFusionError::Internal(format!("bucket column {c} is not read by a bucketed scan"))
+                        })?;
+                        Ok(Arc::new(Column::new(c, index)) as Arc<dyn PhysicalExpr>)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                (groups, Partitioning::Hash(keys, count))
+            }
+            _ => {
+                let count = self.target_partitions.clamp(1, selected.len().max(1));
+                let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); count];
+                let mut by_size = selected.clone();
+                by_size.sort_by(|a, b| b.byte_size.cmp(&a.byte_size).then(a.path.cmp(&b.path)));
+                for file in by_size {
+                    let lightest = groups.iter_mut().min_by_key(|(bytes, _)| *bytes).expect("at least one group");
+                    lightest.0 += file.byte_size;
+                    lightest.1.push(to_partitioned_file(file)?);
+                }
+                (groups.into_iter().map(|(_, files)| files).collect(), Partitioning::UnknownPartitioning(count))
+            }
+        };
+
+        let partition_fields: Vec<FieldRef> = partition_columns
+            .iter()
+            .map(|(name, _)| Ok(Arc::new(self.table_schema.field_with_name(name)?.clone())))
+            .collect::<Result<_>>()?;
+        let file_fields: Vec<FieldRef> = self
+            .table_schema
+            .fields()
+            .iter()
+            .filter(|f| !self.table.partition_columns.contains(f.name()))
+            .cloned()
+            .collect();
+        let table_schema =
+            TableSchema::builder(Arc::new(Schema::new(file_fields))).with_table_partition_cols(partition_fields).build();
+        let mut source = ParquetSource::new(table_schema);
+        if let Some(predicate) = &self.predicate {
+            source = source.with_predicate(Arc::clone(predicate));
+        }
+        let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
+            .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
+            .with_projection_indices(Some(self.projection.clone()))?
+            .build();
+        let inner: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
+
+        let schema = inner.schema();
+        let mut equivalence = EquivalenceProperties::new(Arc::clone(&schema));
+        if let Some(ordering) = self.output_ordering() {
+            equivalence.add_ordering(ordering);
+        }
+        self.properties =
+            Arc::new(PlanProperties::new(equivalence, partitioning, EmissionType::Incremental, Boundedness::Bounded));
+        self.inner = inner;
+        Ok(())
+    }
+}
+
+impl DisplayAs for FileSourceScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "FileSourceScanExec: {}.{} bucketed={:?}", self.table.schema, self.table.name, self.status)
+    }
+}
+
+impl ExecutionPlan for FileSourceScanExec {
+    fn name(&self) -> &str {
+        "FileSourceScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        Vec::new()
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        match &self.predicate {
+            Some(predicate) => f(predicate),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
+    }
+
+    fn with_new_children(self: Arc<Self>, _children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        self.inner.execute(partition, context)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.inner.metrics()
+    }
+}

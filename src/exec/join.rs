@@ -1,0 +1,221 @@
+//! Spark's join operators (`SortMergeJoin`, `ShuffledHashJoin`, `BroadcastHashJoin`,
+//! `BroadcastNestedLoopJoin`, `CartesianProduct`) as one node that keeps Spark's view —
+//! left and right as written, the build side, the join type — and runs on DataFusion's join
+//! implementations.
+//!
+//! DataFusion's hash and nested-loop joins always build their left input, so a Spark
+//! `BuildRight` join runs as DataFusion's join with the inputs swapped and a projection that
+//! restores the column order. The children seen by the planner and EXPLAIN are always
+//! Spark's (left, right); the DataFusion join is rebuilt from them whenever they change.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::compute::SortOptions;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{JoinType, NullEquality};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::joins::utils::JoinFilter;
+use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec};
+use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+
+use super::broadcast_exchange::BroadcastExchangeExec;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinStrategy {
+    SortMerge,
+    ShuffledHash,
+    BroadcastHash,
+    BroadcastNestedLoop,
+    Cartesian,
+}
+
+impl JoinStrategy {
+    /// Spark's operator name.
+    pub fn spark_name(&self) -> &'static str {
+        match self {
+            JoinStrategy::SortMerge => "SortMergeJoin",
+            JoinStrategy::ShuffledHash => "ShuffledHashJoin",
+            JoinStrategy::BroadcastHash => "BroadcastHashJoin",
+            JoinStrategy::BroadcastNestedLoop => "BroadcastNestedLoopJoin",
+            JoinStrategy::Cartesian => "CartesianProduct",
+        }
+    }
+
+    /// Whether the join needs both inputs hash-partitioned on the keys.
+    pub fn is_shuffled(&self) -> bool {
+        matches!(self, JoinStrategy::SortMerge | JoinStrategy::ShuffledHash)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildSide {
+    Left,
+    Right,
+}
+
+impl BuildSide {
+    pub fn spark_name(&self) -> &'static str {
+        match self {
+            BuildSide::Left => "BuildLeft",
+            BuildSide::Right => "BuildRight",
+        }
+    }
+}
+
+/// Spark's name of a join type (`Inner`, `LeftOuter`, `LeftSemi`, …).
+pub fn spark_join_type(join_type: JoinType) -> &'static str {
+    match join_type {
+        JoinType::Inner => "Inner",
+        JoinType::Left => "LeftOuter",
+        JoinType::Right => "RightOuter",
+        JoinType::Full => "FullOuter",
+        JoinType::LeftSemi => "LeftSemi",
+        JoinType::LeftAnti => "LeftAnti",
+        JoinType::RightSemi => "RightSemi",
+        JoinType::RightAnti => "RightAnti",
+        JoinType::LeftMark => "ExistenceJoin",
+        JoinType::RightMark => "RightExistenceJoin",
+    }
+}
+
+/// Everything that defines a join apart from its inputs.
+#[derive(Debug, Clone)]
+pub struct JoinSpec {
+    pub strategy: JoinStrategy,
+    /// `None` for sort-merge and cartesian joins.
+    pub build_side: Option<BuildSide>,
+    pub join_type: JoinType,
+    /// Equi-join keys as (left expression, right expression).
+    pub on: Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>,
+    pub filter: Option<JoinFilter>,
+    pub null_equality: NullEquality,
+}
+
+#[derive(Debug)]
+pub struct SparkJoinExec {
+    spec: JoinSpec,
+    left: Arc<dyn ExecutionPlan>,
+    right: Arc<dyn ExecutionPlan>,
+    inner: Arc<dyn ExecutionPlan>,
+}
+
+impl SparkJoinExec {
+    /// `left` and `right` as Spark sees them; for a broadcast join the build child must
+    /// already be a [`BroadcastExchangeExec`].
+    pub fn try_new(spec: JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn ExecutionPlan>) -> Result<Self> {
+        let inner = build(&spec, Arc::clone(&left), Arc::clone(&right))?;
+        Ok(SparkJoinExec { spec, left, right, inner })
+    }
+
+    pub fn spec(&self) -> &JoinSpec {
+        &self.spec
+    }
+
+    pub fn left(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.left
+    }
+
+    pub fn right(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.right
+    }
+
+    pub fn left_keys(&self) -> Vec<Arc<dyn PhysicalExpr>> {
+        self.spec.on.iter().map(|(l, _)| Arc::clone(l)).collect()
+    }
+
+    pub fn right_keys(&self) -> Vec<Arc<dyn PhysicalExpr>> {
+        self.spec.on.iter().map(|(_, r)| Arc::clone(r)).collect()
+    }
+}
+
+fn build(spec: &JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let hash_join = |left, right, mode| {
+        HashJoinExec::try_new(left, right, spec.on.clone(), spec.filter.clone(), &spec.join_type, None, mode, spec.null_equality, false)
+    };
+    let requires_broadcast = |child: &Arc<dyn ExecutionPlan>| -> Result<()> {
+        if child.downcast_ref::<BroadcastExchangeExec>().is_some() {
+            Ok(())
+        } else {
+            Err(DataFusionError::Internal("the build side of a broadcast join must be a broadcast exchange".into()))
+        }
+    };
+    Ok(match (spec.strategy, spec.build_side) {
+        (JoinStrategy::SortMerge, _) => {
+            let options = vec![SortOptions::new(false, true); spec.on.len()];
+            Arc::new(SortMergeJoinExec::try_new(left, right, spec.on.clone(), spec.filter.clone(), spec.join_type, options, spec.null_equality)?)
+        }
+        (JoinStrategy::ShuffledHash, Some(BuildSide::Left)) => Arc::new(hash_join(left, right, PartitionMode::Partitioned)?),
+        (JoinStrategy::ShuffledHash, _) => hash_join(left, right, PartitionMode::Partitioned)?.swap_inputs(PartitionMode::Partitioned)?,
+        (JoinStrategy::BroadcastHash, Some(BuildSide::Left)) => {
+            requires_broadcast(&left)?;
+            Arc::new(hash_join(left, right, PartitionMode::CollectLeft)?)
+        }
+        (JoinStrategy::BroadcastHash, _) => {
+            requires_broadcast(&right)?;
+            hash_join(left, right, PartitionMode::CollectLeft)?.swap_inputs(PartitionMode::CollectLeft)?
+        }
+        (JoinStrategy::BroadcastNestedLoop, Some(BuildSide::Left)) => {
+            Arc::new(NestedLoopJoinExec::try_new(left, right, spec.filter.clone(), &spec.join_type, None)?)
+        }
+        (JoinStrategy::BroadcastNestedLoop, _) => {
+            NestedLoopJoinExec::try_new(left, right, spec.filter.clone(), &spec.join_type, None)?.swap_inputs()?
+        }
+        (JoinStrategy::Cartesian, _) => Arc::new(CrossJoinExec::new(left, right)),
+    })
+}
+
+impl DisplayAs for SparkJoinExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{} {}", self.spec.strategy.spark_name(), spark_join_type(self.spec.join_type))?;
+        if let Some(side) = self.spec.build_side {
+            write!(f, " {}", side.spark_name())?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for SparkJoinExec {
+    fn name(&self) -> &str {
+        self.spec.strategy.spark_name()
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.inner.properties()
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.left, &self.right]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        for (l, r) in &self.spec.on {
+            for expr in [l, r] {
+                if f(expr)? == TreeNodeRecursion::Stop {
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        let right = children.pop().ok_or_else(|| DataFusionError::Internal("join needs two children".into()))?;
+        let left = children.pop().ok_or_else(|| DataFusionError::Internal("join needs two children".into()))?;
+        Ok(Arc::new(SparkJoinExec::try_new(self.spec.clone(), left, right)?))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        self.inner.execute(partition, context)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.inner.metrics()
+    }
+}

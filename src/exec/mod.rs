@@ -1,0 +1,7 @@
+//! Operators of our own, where Spark's semantics differ from DataFusion's: the bucketed file
+//! scan and the exchanges that use Spark's hash.
+
+pub mod broadcast_exchange;
+pub mod file_source_scan;
+pub mod join;
+pub mod shuffle_exchange;

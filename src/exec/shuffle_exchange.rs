@@ -1,0 +1,250 @@
+//! Spark's `ShuffleExchangeExec`: moves rows between partitions so a parent's required
+//! distribution holds.
+//!
+//! `hashpartitioning(keys, n)` sends each row to partition `pmod(murmur3(keys), n)`, the
+//! function Spark uses for shuffles and bucket files alike, so a shuffled side lines up row
+//! for row with a bucketed side. (DataFusion's `RepartitionExec` hashes with its own
+//! function and must never meet a bucketed input.) `SinglePartition` gathers every row into
+//! one partition. Every input partition is read by its own task, so all cores work.
+//! Where we differ from Spark: the exchange is pipelined through in-memory channels rather
+//! than written to shuffle files, so its memory is bounded by how fast consumers read.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use datafusion::arrow::array::{RecordBatch, UInt32Array};
+use datafusion::arrow::compute::take_record_batch;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::runtime::SpawnedTask;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties};
+use futures::StreamExt;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::storage::bucket_hash::bucket_ids;
+
+/// How rows are distributed over the output partitions.
+#[derive(Debug, Clone)]
+pub enum ExchangePartitioning {
+    /// Spark's `HashPartitioning`: `pmod(murmur3(keys), n)`.
+    Hash(Vec<Arc<dyn PhysicalExpr>>, usize),
+    /// Spark's `SinglePartition`.
+    Single,
+}
+
+impl ExchangePartitioning {
+    pub fn partition_count(&self) -> usize {
+        match self {
+            ExchangePartitioning::Hash(_, n) => *n,
+            ExchangePartitioning::Single => 1,
+        }
+    }
+}
+
+type Channels = Vec<Option<UnboundedReceiver<Result<RecordBatch>>>>;
+
+/// Started lazily by the first partition executed; the input tasks live as long as the plan.
+#[derive(Default)]
+struct ExchangeState {
+    receivers: Option<Channels>,
+    tasks: Vec<SpawnedTask<()>>,
+}
+
+pub struct ShuffleExchangeExec {
+    input: Arc<dyn ExecutionPlan>,
+    partitioning: ExchangePartitioning,
+    /// Why the planner put this exchange here, in words a user can act on.
+    reason: Option<String>,
+    state: Arc<Mutex<ExchangeState>>,
+    metrics: ExecutionPlanMetricsSet,
+    properties: Arc<PlanProperties>,
+}
+
+impl fmt::Debug for ShuffleExchangeExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShuffleExchangeExec").field("partitioning", &self.partitioning).finish()
+    }
+}
+
+impl ShuffleExchangeExec {
+    pub fn new(input: Arc<dyn ExecutionPlan>, partitioning: ExchangePartitioning, reason: Option<String>) -> Self {
+        let output = match &partitioning {
+            ExchangePartitioning::Hash(exprs, n) => Partitioning::Hash(exprs.clone(), *n),
+            ExchangePartitioning::Single => Partitioning::UnknownPartitioning(1),
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(input.schema()),
+            output,
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        ShuffleExchangeExec {
+            input,
+            partitioning,
+            reason,
+            state: Arc::default(),
+            metrics: ExecutionPlanMetricsSet::new(),
+            properties: Arc::new(properties),
+        }
+    }
+
+    pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.input
+    }
+
+    pub fn partitioning(&self) -> &ExchangePartitioning {
+        &self.partitioning
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, ExchangeState>> {
+        self.state.lock().map_err(|_| DataFusionError::Internal("exchange lock poisoned".into()))
+    }
+
+    fn start(&self, state: &mut ExchangeState, context: Arc<TaskContext>) -> Result<Channels> {
+        let outputs = self.partitioning.partition_count();
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..outputs).map(|_| unbounded_channel()).unzip();
+        let rows = MetricBuilder::new(&self.metrics).counter("shuffle_rows", 0);
+        let bytes = MetricBuilder::new(&self.metrics).counter("shuffle_bytes", 0);
+        for partition in 0..self.input.output_partitioning().partition_count() {
+            let input = Arc::clone(&self.input);
+            let context = Arc::clone(&context);
+            let senders = senders.clone();
+            let partitioning = self.partitioning.clone();
+            let (rows, bytes) = (rows.clone(), bytes.clone());
+            state.tasks.push(SpawnedTask::spawn(async move {
+                if let Err(e) = route(input, partition, context, &partitioning, &senders, &rows, &bytes).await {
+                    let shared = Arc::new(e);
+                    for sender in &senders {
+                        let _ = sender.send(Err(DataFusionError::Shared(Arc::clone(&shared))));
+                    }
+                }
+            }));
+        }
+        Ok(receivers.into_iter().map(Some).collect())
+    }
+}
+
+/// Reads one input partition and sends every row to its output partition.
+async fn route(
+    input: Arc<dyn ExecutionPlan>,
+    partition: usize,
+    context: Arc<TaskContext>,
+    partitioning: &ExchangePartitioning,
+    senders: &[UnboundedSender<Result<RecordBatch>>],
+    rows: &Count,
+    bytes: &Count,
+) -> Result<()> {
+    let mut stream = input.execute(partition, context)?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        if batch.num_rows() == 0 {
+            continue;
+        }
+        rows.add(batch.num_rows());
+        bytes.add(batch.get_array_memory_size());
+        match partitioning {
+            ExchangePartitioning::Single => {
+                let _ = senders[0].send(Ok(batch));
+            }
+            ExchangePartitioning::Hash(exprs, n) => {
+                let keys = exprs
+                    .iter()
+                    .map(|e| e.evaluate(&batch)?.into_array(batch.num_rows()))
+                    .collect::<Result<Vec<_>>>()?;
+                let ids = bucket_ids(&keys, batch.num_rows(), *n as u32)?;
+                let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); *n];
+                for (row, id) in ids.iter().enumerate() {
+                    rows_of[*id as usize].push(row as u32);
+                }
+                for (target, indices) in rows_of.into_iter().enumerate() {
+                    if indices.is_empty() {
+                        continue;
+                    }
+                    let part = take_record_batch(&batch, &UInt32Array::from(indices))?;
+                    // A closed receiver means its consumer stopped early (e.g. a LIMIT).
+                    let _ = senders[target].send(Ok(part));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl DisplayAs for ShuffleExchangeExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        match &self.partitioning {
+            ExchangePartitioning::Hash(exprs, n) => {
+                let keys: Vec<String> = exprs.iter().map(|e| e.to_string()).collect();
+                write!(f, "ShuffleExchangeExec: hashpartitioning({}, {n})", keys.join(", "))
+            }
+            ExchangePartitioning::Single => write!(f, "ShuffleExchangeExec: SinglePartition"),
+        }
+    }
+}
+
+impl ExecutionPlan for ShuffleExchangeExec {
+    fn name(&self) -> &str {
+        "ShuffleExchangeExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        if let ExchangePartitioning::Hash(exprs, _) = &self.partitioning {
+            for expr in exprs {
+                if f(expr)? == TreeNodeRecursion::Stop {
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(ShuffleExchangeExec::new(children.swap_remove(0), self.partitioning.clone(), self.reason.clone())))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let receiver = {
+            let mut state = self.lock()?;
+            if state.receivers.is_none() {
+                let receivers = self.start(&mut state, context)?;
+                state.receivers = Some(receivers);
+            }
+            state
+                .receivers.as_mut().and_then(|r| r.get_mut(partition)).and_then(Option::take).ok_or_else(|| {
+                DataFusionError::Internal(format!("exchange partition {partition} executed twice or out of range"))
+            })?
+        };
+        let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|batch| (batch, receiver))
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+}

@@ -1,0 +1,319 @@
+//! Spark's `FileSourceStrategy` for one table scan: splits the query's filters into
+//! partition filters (which skip Hive partition directories) and data filters (pushed to the
+//! Parquet reader), prunes buckets, and decides whether the scan reads by bucket.
+//!
+//! Bucket pruning follows Spark: only for a single bucket column and more than one bucket;
+//! `=`, `<=>`, `IN` and `IS NULL` on the bucket column select the buckets of their values,
+//! `AND` intersects, `OR` unites, anything else keeps every bucket. Partition filters are
+//! exact (a directory either matches or is skipped), data filters stay in the plan above the
+//! scan as Spark's `Filter` does.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::catalog::Session;
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::expr::InList;
+use datafusion::logical_expr::utils::{conjunction, split_conjunction};
+use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};
+
+use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
+use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
+use crate::sql::spark_conf::SparkConf;
+use crate::storage::bucket_hash::bucket_ids;
+use crate::storage::partition_path::partition_values;
+
+/// True when every column `expr` reads is a partition column.
+pub fn is_partition_filter(expr: &Expr, partition_columns: &[String]) -> bool {
+    let columns = expr.column_refs();
+    !columns.is_empty() && columns.iter().all(|c| partition_columns.contains(&c.name))
+}
+
+pub fn plan_scan(
+    state: &dyn Session,
+    table: Arc<TableMeta>,
+    table_schema: SchemaRef,
+    projection: Option<&Vec<usize>>,
+    filters: &[Expr],
+) -> Result<FileSourceScanExec> {
+    let conf = state.config().get_extension::<SparkConf>().map(|c| (*c).clone()).unwrap_or_default();
+    let projection: Vec<usize> = projection.cloned().unwrap_or_else(|| (0..table_schema.fields().len()).collect());
+    let df_schema = DFSchema::try_from(Arc::clone(&table_schema))?;
+
+    let (partition_filters, data_filters): (Vec<&Expr>, Vec<&Expr>) = filters
+        .iter()
+        .flat_map(|f| split_conjunction(f))
+        .partition(|f| is_partition_filter(f, &table.partition_columns));
+
+    let files = prune_partitions(state, &table, &table_schema, &partition_filters)?;
+
+    let selected_buckets = match table.bucket_spec.as_ref() {
+        Some(spec) if conf.bucketing_enabled => prune_buckets(spec, &table_schema, &data_filters)?,
+        _ => None,
+    };
+
+    let status = match table.bucket_spec.as_ref() {
+        None => BucketedStatus::NotBucketedTable,
+        Some(_) if !conf.bucketing_enabled => BucketedStatus::DisabledByConfiguration,
+        Some(spec) if spec.bucket_columns.iter().all(|c| projection.iter().any(|i| table_schema.field(*i).name() == c)) => {
+            BucketedStatus::Bucketed
+        }
+        Some(_) => BucketedStatus::BucketColumnsNotRead,
+    };
+
+    let physical = |e: &Expr| state.create_physical_expr(e.clone(), &df_schema);
+    let predicate = conjunction(data_filters.iter().map(|e| (*e).clone())).map(|e| physical(&e)).transpose()?;
+    let scan_filters = ScanFilters {
+        pushed: data_filters.iter().filter_map(|e| source_filter(e)).collect(),
+        partition: partition_filters.iter().map(|e| physical(e)).collect::<Result<_>>()?,
+        data: data_filters.iter().map(|e| physical(e)).collect::<Result<_>>()?,
+    };
+    FileSourceScanExec::try_new(ScanRequest {
+        table,
+        table_schema,
+        projection,
+        files,
+        selected_buckets,
+        status,
+        sorted_output: conf.legacy_bucketed_scan_output_ordering,
+        filters: scan_filters,
+        predicate,
+        target_partitions: state.config().target_partitions(),
+    })
+}
+
+/// Keeps the files of partitions whose values satisfy every partition filter.
+fn prune_partitions(state: &dyn Session, table: &TableMeta, schema: &Schema, filters: &[&Expr]) -> Result<Vec<DataFile>> {
+    if filters.is_empty() {
+        return Ok(table.files.clone());
+    }
+    let columns: Vec<(String, DataType)> = table
+        .partition_columns
+        .iter()
+        .map(|c| Ok((c.clone(), schema.field_with_name(c)?.data_type().clone())))
+        .collect::<Result<_>>()?;
+    let partition_schema = Arc::new(Schema::new(
+        table.partition_columns.iter().map(|c| schema.field_with_name(c).cloned()).collect::<Result<Vec<_>, _>>()?,
+    ));
+    let df_schema = DFSchema::try_from(Arc::clone(&partition_schema))?;
+    let predicate = state.create_physical_expr(conjunction(filters.iter().map(|e| (*e).clone())).expect("non-empty"), &df_schema)?;
+    let mut verdicts: BTreeMap<&str, bool> = BTreeMap::new();
+    for file in &table.files {
+        if verdicts.contains_key(file.partition.as_str()) {
+            continue;
+        }
+        let values = partition_values(&file.partition, &columns).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let arrays = values.iter().map(|v| v.to_array()).collect::<Result<Vec<ArrayRef>>>()?;
+        let row = RecordBatch::try_new(Arc::clone(&partition_schema), arrays)?;
+        let result = predicate.evaluate(&row)?.into_array(1)?;
+        let keep = ScalarValue::try_from_array(&result, 0)? == ScalarValue::Boolean(Some(true));
+        verdicts.insert(&file.partition, keep);
+    }
+    Ok(table.files.iter().filter(|f| verdicts[f.partition.as_str()]).cloned().collect())
+}
+
+/// The buckets the filters can match, `None` when that is every bucket.
+fn prune_buckets(spec: &BucketSpec, schema: &Schema, filters: &[&Expr]) -> Result<Option<Vec<bool>>> {
+    let [column] = spec.bucket_columns.as_slice() else {
+        return Ok(None);
+    };
+    if spec.num_buckets <= 1 || filters.is_empty() {
+        return Ok(None);
+    }
+    let data_type = schema.field_with_name(column)?.data_type().clone();
+    let pruner = BucketPruner { column, data_type, buckets: spec.num_buckets };
+    let mut selected = vec![true; spec.num_buckets as usize];
+    for filter in filters {
+        if let Some(matched) = pruner.buckets_of(filter)? {
+            selected.iter_mut().zip(matched).for_each(|(s, m)| *s &= m);
+        }
+    }
+    Ok(if selected.iter().all(|s| *s) { None } else { Some(selected) })
+}
+
+struct BucketPruner<'a> {
+    column: &'a str,
+    data_type: DataType,
+    buckets: u32,
+}
+
+impl BucketPruner<'_> {
+    fn is_column(&self, expr: &Expr) -> bool {
+        matches!(expr, Expr::Column(c) if c.name == self.column)
+    }
+
+    fn literal<'e>(&self, expr: &'e Expr) -> Option<&'e ScalarValue> {
+        match expr {
+            Expr::Literal(value, _) => Some(value),
+            _ => None,
+        }
+    }
+
+    fn bucket_set(&self, values: &[&ScalarValue]) -> Result<Vec<bool>> {
+        let typed = values.iter().map(|v| v.cast_to(&self.data_type)).collect::<Result<Vec<_>>>()?;
+        let array = ScalarValue::iter_to_array(typed)?;
+        let mut set = vec![false; self.buckets as usize];
+        for id in bucket_ids(&[array], values.len(), self.buckets)? {
+            set[id as usize] = true;
+        }
+        Ok(set)
+    }
+
+    /// The buckets a filter can match, `None` for "any bucket".
+    fn buckets_of(&self, expr: &Expr) -> Result<Option<Vec<bool>>> {
+        match expr {
+            Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq | Operator::IsNotDistinctFrom, right }) => {
+                let value = match (self.is_column(left), self.is_column(right)) {
+                    (true, false) => self.literal(right),
+                    (false, true) => self.literal(left),
+                    _ => None,
+                };
+                value.map(|v| self.bucket_set(&[v])).transpose()
+            }
+            Expr::InList(InList { expr, list, negated: false }) if self.is_column(expr) => {
+                let values: Option<Vec<&ScalarValue>> = list.iter().map(|e| self.literal(e)).collect();
+                values.map(|v| self.bucket_set(&v)).transpose()
+            }
+            Expr::IsNull(inner) if self.is_column(inner) => {
+                let null = ScalarValue::try_from(&self.data_type)?;
+                self.bucket_set(&[&null]).map(Some)
+            }
+            Expr::BinaryExpr(BinaryExpr { left, op: Operator::And, right }) => {
+                Ok(match (self.buckets_of(left)?, self.buckets_of(right)?) {
+                    (Some(l), Some(r)) => Some(l.iter().zip(r).map(|(a, b)| *a && b).collect()),
+                    (one, other) => one.or(other),
+                })
+            }
+            Expr::BinaryExpr(BinaryExpr { left, op: Operator::Or, right }) => {
+                Ok(match (self.buckets_of(left)?, self.buckets_of(right)?) {
+                    (Some(l), Some(r)) => Some(l.iter().zip(r).map(|(a, b)| *a || b).collect()),
+                    _ => None,
+                })
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// A filter as Spark prints the data source filter it pushes (`EqualTo(k,42)`), `None` when
+/// Spark would not push it.
+pub fn source_filter(expr: &Expr) -> Option<String> {
+    let column = |e: &Expr| match e {
+        Expr::Column(c) => Some(c.name.clone()),
+        _ => None,
+    };
+    let value = |e: &Expr| match e {
+        Expr::Literal(v, _) if !v.is_null() => Some(literal_text(v)),
+        _ => None,
+    };
+    Some(match expr {
+        Expr::IsNotNull(inner) => format!("IsNotNull({})", column(inner)?),
+        Expr::IsNull(inner) => format!("IsNull({})", column(inner)?),
+        Expr::Not(inner) => format!("Not({})", source_filter(inner)?),
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let name = match op {
+                Operator::And => return Some(format!("And({},{})", source_filter(left)?, source_filter(right)?)),
+                Operator::Or => return Some(format!("Or({},{})", source_filter(left)?, source_filter(right)?)),
+                Operator::Eq => "EqualTo",
+                Operator::IsNotDistinctFrom => "EqualNullSafe",
+                Operator::Lt => "LessThan",
+                Operator::LtEq => "LessThanOrEqual",
+                Operator::Gt => "GreaterThan",
+                Operator::GtEq => "GreaterThanOrEqual",
+                _ => return None,
+            };
+            match (column(left), value(right), column(right), value(left)) {
+                (Some(c), Some(v), _, _) => format!("{name}({c},{v})"),
+                (_, _, Some(c), Some(v)) => format!("{}({c},{v})", mirrored(name)),
+                _ => return None,
+            }
+        }
+        Expr::InList(InList { expr, list, negated }) => {
+            let values: Option<Vec<String>> = list.iter().map(value).collect();
+            let pushed = format!("In({}, [{}])", column(expr)?, values?.join(","));
+            if *negated { format!("Not({pushed})") } else { pushed }
+        }
+        Expr::Like(Like { negated: false, expr, pattern, case_insensitive: false, .. }) => {
+            let pattern = value(pattern)?;
+            let body = pattern.strip_suffix('%')?;
+            if body.contains(['%', '_']) {
+                return None;
+            }
+            format!("StringStartsWith({},{body})", column(expr)?)
+        }
+        _ => return None,
+    })
+}
+
+fn mirrored(name: &str) -> &str {
+    match name {
+        "LessThan" => "GreaterThan",
+        "LessThanOrEqual" => "GreaterThanOrEqual",
+        "GreaterThan" => "LessThan",
+        "GreaterThanOrEqual" => "LessThanOrEqual",
+        other => other,
+    }
+}
+
+/// A literal as Spark prints it in filters: text without quotes, dates as `2026-01-02`.
+pub fn literal_text(value: &ScalarValue) -> String {
+    match value {
+        ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::logical_expr::{col, lit};
+
+    use super::*;
+    use crate::storage::bucket_hash::{SPARK_HASH_SEED, hash_long, pmod};
+
+    fn spec() -> BucketSpec {
+        BucketSpec { num_buckets: 8, bucket_columns: vec!["k".into()], sort_columns: vec![] }
+    }
+
+    fn schema() -> Schema {
+        Schema::new(vec![datafusion::arrow::datatypes::Field::new("k", DataType::Int64, true)])
+    }
+
+    fn bucket_of(v: i64) -> usize {
+        pmod(hash_long(v, SPARK_HASH_SEED), 8) as usize
+    }
+
+    fn selected(filter: Expr) -> Option<Vec<usize>> {
+        let schema = schema();
+        prune_buckets(&spec(), &schema, &[&filter])
+            .unwrap()
+            .map(|s| s.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i).collect())
+    }
+
+    #[test]
+    fn equality_in_and_or_prune_like_spark() {
+        assert_eq!(selected(col("k").eq(lit(42i64))), Some(vec![bucket_of(42)]));
+        let mut two = vec![bucket_of(1), bucket_of(2)];
+        two.sort();
+        two.dedup();
+        assert_eq!(selected(col("k").in_list(vec![lit(1i64), lit(2i64)], false)), Some(two.clone()));
+        assert_eq!(selected(col("k").eq(lit(1i64)).or(col("k").eq(lit(2i64)))), Some(two));
+        assert_eq!(selected(col("k").eq(lit(1i64)).and(col("k").gt(lit(0i64)))), Some(vec![bucket_of(1)]));
+        assert_eq!(selected(col("k").gt(lit(0i64))), None);
+        assert_eq!(selected(col("k").eq(lit(1i64)).or(col("k").gt(lit(0i64)))), None);
+        assert_eq!(selected(col("k").is_null()), Some(vec![pmod(SPARK_HASH_SEED, 8) as usize]));
+        // A literal of another integer type is hashed as the column's type.
+        assert_eq!(selected(col("k").eq(lit(42i32))), Some(vec![bucket_of(42)]));
+    }
+
+    #[test]
+    fn pushed_filters_read_as_sparks() {
+        assert_eq!(source_filter(&col("k").is_not_null()).unwrap(), "IsNotNull(k)");
+        assert_eq!(source_filter(&col("k").eq(lit(42i64))).unwrap(), "EqualTo(k,42)");
+        assert_eq!(source_filter(&lit(3i64).lt(col("k"))).unwrap(), "GreaterThan(k,3)");
+        assert_eq!(source_filter(&col("s").like(lit("ab%"))).unwrap(), "StringStartsWith(s,ab)");
+        assert!(source_filter(&(col("k") + lit(1i64)).eq(lit(2i64))).is_none());
+    }
+}

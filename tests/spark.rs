@@ -1,0 +1,75 @@
+//! Apache Spark and bucketsql read each other's bucketed tables: `tests/clients/spark_roundtrip.py`
+//! runs a real local Spark (pyspark from PyPI, in its own virtual environment) against the
+//! server. Spark 4 needs Java 17 or later, found as Spark finds it: `$JAVA_HOME/bin/java`, else
+//! `java` on the PATH.
+
+use std::fs::File;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::clients::{clients_dir, python_env};
+use crate::common::TestServer;
+
+/// Generous: Spark's JVM start and first jobs take tens of seconds on two busy cores, but a
+/// hung session must still end the test.
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Fails, rather than skips, when Spark could not run here.
+fn require_java_17() {
+    let java = std::env::var_os("JAVA_HOME")
+        .map(|home| std::path::PathBuf::from(home).join("bin/java"))
+        .unwrap_or_else(|| "java".into());
+    let output = Command::new(&java).arg("-version").output().unwrap_or_else(|e| {
+        panic!("pyspark needs Java 17 or later, but {java:?} did not run ({e}): install a JDK (e.g. openjdk-17-jre-headless)")
+    });
+    let banner = String::from_utf8_lossy(&output.stderr);
+    let major = banner.split('"').nth(1).and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+    assert!(
+        output.status.success() && major.is_some_and(|m| m >= 17),
+        "pyspark needs Java 17 or later, but {java:?} -version says:\n{banner}"
+    );
+}
+
+#[test]
+fn spark_and_bucketsql_read_each_others_bucketed_tables() {
+    require_java_17();
+    let python = python_env("python-spark", "spark-requirements.txt");
+    let temp = tempfile::tempdir().expect("temp dir");
+    let spark_dir = temp.path().join("spark");
+    std::fs::create_dir(&spark_dir).unwrap();
+    let server = TestServer::start_with_args(
+        &temp.path().join("data"),
+        &["--allow-location", spark_dir.to_str().expect("UTF-8 temp dir")],
+    );
+
+    let log_path = temp.path().join("spark_roundtrip.log");
+    let log = File::create(&log_path).unwrap();
+    let mut child = Command::new(python)
+        .arg(clients_dir().join("spark_roundtrip.py"))
+        .arg(server.port.to_string())
+        .arg(&spark_dir)
+        .current_dir(&spark_dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("python starts");
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    match status {
+        Some(status) if status.success() => println!("{}", output.lines().last().unwrap_or_default()),
+        Some(status) => panic!("spark_roundtrip.py failed ({status}):\n{output}"),
+        None => panic!("spark_roundtrip.py did not finish within {TIMEOUT:?}:\n{output}"),
+    }
+}
