@@ -310,9 +310,14 @@ impl FileSourceScanExec {
         if let Some(predicate) = &self.predicate {
             source = source.with_predicate(Arc::clone(predicate));
         }
+        // Partition i must read exactly bucket i: a declared partitioning keeps DataFusion
+        // from letting partitions steal each other's files.
+        let declared = matches!(partitioning, Partitioning::Hash(..)).then(|| partitioning.clone());
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
             .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
             .with_projection_indices(Some(self.projection.clone()))?
+            .with_output_partitioning(declared)
+            .with_preserve_order(self.sorted_output)
             .build();
         let inner: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
 

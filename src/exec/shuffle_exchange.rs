@@ -48,11 +48,13 @@ impl ExchangePartitioning {
 
 type Channels = Vec<Option<UnboundedReceiver<Result<RecordBatch>>>>;
 
-/// Started lazily by the first partition executed; the input tasks live as long as the plan.
+/// Started lazily by the first partition executed. The input tasks are owned by the output
+/// streams together, so they run until every consumer is done, even after the plan itself
+/// has been dropped.
 #[derive(Default)]
 struct ExchangeState {
     receivers: Option<Channels>,
-    tasks: Vec<SpawnedTask<()>>,
+    tasks: Arc<Vec<SpawnedTask<()>>>,
 }
 
 pub struct ShuffleExchangeExec {
@@ -110,6 +112,7 @@ impl ShuffleExchangeExec {
     }
 
     fn start(&self, state: &mut ExchangeState, context: Arc<TaskContext>) -> Result<Channels> {
+        let mut tasks = Vec::new();
         let outputs = self.partitioning.partition_count();
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..outputs).map(|_| unbounded_channel()).unzip();
         let rows = MetricBuilder::new(&self.metrics).counter("shuffle_rows", 0);
@@ -120,7 +123,7 @@ impl ShuffleExchangeExec {
             let senders = senders.clone();
             let partitioning = self.partitioning.clone();
             let (rows, bytes) = (rows.clone(), bytes.clone());
-            state.tasks.push(SpawnedTask::spawn(async move {
+            tasks.push(SpawnedTask::spawn(async move {
                 if let Err(e) = route(input, partition, context, &partitioning, &senders, &rows, &bytes).await {
                     let shared = Arc::new(e);
                     for sender in &senders {
@@ -129,6 +132,7 @@ impl ShuffleExchangeExec {
                 }
             }));
         }
+        state.tasks = Arc::new(tasks);
         Ok(receivers.into_iter().map(Some).collect())
     }
 }
@@ -227,19 +231,19 @@ impl ExecutionPlan for ShuffleExchangeExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let receiver = {
+        let (receiver, tasks) = {
             let mut state = self.lock()?;
             if state.receivers.is_none() {
                 let receivers = self.start(&mut state, context)?;
                 state.receivers = Some(receivers);
             }
-            state
-                .receivers.as_mut().and_then(|r| r.get_mut(partition)).and_then(Option::take).ok_or_else(|| {
+            let receiver = state.receivers.as_mut().and_then(|r| r.get_mut(partition)).and_then(Option::take).ok_or_else(|| {
                 DataFusionError::Internal(format!("exchange partition {partition} executed twice or out of range"))
-            })?
+            })?;
+            (receiver, Arc::clone(&state.tasks))
         };
-        let stream = futures::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|batch| (batch, receiver))
+        let stream = futures::stream::unfold((receiver, tasks), |(mut receiver, tasks)| async move {
+            receiver.recv().await.map(|batch| (batch, (receiver, tasks)))
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
     }

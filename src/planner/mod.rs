@@ -1,4 +1,50 @@
 //! Our physical planner: Spark 4.x's decisions about scans, joins and data movement, made on
 //! the plan DataFusion lowers a query to, one file per Spark rule.
+//!
+//! DataFusion lowers the optimized logical plan without any of its own physical rules (its
+//! join selection and distribution enforcement assume its own hash function); then, in
+//! Spark's order: `JoinSelection`, `CoalesceBucketsInJoin`, `EnsureRequirements`,
+//! `DisableUnnecessaryBucketedScan`, followed by DataFusion rules that do not move rows
+//! between partitions (combining adjacent partial and final aggregates, limit pushdown,
+//! cooperative scheduling).
 
+pub mod bucketing;
+pub mod distribution;
+pub mod ensure_requirements;
 pub mod file_source_strategy;
+pub mod hints;
+pub mod join_selection;
+pub mod scan_lineage;
+pub mod statistics;
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use datafusion::execution::session_state::SessionState;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_optimizer::combine_partial_final_agg::CombinePartialFinalAggregate;
+use datafusion::physical_optimizer::ensure_coop::EnsureCooperative;
+use datafusion::physical_optimizer::limit_pushdown::LimitPushdown;
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::sql::spark_conf::SparkConf;
+use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
+use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
+use ensure_requirements::ensure_requirements;
+use hints::QueryHints;
+use join_selection::join_selection;
+
+/// Plans `plan` for execution. The session's [`SparkConf`] must be installed in `state`.
+pub async fn create_physical_plan(state: &SessionState, plan: &LogicalPlan, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
+    let conf = state.config().get_extension::<SparkConf>().map(|c| (*c).clone()).unwrap_or_default();
+    let lowered = state.create_physical_plan(plan).await?;
+    let plan = join_selection(lowered, &conf, hints)?;
+    let plan = coalesce_buckets_in_join(plan, &conf)?;
+    let plan = ensure_requirements(plan, &conf)?;
+    let options = state.config_options();
+    let plan = CombinePartialFinalAggregate::new().optimize(plan, options)?;
+    let plan = disable_unnecessary_bucketed_scan(plan, &conf)?;
+    let plan = LimitPushdown::new().optimize(plan, options)?;
+    EnsureCooperative::new().optimize(plan, options)
+}

@@ -14,6 +14,7 @@ use datafusion::execution::context::SessionContext;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
@@ -23,7 +24,9 @@ use futures::StreamExt;
 
 use super::dialect::{BucketSqlStatement, parse_sql};
 use super::error::SqlError;
+use super::spark_conf::SparkConf;
 use super::{ddl, describe, dml, functions, rewrite};
+use crate::planner::{self, hints::QueryHints};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::catalog::provider::CATALOG_NAME;
 use crate::engine::Engine;
@@ -72,10 +75,14 @@ impl Session {
         // The hash-join dynamic filter routes probe rows by DataFusion's own hash, which is
         // not how Spark-bucketed inputs are partitioned (wrong rows on bucketed joins).
         options.optimizer.enable_join_dynamic_filter_pushdown = false;
+        // Spark infers `isnotnull(key)` filters for inner-join keys and pushes them to scans.
+        options.optimizer.filter_null_join_keys = true;
+        // DataFusion's physical rules are replaced by our planner (`crate::planner`).
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_runtime_env(Arc::clone(&engine.runtime))
             .with_default_features()
+            .with_physical_optimizer_rules(Vec::new())
             .build();
         let mut ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(CATALOG_NAME, engine.catalog.clone());
@@ -210,9 +217,15 @@ impl Session {
             Statement::StartTransaction { .. } => Ok(Output::TransactionStart("BEGIN")),
             Statement::Commit { .. } => Ok(Output::TransactionEnd("COMMIT")),
             Statement::Rollback { .. } => Ok(Output::TransactionEnd("ROLLBACK")),
+            Statement::Query(_) => {
+                let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
+                self.run_query(stmt, plan).await
+            }
             stmt if plans_through_datafusion(stmt) => {
                 let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
-                self.run_query(plan).await
+                let df = self.ctx.execute_logical_plan(plan).await?;
+                let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+                Ok(Output::Rows { schema, stream: df.execute_stream().await? })
             }
             other => Err(SqlError::feature_not_supported(format!(
                 "statement not supported: {}",
@@ -222,17 +235,33 @@ impl Session {
     }
 
     pub(crate) async fn plan(&self, stmt: &Statement) -> Result<LogicalPlan, SqlError> {
+        self.install_spark_conf();
         let mut stmt = stmt.clone();
         rewrite::rewrite(&mut stmt);
         let state = self.ctx.state();
         Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
     }
 
-    pub(crate) async fn run_query(&self, plan: LogicalPlan) -> Result<Output, SqlError> {
-        let df = self.ctx.execute_logical_plan(plan).await?;
-        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let stream = df.execute_stream().await?;
+    /// Plans with our planner and runs a query.
+    async fn run_query(&self, stmt: &Statement, plan: LogicalPlan) -> Result<Output, SqlError> {
+        let physical = self.physical_plan(stmt, &plan).await?;
+        let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+        let stream = execute_stream(physical, self.ctx.task_ctx())?;
         Ok(Output::Rows { schema, stream })
+    }
+
+    pub(crate) async fn physical_plan(&self, stmt: &Statement, plan: &LogicalPlan) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
+        let hints = QueryHints::resolve(stmt, plan);
+        let state = self.ctx.state();
+        let physical = planner::create_physical_plan(&state, plan, &hints).await?;
+        tracing::debug!(plan = %datafusion::physical_plan::displayable(physical.as_ref()).indent(true), "physical plan");
+        Ok(physical)
+    }
+
+    /// The session's Spark settings, where scans and the planner read them.
+    fn install_spark_conf(&self) {
+        let conf = SparkConf::from_settings(&self.lock_variables());
+        self.ctx.state_ref().write().config_mut().set_extension(Arc::new(conf));
     }
 
     /// The row shape of statements answered here rather than by DataFusion.

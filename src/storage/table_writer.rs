@@ -25,6 +25,8 @@ use datafusion::prelude::SessionContext;
 use super::commit::StagedWrite;
 use super::parquet_writer::{StagedFile, WriteLayout, write_partitions};
 use crate::catalog::metastore::{BucketSpec, ColumnMeta};
+use crate::planner::create_physical_plan;
+use crate::planner::hints::QueryHints;
 use crate::sql::error::SqlError;
 use crate::sql::functions::spark_hash::spark_hash_udf;
 
@@ -56,7 +58,7 @@ pub async fn write_table(
         Arc::new(Schema::new(indices.iter().map(|i| schema.field(*i).clone()).collect::<Vec<Field>>()))
     };
     if layout.partition_columns.is_empty() && layout.bucket_spec.is_none() {
-        let physical = state.create_physical_plan(&plan).await?;
+        let physical = create_physical_plan(&state, &plan, &QueryHints::default()).await?;
         let layout = WriteLayout::unpartitioned(physical.schema());
         return write_partitions(physical, ctx.task_ctx(), layout, write.staging_dir(), write.id).await;
     }
@@ -69,7 +71,7 @@ pub async fn write_table(
         }
         None => plan,
     };
-    let input = state.create_physical_plan(&plan).await?;
+    let input = create_physical_plan(&state, &plan, &QueryHints::default()).await?;
     let schema = input.schema();
     let index = |name: &str| -> Result<usize, SqlError> { Ok(schema.index_of(name)?) };
 

@@ -1,0 +1,223 @@
+//! Spark 3.3+/4.x `EnsureRequirements` (`execution/exchange/EnsureRequirements.scala`):
+//! inserts the exchanges and sorts operators need, bottom-up.
+//!
+//! 1. A child whose partitioning does not satisfy its required distribution is shuffled:
+//!    `hashpartitioning(keys, spark.sql.shuffle.partitions)` for a clustered requirement,
+//!    `SinglePartition` for all tuples.
+//! 2. Children of a join must also be co-partitioned. Each child's partitioning becomes a
+//!    shuffle spec; the best spec is the one with the most partitions among those that can
+//!    create a partitioning for the others, preferring children that are not shuffles (so a
+//!    bucketed side keeps its buckets and the other side is shuffled to its bucket count,
+//!    whatever `spark.sql.shuffle.partitions` says); every child incompatible with it is
+//!    re-shuffled to match it. An existing shuffle is replaced, not stacked.
+//! 3. A child whose ordering does not satisfy the required ordering (sort-merge join keys
+//!    ascending, nulls first; window and other DataFusion requirements) gets a partition-local
+//!    `Sort`.
+//!
+//! Where we differ: a global `ORDER BY` gathers into a single partition and sorts there,
+//! where Spark range-partitions first.
+
+use std::sync::Arc;
+
+use datafusion::arrow::compute::SortOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::error::Result;
+use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr, physical_exprs_equal};
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary};
+
+use super::distribution::{SparkDistribution, required_distributions, satisfies};
+use super::scan_lineage::{describe_keys, describe_side};
+use crate::exec::join::{JoinStrategy, SparkJoinExec};
+use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
+use crate::sql::spark_conf::SparkConf;
+
+pub fn ensure_requirements(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_up(|node| ensure(node, conf)).map(|t| t.data)
+}
+
+fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
+    let mut children: Vec<Arc<dyn ExecutionPlan>> = node.children().into_iter().cloned().collect();
+    let required = required_distributions(node.as_ref());
+    if children.is_empty() || required.len() != children.len() {
+        return Ok(Transformed::no(node));
+    }
+    let original = children.clone();
+
+    for (child, distribution) in children.iter_mut().zip(&required) {
+        match distribution {
+            SparkDistribution::AllTuples if child.output_partitioning().partition_count() != 1 => {
+                let reason = format!("{} needs all rows in one partition", node.name());
+                *child = Arc::new(ShuffleExchangeExec::new(Arc::clone(child), ExchangePartitioning::Single, Some(reason)));
+            }
+            SparkDistribution::Clustered(keys)
+                if !satisfies(child.output_partitioning(), distribution, conf.require_all_cluster_keys_for_distribution) =>
+            {
+                let n = conf.shuffle_partitions;
+                let reason = format!(
+                    "{} is not partitioned by {}: shuffled into {n} partitions (spark.sql.shuffle.partitions)",
+                    describe_side(child),
+                    describe_keys(keys)
+                );
+                let partitioning = ExchangePartitioning::Hash(keys.clone(), n);
+                *child = Arc::new(ShuffleExchangeExec::new(Arc::clone(child), partitioning, Some(reason)));
+            }
+            _ => {}
+        }
+    }
+
+    let clustered: Vec<usize> =
+        required.iter().enumerate().filter(|(_, d)| matches!(d, SparkDistribution::Clustered(_))).map(|(i, _)| i).collect();
+    if clustered.len() >= 2 {
+        co_partition(&mut children, &required, &clustered, conf);
+    }
+
+    for (index, child) in children.iter_mut().enumerate() {
+        if let Some(ordering) = required_ordering(node.as_ref(), index) {
+            if !child.equivalence_properties().ordering_satisfy(ordering.clone())? {
+                *child = Arc::new(SortExec::new(ordering, Arc::clone(child)).with_preserve_partitioning(true));
+            }
+        }
+    }
+
+    let changed = children.iter().zip(&original).any(|(a, b)| !Arc::ptr_eq(a, b));
+    if changed { Ok(Transformed::yes(replace_children_if_necessary(node, children)?)) } else { Ok(Transformed::no(node)) }
+}
+
+/// The ordering child `index` of `node` must have: sort-merge join keys ascending with nulls
+/// first (Spark's `SortOrder` default), or what a DataFusion operator asks for.
+fn required_ordering(node: &dyn ExecutionPlan, index: usize) -> Option<LexOrdering> {
+    if let Some(join) = node.downcast_ref::<SparkJoinExec>() {
+        if join.spec().strategy != JoinStrategy::SortMerge {
+            return None;
+        }
+        let keys = if index == 0 { join.left_keys() } else { join.right_keys() };
+        return LexOrdering::new(keys.into_iter().map(|k| PhysicalSortExpr::new(k, SortOptions::new(false, true))));
+    }
+    let requirement = node.required_input_ordering().into_iter().nth(index)??.into_single();
+    LexOrdering::new(requirement.into_iter().map(|r| PhysicalSortExpr::new(r.expr, r.options.unwrap_or_default())))
+}
+
+/// A child's partitioning as Spark's `ShuffleSpec`.
+struct ShuffleSpec {
+    exprs: Vec<Arc<dyn PhysicalExpr>>,
+    partitions: usize,
+    clustering: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+impl ShuffleSpec {
+    fn of(partitioning: &Partitioning, clustering: &[Arc<dyn PhysicalExpr>]) -> Self {
+        let exprs = match partitioning {
+            Partitioning::Hash(exprs, _) => exprs.clone(),
+            _ => Vec::new(),
+        };
+        ShuffleSpec { exprs, partitions: partitioning.partition_count(), clustering: clustering.to_vec() }
+    }
+
+    /// `HashShuffleSpec.canCreatePartitioning`; a single partition cannot.
+    fn can_create_partitioning(&self, conf: &SparkConf) -> bool {
+        !self.exprs.is_empty()
+            && (!conf.require_all_cluster_keys_for_co_partition || physical_exprs_equal(&self.exprs, &self.clustering))
+    }
+
+    /// Positions of `expr` among the clustering keys.
+    fn key_positions(&self, expr: &Arc<dyn PhysicalExpr>) -> Vec<usize> {
+        self.clustering.iter().enumerate().filter(|(_, k)| k.eq(&expr)).map(|(i, _)| i).collect()
+    }
+
+    /// `HashShuffleSpec.isCompatibleWith`.
+    fn is_compatible_with(&self, other: &ShuffleSpec) -> bool {
+        if self.partitions == 1 || other.partitions == 1 {
+            return self.partitions == other.partitions;
+        }
+        self.clustering.len() == other.clustering.len()
+            && self.partitions == other.partitions
+            && self.exprs.len() == other.exprs.len()
+            && self.exprs.iter().zip(&other.exprs).all(|(a, b)| {
+                let theirs = other.key_positions(b);
+                self.key_positions(a).iter().any(|p| theirs.contains(p))
+            })
+    }
+
+    /// `HashShuffleSpec.createPartitioning`: this spec's hash keys, mapped by position onto
+    /// another child's clustering keys.
+    fn create_partitioning(&self, clustering: &[Arc<dyn PhysicalExpr>]) -> Vec<Arc<dyn PhysicalExpr>> {
+        self.exprs
+            .iter()
+            .filter_map(|e| self.key_positions(e).first().map(|p| Arc::clone(&clustering[*p])))
+            .collect()
+    }
+}
+
+fn co_partition(children: &mut [Arc<dyn ExecutionPlan>], required: &[SparkDistribution], clustered: &[usize], conf: &SparkConf) {
+    let clustering = |i: usize| match &required[i] {
+        SparkDistribution::Clustered(keys) => keys.clone(),
+        _ => Vec::new(),
+    };
+    let specs: Vec<(usize, ShuffleSpec)> =
+        clustered.iter().map(|&i| (i, ShuffleSpec::of(children[i].output_partitioning(), &clustering(i)))).collect();
+    if specs.iter().all(|(_, s)| s.partitions == 1) {
+        return;
+    }
+    let is_shuffle = |i: usize| children[i].downcast_ref::<ShuffleExchangeExec>().is_some();
+    let consider_min_parallelism = specs.iter().all(|(i, s)| !s.can_create_partitioning(conf) || is_shuffle(*i));
+    let candidates: Vec<&(usize, ShuffleSpec)> = specs
+        .iter()
+        .filter(|(_, s)| s.can_create_partitioning(conf) && (!consider_min_parallelism || s.partitions >= conf.shuffle_partitions))
+        .collect();
+    fn most_partitions<'a>(pool: Vec<&'a (usize, ShuffleSpec)>) -> Option<&'a (usize, ShuffleSpec)> {
+        pool.into_iter().fold(None, |best, c| match best {
+            Some(b) if b.1.partitions >= c.1.partitions => Some(b),
+            _ => Some(c),
+        })
+    }
+    let not_shuffled: Vec<_> = candidates.iter().copied().filter(|(i, _)| !is_shuffle(*i)).collect();
+    let best = if not_shuffled.is_empty() { most_partitions(candidates) } else { most_partitions(not_shuffled) };
+
+    let mut replacements = Vec::new();
+    for (index, spec) in &specs {
+        if best.is_some_and(|(_, b)| b.is_compatible_with(spec)) {
+            continue;
+        }
+        let (exprs, partitions) = match best {
+            Some((_, b)) => (b.create_partitioning(&clustering(*index)), b.partitions),
+            None => (clustering(*index), conf.shuffle_partitions),
+        };
+        let input = match children[*index].downcast_ref::<ShuffleExchangeExec>() {
+            Some(exchange) => Arc::clone(exchange.input()),
+            None => Arc::clone(&children[*index]),
+        };
+        let reason = match best {
+            Some((best_index, b)) => format!(
+                "{} does not match {} ({} partitions): shuffled into {partitions} to match it{}",
+                describe_side(&input),
+                describe_side(&children[*best_index]),
+                b.partitions,
+                mismatch_detail(spec, b)
+            ),
+            None => format!(
+                "neither side can keep its partitioning: {} shuffled into {partitions} partitions (spark.sql.shuffle.partitions)",
+                describe_side(&input)
+            ),
+        };
+        replacements.push((*index, Arc::new(ShuffleExchangeExec::new(input, ExchangePartitioning::Hash(exprs, partitions), Some(reason)))));
+    }
+    for (index, replacement) in replacements {
+        children[index] = replacement;
+    }
+}
+
+fn mismatch_detail(spec: &ShuffleSpec, best: &ShuffleSpec) -> String {
+    if spec.exprs.is_empty() || spec.partitions == best.partitions {
+        return String::new();
+    }
+    let (a, b) = (spec.partitions.max(best.partitions), spec.partitions.min(best.partitions));
+    if a % b == 0 {
+        format!(
+            "; bucket counts {} and {} divide, set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true to coalesce instead",
+            best.partitions, spec.partitions
+        )
+    } else {
+        format!("; bucket counts {} and {}: neither divides the other", best.partitions, spec.partitions)
+    }
+}

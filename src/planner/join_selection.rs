@@ -1,0 +1,243 @@
+//! Spark's `JoinSelection` strategy (`SparkStrategies.scala`): picks the physical join for
+//! each join DataFusion planned, by hints first and then by size.
+//!
+//! With equi-join keys: a BROADCAST hint on a side that may be built → broadcast hash join;
+//! MERGE → sort-merge; SHUFFLE_HASH → shuffled hash; then without hints: broadcast by size
+//! (`spark.sql.autoBroadcastJoinThreshold`), shuffled hash by size when
+//! `spark.sql.join.preferSortMergeJoin` is off, else sort-merge. Without keys: broadcast
+//! nested loop (by hint or size), cartesian product for inner joins, else broadcast nested
+//! loop. Which side may be built depends on the join type, as in Spark. We differ in one
+//! place: a null-aware anti join (`NOT IN`) keeps DataFusion's single-build hash join.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{JoinType, NullEquality};
+use datafusion::error::Result;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::joins::utils::JoinFilter;
+use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec};
+use datafusion::physical_plan::ExecutionPlan;
+
+use super::hints::{JoinHint, QueryHints};
+use super::statistics::size_in_bytes;
+use crate::exec::broadcast_exchange::BroadcastExchangeExec;
+use crate::exec::file_source_scan::FileSourceScanExec;
+use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
+use crate::sql::spark_conf::SparkConf;
+
+type JoinKeys = Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>;
+
+/// A join as DataFusion planned it.
+struct LogicalJoin {
+    left: Arc<dyn ExecutionPlan>,
+    right: Arc<dyn ExecutionPlan>,
+    on: JoinKeys,
+    filter: Option<JoinFilter>,
+    join_type: JoinType,
+    null_equality: NullEquality,
+}
+
+impl LogicalJoin {
+    fn from_plan(plan: &dyn ExecutionPlan) -> Option<Self> {
+        if let Some(j) = plan.downcast_ref::<HashJoinExec>() {
+            if j.null_aware {
+                return None;
+            }
+            return Some(LogicalJoin {
+                left: Arc::clone(j.left()),
+                right: Arc::clone(j.right()),
+                on: j.on().to_vec(),
+                filter: j.filter().cloned(),
+                join_type: *j.join_type(),
+                null_equality: j.null_equality(),
+            });
+        }
+        if let Some(j) = plan.downcast_ref::<SortMergeJoinExec>() {
+            return Some(LogicalJoin {
+                left: Arc::clone(j.left()),
+                right: Arc::clone(j.right()),
+                on: j.on().to_vec(),
+                filter: j.filter().clone(),
+                join_type: j.join_type(),
+                null_equality: j.null_equality(),
+            });
+        }
+        if let Some(j) = plan.downcast_ref::<NestedLoopJoinExec>() {
+            return Some(LogicalJoin {
+                left: Arc::clone(j.left()),
+                right: Arc::clone(j.right()),
+                on: Vec::new(),
+                filter: j.filter().cloned(),
+                join_type: *j.join_type(),
+                null_equality: NullEquality::NullEqualsNothing,
+            });
+        }
+        plan.downcast_ref::<CrossJoinExec>().map(|j| LogicalJoin {
+            left: Arc::clone(j.left()),
+            right: Arc::clone(j.right()),
+            on: Vec::new(),
+            filter: None,
+            join_type: JoinType::Inner,
+            null_equality: NullEquality::NullEqualsNothing,
+        })
+    }
+}
+
+/// `canBuildBroadcastLeft` / `canBuildBroadcastRight`.
+fn can_broadcast(side: BuildSide, join_type: JoinType) -> bool {
+    match side {
+        BuildSide::Left => matches!(join_type, JoinType::Inner | JoinType::Right),
+        BuildSide::Right => {
+            matches!(join_type, JoinType::Inner | JoinType::Left | JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark)
+        }
+    }
+}
+
+/// `canBuildShuffledHashJoinLeft` / `canBuildShuffledHashJoinRight` (Spark 3.5+).
+fn can_build_hash(side: BuildSide, join_type: JoinType) -> bool {
+    match side {
+        BuildSide::Left => matches!(join_type, JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full),
+        BuildSide::Right => matches!(
+            join_type,
+            JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full | JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark
+        ),
+    }
+}
+
+/// The hints of a join side: those on the one table it reads, if it reads exactly one.
+fn side_hints(plan: &Arc<dyn ExecutionPlan>, hints: &QueryHints) -> HashSet<JoinHint> {
+    let mut tables = Vec::new();
+    let _ = plan.apply(|node| {
+        if let Some(scan) = node.downcast_ref::<FileSourceScanExec>() {
+            tables.push(format!("{}.{}", scan.table().schema, scan.table().name));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    match tables.as_slice() {
+        [table] => hints.for_table(table),
+        _ => HashSet::new(),
+    }
+}
+
+/// Of the sides allowed, the one to build: the smaller when both (`right <= left` builds right).
+fn pick(left_ok: bool, right_ok: bool, left_size: u128, right_size: u128) -> Option<BuildSide> {
+    match (left_ok, right_ok) {
+        (true, true) if right_size <= left_size => Some(BuildSide::Right),
+        (true, true) => Some(BuildSide::Left),
+        (true, false) => Some(BuildSide::Left),
+        (false, true) => Some(BuildSide::Right),
+        (false, false) => None,
+    }
+}
+
+pub fn join_selection(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_up(|node| match LogicalJoin::from_plan(node.as_ref()) {
+        Some(join) => Ok(Transformed::yes(select(normalized(join), conf, hints)?)),
+        None => Ok(Transformed::no(node)),
+    })
+    .map(|t| t.data)
+}
+
+/// Spark has no right semi/anti/existence joins: they are the left ones with sides swapped.
+fn normalized(mut join: LogicalJoin) -> LogicalJoin {
+    let swapped = match join.join_type {
+        JoinType::RightSemi => JoinType::LeftSemi,
+        JoinType::RightAnti => JoinType::LeftAnti,
+        JoinType::RightMark => JoinType::LeftMark,
+        _ => return join,
+    };
+    std::mem::swap(&mut join.left, &mut join.right);
+    join.on = join.on.into_iter().map(|(l, r)| (r, l)).collect();
+    join.filter = join.filter.map(|f| f.swap());
+    join.join_type = swapped;
+    join
+}
+
+fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
+    let (left_hints, right_hints) = (side_hints(&join.left, hints), side_hints(&join.right, hints));
+    let (left_size, right_size) = (size_in_bytes(join.left.as_ref()), size_in_bytes(join.right.as_ref()));
+    let jt = join.join_type;
+    let hinted = |hint: JoinHint, side: BuildSide| match side {
+        BuildSide::Left => left_hints.contains(&hint),
+        BuildSide::Right => right_hints.contains(&hint),
+    };
+    let threshold = conf.auto_broadcast_join_threshold;
+    let small = |size: u128| threshold >= 0 && size <= threshold as u128;
+    let broadcast_hinted = pick(
+        hinted(JoinHint::Broadcast, BuildSide::Left) && can_broadcast(BuildSide::Left, jt),
+        hinted(JoinHint::Broadcast, BuildSide::Right) && can_broadcast(BuildSide::Right, jt),
+        left_size,
+        right_size,
+    );
+    let broadcast_by_size = pick(
+        can_broadcast(BuildSide::Left, jt) && small(left_size),
+        can_broadcast(BuildSide::Right, jt) && small(right_size),
+        left_size,
+        right_size,
+    );
+    let inner_like = jt == JoinType::Inner;
+
+    let (strategy, build_side) = if !join.on.is_empty() {
+        let hash_hinted = pick(
+            hinted(JoinHint::ShuffleHash, BuildSide::Left) && can_build_hash(BuildSide::Left, jt),
+            hinted(JoinHint::ShuffleHash, BuildSide::Right) && can_build_hash(BuildSide::Right, jt),
+            left_size,
+            right_size,
+        );
+        let merge_hinted = hinted(JoinHint::ShuffleMerge, BuildSide::Left) || hinted(JoinHint::ShuffleMerge, BuildSide::Right);
+        let local_map_limit = if threshold >= 0 { threshold as u128 * conf.shuffle_partitions as u128 } else { 0 };
+        let factor = conf.shuffled_hash_join_factor as u128;
+        let hash_by_size = pick(
+            can_build_hash(BuildSide::Left, jt) && left_size < local_map_limit && left_size * factor <= right_size,
+            can_build_hash(BuildSide::Right, jt) && right_size < local_map_limit && right_size * factor <= left_size,
+            left_size,
+            right_size,
+        );
+        if let Some(side) = broadcast_hinted {
+            (JoinStrategy::BroadcastHash, Some(side))
+        } else if merge_hinted {
+            (JoinStrategy::SortMerge, None)
+        } else if let Some(side) = hash_hinted {
+            (JoinStrategy::ShuffledHash, Some(side))
+        } else if let Some(side) = broadcast_by_size {
+            (JoinStrategy::BroadcastHash, Some(side))
+        } else if let (false, Some(side)) = (conf.prefer_sort_merge_join, hash_by_size) {
+            (JoinStrategy::ShuffledHash, Some(side))
+        } else {
+            (JoinStrategy::SortMerge, None)
+        }
+    } else {
+        let replicate = hinted(JoinHint::ShuffleReplicateNl, BuildSide::Left) || hinted(JoinHint::ShuffleReplicateNl, BuildSide::Right);
+        if let Some(side) = broadcast_hinted {
+            (JoinStrategy::BroadcastNestedLoop, Some(side))
+        } else if replicate && inner_like && join.filter.is_none() {
+            (JoinStrategy::Cartesian, None)
+        } else if let Some(side) = broadcast_by_size {
+            (JoinStrategy::BroadcastNestedLoop, Some(side))
+        } else if inner_like && join.filter.is_none() {
+            (JoinStrategy::Cartesian, None)
+        } else {
+            let side = pick(can_broadcast(BuildSide::Left, jt), can_broadcast(BuildSide::Right, jt), left_size, right_size)
+                .unwrap_or(BuildSide::Right);
+            (JoinStrategy::BroadcastNestedLoop, Some(side))
+        }
+    };
+
+    let LogicalJoin { mut left, mut right, on, filter, join_type, null_equality } = join;
+    if matches!(strategy, JoinStrategy::BroadcastHash | JoinStrategy::BroadcastNestedLoop) {
+        match build_side {
+            Some(BuildSide::Left) => {
+                let keys = on.iter().map(|(l, _)| Arc::clone(l)).collect();
+                left = Arc::new(BroadcastExchangeExec::new(left, keys));
+            }
+            _ => {
+                let keys = on.iter().map(|(_, r)| Arc::clone(r)).collect();
+                right = Arc::new(BroadcastExchangeExec::new(right, keys));
+            }
+        }
+    }
+    let spec = JoinSpec { strategy, build_side, join_type, on, filter, null_equality };
+    Ok(Arc::new(SparkJoinExec::try_new(spec, left, right)?))
+}
