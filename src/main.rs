@@ -15,6 +15,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Measure what bucketing saves: bucketed against plain tables, written and queried.
+    Bench {
+        /// Transactions to generate (accounts are a tenth of them).
+        #[arg(long, default_value_t = 10_000_000)]
+        rows: u64,
+        /// Buckets of the bucketed tables.
+        #[arg(long, default_value_t = 16)]
+        buckets: u32,
+        /// Timed runs per query (after one warm-up run); the median is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the benchmark's tables are written.
+        #[arg(long, default_value = "./bucketsql-bench")]
+        data_dir: PathBuf,
+        /// Memory shared by all queries (default: half of RAM).
+        #[arg(long, value_parser = parse_bytes)]
+        memory_limit: Option<usize>,
+        /// Also write the results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Serve SQL over the PostgreSQL wire protocol.
     Serve {
         /// Address to listen on.
@@ -38,6 +59,13 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .init();
     match Cli::parse().command {
+        Command::Bench { rows, buckets, runs, data_dir, memory_limit, json } => {
+            if buckets == 0 || runs == 0 || rows == 0 {
+                anyhow::bail!("--rows, --buckets and --runs must be positive");
+            }
+            let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
+            bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, memory_limit, json }).await?;
+        }
         Command::Serve { listen, data_dir, allowed_locations, memory_limit } => {
             let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
             let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit })?;

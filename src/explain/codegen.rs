@@ -8,6 +8,7 @@
 //! subtree first.
 
 use super::plan::{Codegen, Node, Stage};
+use super::tree::simple;
 
 pub(super) fn collapse_stages(root: &mut Node) {
     let mut counter = 0;
@@ -44,4 +45,28 @@ fn assign(node: &mut Node, id: u32) {
         node.stage = Stage::Id(id);
         node.children.iter_mut().for_each(|c| assign(c, id));
     }
+}
+
+/// EXPLAIN CODEGEN: each stage as a subtree in stage id order. The operators run on
+/// DataFusion, so there is no generated Java source to show.
+pub(super) fn codegen(root: &Node) -> String {
+    let mut roots = Vec::new();
+    stage_roots(root, Stage::None, &mut roots);
+    roots.sort_by_key(|(id, _)| *id);
+    let mut out = format!("Found {} WholeStageCodegen subtrees.\n", roots.len());
+    for (i, (_, node)) in roots.iter().enumerate() {
+        out += &format!("== Subtree {} / {} ==\n{}\nGenerated code:\n{NO_SOURCE}\n", i + 1, roots.len(), simple(node));
+    }
+    out
+}
+
+const NO_SOURCE: &str = "None: bucketsql runs the operators of this stage on DataFusion and generates no Java source.";
+
+fn stage_roots<'a>(node: &'a Node, parent: Stage, roots: &mut Vec<(u32, &'a Node)>) {
+    if let Stage::Id(id) = node.stage
+        && node.stage != parent
+    {
+        roots.push((id, node));
+    }
+    node.children.iter().for_each(|c| stage_roots(c, node.stage, roots));
 }

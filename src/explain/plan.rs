@@ -145,7 +145,8 @@ pub(super) fn field(name: &str, values: &[impl ToString]) -> String {
 pub(super) struct Position {
     /// The root of the query: a limit there is Spark's `CollectLimit`.
     pub root: bool,
-    /// Directly under a join: its sort keys are the (normalized) join keys.
+    /// Feeds a join directly or through its sort: sort and partitioning keys are the
+    /// join keys, which Spark normalizes when they are floating-point.
     pub join_child: bool,
 }
 
@@ -188,7 +189,8 @@ impl Converter {
             let partitioning = match exchange.partitioning() {
                 ExchangePartitioning::Hash(exprs, n) => {
                     let schema = exchange.input().schema();
-                    let keys = exprs.iter().map(|e| key(e, &schema, &Columns::Attrs(&child.output)));
+                    let columns = Columns::Attrs(&child.output);
+                    let keys = exprs.iter().map(|e| if at.join_child { key(e, &schema, &columns) } else { render(e, &columns) });
                     format!("hashpartitioning({}, {n})", join(keys, ", "))
                 }
                 ExchangePartitioning::Single => "SinglePartition".to_string(),
@@ -350,7 +352,7 @@ impl Converter {
     fn broadcast(&mut self, broadcast: &BroadcastExchangeExec) -> Node {
         let child = self.convert(broadcast.input(), Position::default());
         let schema = broadcast.input().schema();
-        let bound = |e: &Arc<dyn PhysicalExpr>| render(e, &Columns::Bound(&child.output));
+        let bound = |e: &Arc<dyn PhysicalExpr>| key(e, &schema, &Columns::Bound(&child.output));
         let integral_size = |e: &Arc<dyn PhysicalExpr>| match e.data_type(&schema) {
             Ok(DataType::Int8 | DataType::UInt8) => Some(1),
             Ok(DataType::Int16 | DataType::UInt16) => Some(2),
@@ -620,7 +622,7 @@ impl Converter {
     }
 
     fn sort(&mut self, sort: &SortExec, at: Position) -> Node {
-        let child = self.convert(sort.input(), Position::default());
+        let child = self.convert(sort.input(), Position { root: false, join_child: at.join_child });
         let schema = sort.input().schema();
         let columns = Columns::Attrs(&child.output);
         let order = list(sort.expr().iter().map(|s| {

@@ -242,6 +242,20 @@ impl Session {
         Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
     }
 
+    /// Parses and plans one query, for callers that run the plan themselves.
+    pub async fn plan_query(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
+        let statements = parse_sql(sql)?;
+        let [BucketSqlStatement::Sql(stmt @ Statement::Query(_))] = statements.as_slice() else {
+            return Err(SqlError::syntax("expected exactly one query"));
+        };
+        let plan = self.plan(stmt).await?;
+        self.physical_plan(stmt, &plan).await
+    }
+
+    pub fn task_context(&self) -> Arc<datafusion::execution::TaskContext> {
+        self.ctx.task_ctx()
+    }
+
     /// Plans with our planner and runs a query.
     async fn run_query(&self, stmt: &Statement, plan: LogicalPlan) -> Result<Output, SqlError> {
         let physical = self.physical_plan(stmt, &plan).await?;

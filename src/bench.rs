@@ -1,0 +1,253 @@
+//! `bucketsql bench`: what bucketing saves. Generates transactions (N rows, `account_id` in
+//! `[0, N/10)`) and accounts (N/10 rows), writes both bucketed (B buckets, sorted on the key)
+//! and plain, checks the bucketed layout against Spark's bucket function, then times a join
+//! with count/sum, a GROUP BY with top-5 and a point lookup on each, reporting medians,
+//! rows/s, peak memory, shuffled bytes and the exchanges of each plan.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::{Array, Int64Array};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use datafusion::physical_plan::{ExecutionPlan, collect};
+
+use crate::engine::{Engine, EngineOptions};
+use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::sql::error::SqlError;
+use crate::sql::session::Session;
+use crate::storage::bucket_hash::bucket_ids;
+use crate::storage::file_naming::bucket_id_of;
+
+pub struct BenchOptions {
+    pub rows: u64,
+    pub buckets: u32,
+    pub runs: usize,
+    pub data_dir: PathBuf,
+    pub memory_limit: Option<usize>,
+    pub json: Option<PathBuf>,
+}
+
+struct Measurement {
+    name: String,
+    layout: &'static str,
+    median: Duration,
+    rows_per_second: f64,
+    peak_rss: u64,
+    exchanges: usize,
+    shuffle_bytes: usize,
+}
+
+/// Resident memory of this process, sampled while a closure runs.
+struct RssSampler {
+    peak: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+impl RssSampler {
+    fn start() -> Self {
+        let peak = Arc::new(AtomicU64::new(rss_bytes()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, s) = (Arc::clone(&peak), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                p.fetch_max(rss_bytes(), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        RssSampler { peak, stop, thread: Some(thread) }
+    }
+
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+fn exchanges_and_bytes(plan: &Arc<dyn ExecutionPlan>) -> (usize, usize) {
+    let (mut count, mut bytes) = (0, 0);
+    let _ = plan.apply(|node| {
+        if let Some(exchange) = node.downcast_ref::<ShuffleExchangeExec>() {
+            count += 1;
+            bytes += exchange.metrics().and_then(|m| m.sum_by_name("shuffle_bytes")).map_or(0, |v| v.as_usize());
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    (count, bytes)
+}
+
+async fn execute(session: &Session, sql: &str) -> Result<(), SqlError> {
+    for output in session.execute_sql(sql).await {
+        if let crate::sql::session::Output::Rows { mut stream, .. } = output? {
+            use futures::StreamExt;
+            while let Some(batch) = stream.next().await {
+                batch?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn time_query(session: &Session, name: &str, layout: &'static str, sql: &str, input_rows: u64, runs: usize) -> Result<Measurement, SqlError> {
+    let mut timings = Vec::with_capacity(runs);
+    let sampler = RssSampler::start();
+    let mut last_plan = None;
+    for _ in 0..=runs {
+        let started = Instant::now();
+        let plan = session.plan_query(sql).await?;
+        collect(Arc::clone(&plan), session.task_context()).await?;
+        timings.push(started.elapsed());
+        last_plan = Some(plan);
+    }
+    let peak_rss = sampler.finish();
+    timings.remove(0); // warm-up
+    timings.sort();
+    let median = timings[timings.len() / 2];
+    let (exchanges, shuffle_bytes) = exchanges_and_bytes(last_plan.as_ref().expect("ran at least once"));
+    Ok(Measurement {
+        name: name.to_string(),
+        layout,
+        median,
+        rows_per_second: input_rows as f64 / median.as_secs_f64(),
+        peak_rss,
+        exchanges,
+        shuffle_bytes,
+    })
+}
+
+/// Every file of a bucketed table holds only rows of the bucket its name gives, sorted.
+fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
+    let mut files = 0;
+    let mut rows = 0u64;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        if !name.ends_with(".parquet") {
+            continue;
+        }
+        files += 1;
+        let bucket = bucket_id_of(&name).ok_or_else(|| SqlError::internal(format!("{name} names no bucket")))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path)?)?.build()?;
+        let mut previous = i64::MIN;
+        for batch in reader {
+            let batch = batch?;
+            let keys = batch.column_by_name("account_id").ok_or_else(|| SqlError::internal("no account_id"))?;
+            let values = keys.as_any().downcast_ref::<Int64Array>().ok_or_else(|| SqlError::internal("account_id is not BIGINT"))?;
+            for id in bucket_ids(&[Arc::clone(keys)], values.len(), buckets)? {
+                if id != bucket {
+                    return Err(SqlError::internal(format!("{name} holds a row of bucket {id}")));
+                }
+            }
+            for v in values.values().iter() {
+                if *v < previous {
+                    return Err(SqlError::internal(format!("{name} is not sorted on account_id")));
+                }
+                previous = *v;
+            }
+            rows += values.len() as u64;
+        }
+    }
+    Ok((files, rows))
+}
+
+pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
+    let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json } = options;
+    let accounts = (rows / 10).max(1);
+    let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit })?;
+    let session = engine.new_session()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("bucketsql bench: {rows} transactions, {accounts} accounts, {buckets} buckets, {cores} cores, median of {runs} runs after a warm-up");
+
+    execute(&session, "DROP TABLE IF EXISTS tx; DROP TABLE IF EXISTS acc; DROP TABLE IF EXISTS tx_plain; DROP TABLE IF EXISTS acc_plain").await?;
+    // Both sides are joined by sort-merge, so the comparison is exchange against none.
+    execute(&session, &format!("SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = {buckets}")).await?;
+    let started = Instant::now();
+    execute(
+        &session,
+        &format!(
+            "CREATE TABLE tx_plain USING parquet AS SELECT id AS tx_id, id % {accounts} AS account_id, CAST(id % 1000 AS DOUBLE) AS amount FROM range({rows})"
+        ),
+    )
+    .await?;
+    let plain_write = started.elapsed();
+    execute(&session, &format!("CREATE TABLE acc_plain USING parquet AS SELECT id AS account_id, concat('name', CAST(id AS STRING)) AS name FROM range({accounts})")).await?;
+    let started = Instant::now();
+    execute(&session, &format!("CREATE TABLE tx USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO {buckets} BUCKETS AS SELECT * FROM tx_plain")).await?;
+    let bucketed_write = started.elapsed();
+    execute(&session, &format!("CREATE TABLE acc USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO {buckets} BUCKETS AS SELECT * FROM acc_plain")).await?;
+
+    let tx_dir = engine.managed_location("default", "tx");
+    let (files, checked) = check_layout(&tx_dir, buckets)?;
+    println!(
+        "write: plain {:.2}s ({:.0} rows/s), bucketed {:.2}s ({:.0} rows/s); layout: {files} files, {checked} rows, every row in its Spark bucket, every file sorted",
+        plain_write.as_secs_f64(),
+        rows as f64 / plain_write.as_secs_f64(),
+        bucketed_write.as_secs_f64(),
+        rows as f64 / bucketed_write.as_secs_f64()
+    );
+
+    let queries = [
+        ("join count/sum", "SELECT count(*), sum(t.amount) FROM {tx} t JOIN {acc} a ON t.account_id = a.account_id"),
+        ("group by top-5", "SELECT account_id, count(*), sum(amount) AS total FROM {tx} GROUP BY account_id ORDER BY total DESC LIMIT 5"),
+        ("point lookup", "SELECT * FROM {tx} WHERE account_id = 42"),
+    ];
+    let mut results = Vec::new();
+    for (name, template) in queries {
+        for (layout, tx, acc) in [("bucketed", "tx", "acc"), ("plain", "tx_plain", "acc_plain")] {
+            let sql = template.replace("{tx}", tx).replace("{acc}", acc);
+            results.push(time_query(&session, name, layout, &sql, rows, runs).await?);
+        }
+    }
+
+    println!("{:<16} {:<9} {:>10} {:>14} {:>10} {:>9} {:>14}", "query", "layout", "median ms", "rows/s", "peak MiB", "exchanges", "shuffled MiB");
+    for m in &results {
+        println!(
+            "{:<16} {:<9} {:>10.1} {:>14.0} {:>10.1} {:>9} {:>14.1}",
+            m.name,
+            m.layout,
+            m.median.as_secs_f64() * 1000.0,
+            m.rows_per_second,
+            m.peak_rss as f64 / 1048576.0,
+            m.exchanges,
+            m.shuffle_bytes as f64 / 1048576.0
+        );
+    }
+    let entries: Vec<String> = results
+        .iter()
+        .map(|m| {
+            format!(
+                "{{\"query\":\"{}\",\"layout\":\"{}\",\"median_ms\":{:.3},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"exchanges\":{},\"shuffle_bytes\":{}}}",
+                m.name,
+                m.layout,
+                m.median.as_secs_f64() * 1000.0,
+                m.rows_per_second,
+                m.peak_rss,
+                m.exchanges,
+                m.shuffle_bytes
+            )
+        })
+        .collect();
+    let report = format!(
+        "{{\"rows\":{rows},\"accounts\":{accounts},\"buckets\":{buckets},\"cores\":{cores},\"runs\":{runs},\"write_plain_ms\":{:.3},\"write_bucketed_ms\":{:.3},\"layout_files\":{files},\"results\":[{}]}}",
+        plain_write.as_secs_f64() * 1000.0,
+        bucketed_write.as_secs_f64() * 1000.0,
+        entries.join(",")
+    );
+    println!("{report}");
+    if let Some(path) = json {
+        std::fs::write(path, &report)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! Spark 4.x's EXPLAIN text for our physical plans: simple, EXTENDED, FORMATTED, COST and
+//! CODEGEN, with Spark's operator names, expression ids, codegen stages and the
+//! `AdaptiveSparkPlan` wrapper an unexecuted adaptive query prints.
+//!
+//! The plan is first seen as Spark's ([`plan`]); then either AQE wraps it — in which case
+//! the preparation rules that run per query stage (columnar transitions, codegen stages)
+//! have not run yet — or `ColumnarToRow` and the codegen stages are added as Spark's
+//! `QueryExecution.preparations` would.
+
+mod bucketing;
+mod codegen;
+mod cost;
+mod expressions;
+mod plan;
+mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use datafusion::physical_plan::ExecutionPlan;
+
+pub use crate::sql::dialect::ExplainMode;
+use expressions::{join, spark_type};
+use plan::{Converter, Node, Position, Role};
+
+/// What the rendering depends on besides the physical plan.
+#[derive(Debug, Clone, Default)]
+pub struct ExplainContext {
+    /// `spark.sql.adaptive.enabled`.
+    pub adaptive: bool,
+    /// `spark.sql.sources.v2.bucketing.enabled`, which users often expect to affect bucketed tables.
+    pub v2_bucketing_enabled: bool,
+    /// The optimized logical plan's text, for EXTENDED and COST.
+    pub logical: Option<String>,
+}
+
+/// The text of `EXPLAIN [mode]` for `plan`. `Analyze` prints the simple plan: running the
+/// query and reporting its metrics is up to the caller.
+pub fn render(plan: &Arc<dyn ExecutionPlan>, mode: ExplainMode, ctx: &ExplainContext) -> String {
+    let root = spark_plan(plan, ctx.adaptive);
+    let physical = tree::simple(&root);
+    match mode {
+        ExplainMode::Simple | ExplainMode::Analyze => format!("== Physical Plan ==\n{physical}\n"),
+        ExplainMode::Formatted => {
+            let mut text = format!("== Physical Plan ==\n{}\n", tree::formatted(&root));
+            text.extend(bucketing::section(&root, ctx.v2_bucketing_enabled));
+            text
+        }
+        ExplainMode::Extended => {
+            let Some(logical) = ctx.logical.as_deref().map(str::trim_end) else {
+                return format!("== Physical Plan ==\n{physical}");
+            };
+            let schema = plan.schema();
+            let columns = join(schema.fields().iter().map(|f| format!("{}: {}", f.name(), spark_type(f.data_type()))), ", ");
+            let columns = if columns.is_empty() { columns } else { columns + "\n" };
+            format!(
+                "== Parsed Logical Plan ==\n{logical}\n\n== Analyzed Logical Plan ==\n{columns}{logical}\n\n\
+                 == Optimized Logical Plan ==\n{logical}\n\n== Physical Plan ==\n{physical}"
+            )
+        }
+        ExplainMode::Cost => match ctx.logical.as_deref() {
+            Some(logical) => format!(
+                "== Optimized Logical Plan ==\n{}\n\n== Physical Plan ==\n{}",
+                cost::annotate(logical, plan),
+                physical.trim_end()
+            ),
+            None => format!("== Physical Plan ==\n{}", physical.trim_end()),
+        },
+        ExplainMode::Codegen => codegen::codegen(&root),
+    }
+}
+
+/// The plan as Spark prints it, operator ids assigned.
+fn spark_plan(plan: &Arc<dyn ExecutionPlan>, adaptive: bool) -> Node {
+    let root = Converter::default().convert(plan, Position { root: true, join_child: false });
+    let mut root = if adaptive && applies_adaptive(&root) {
+        root.adaptive()
+    } else {
+        let mut root = columnar_to_row(root);
+        codegen::collapse_stages(&mut root);
+        root
+    };
+    tree::number(&mut root, &mut 0);
+    root
+}
+
+/// Spark's `InsertAdaptiveSparkPlan.shouldApplyAQE`: the plan has an exchange or an operator
+/// that requires a distribution of its input.
+fn applies_adaptive(node: &Node) -> bool {
+    matches!(node.role, Role::Shuffle { .. } | Role::Broadcast | Role::NeedsDistribution)
+        || node.children.iter().any(applies_adaptive)
+}
+
+/// Spark's `ApplyColumnarRulesAndInsertTransitions`: the Parquet scan produces column
+/// batches, the operators above it consume rows.
+fn columnar_to_row(mut node: Node) -> Node {
+    node.children = std::mem::take(&mut node.children).into_iter().map(columnar_to_row).collect();
+    if matches!(node.role, Role::Scan { .. }) { node.columnar_to_row() } else { node }
+}
