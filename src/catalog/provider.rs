@@ -22,6 +22,8 @@ pub const CATALOG_NAME: &str = "spark_catalog";
 #[derive(Debug)]
 pub struct MetastoreCatalog {
     metastore: Arc<MetastoreHandle>,
+    /// Schemas answered from elsewhere (e.g. `pg_catalog`), looked up before the metastore.
+    system_schemas: Vec<(String, Arc<dyn SchemaProvider>)>,
 }
 
 /// `Metastore` holds a SQLite connection, which has no `Debug`.
@@ -35,16 +37,27 @@ impl std::fmt::Debug for MetastoreHandle {
 
 impl MetastoreCatalog {
     pub fn new(metastore: Arc<Metastore>) -> Self {
-        MetastoreCatalog { metastore: Arc::new(MetastoreHandle(metastore)) }
+        MetastoreCatalog { metastore: Arc::new(MetastoreHandle(metastore)), system_schemas: Vec::new() }
+    }
+
+    /// Adds a schema that is not in the metastore, such as `pg_catalog`.
+    pub fn with_system_schema(mut self, name: &str, schema: Arc<dyn SchemaProvider>) -> Self {
+        self.system_schemas.push((name.to_string(), schema));
+        self
     }
 }
 
 impl CatalogProvider for MetastoreCatalog {
     fn schema_names(&self) -> Vec<String> {
-        self.metastore.0.schema_names().unwrap_or_default()
+        let mut names = self.metastore.0.schema_names().unwrap_or_default();
+        names.extend(self.system_schemas.iter().map(|(n, _)| n.clone()));
+        names
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        if let Some((_, schema)) = self.system_schemas.iter().find(|(n, _)| n == name) {
+            return Some(Arc::clone(schema));
+        }
         match self.metastore.0.schema_exists(name) {
             Ok(true) => Some(Arc::new(MetastoreSchema {
                 metastore: Arc::clone(&self.metastore),
