@@ -179,7 +179,7 @@ async fn sessions_are_separate_and_many_run_at_once() {
     let second = server.connect().await;
     first.batch_execute("SET spark.sql.shuffle.partitions = 7").await.unwrap();
     assert_eq!(text_rows(&first, "SHOW spark.sql.shuffle.partitions").await[0][1], "7");
-    assert_eq!(text_rows(&second, "SHOW spark.sql.shuffle.partitions").await[0][1], "<undefined>");
+    assert_eq!(text_rows(&second, "SHOW spark.sql.shuffle.partitions").await[0][1], "200", "the other session keeps the default");
 
     first.batch_execute("CREATE TABLE c (id BIGINT)").await.unwrap();
     let mut tasks = Vec::new();

@@ -294,6 +294,43 @@ impl Metastore {
         })
     }
 
+    /// Commits a rewrite of some of a table's files (`OPTIMIZE`): `replaced` leave the table
+    /// and `files` join it in one transaction. Fails, changing nothing, when a replaced file
+    /// is no longer in the table because a concurrent write replaced it first.
+    pub fn commit_rewrite(&self, table_id: i64, replaced: &[DataFile], files: &[DataFile]) -> Result<(), SqlError> {
+        self.in_transaction(|tx| {
+            let location: String = tx.query_row("SELECT location FROM tables WHERE id = ?1", [table_id], |row| row.get(0))?;
+            for file in replaced {
+                let removed = tx.execute(
+                    "DELETE FROM data_files WHERE table_id = ?1 AND path = ?2",
+                    params![table_id, file.path],
+                )?;
+                if removed == 0 {
+                    return Err(SqlError::new(
+                        "40001",
+                        "the table changed while it was being rewritten; run the statement again",
+                    ));
+                }
+                retire(tx, &Path::new(&location).join(&file.path))?;
+            }
+            commit_files(tx, table_id, Path::new(&location), WriteMode::Append, files)
+        })
+    }
+
+    /// Sets table properties (e.g. the statistics `ANALYZE TABLE` computes).
+    pub fn set_properties(&self, table_id: i64, properties: &[(&str, String)]) -> Result<(), SqlError> {
+        self.in_transaction(|tx| {
+            for (key, value) in properties {
+                tx.execute(
+                    "INSERT INTO table_properties (table_id, key, value) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (table_id, key) DO UPDATE SET value = excluded.value",
+                    params![table_id, key, value],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     pub fn pending_files(&self) -> Result<Vec<PathBuf>, SqlError> {
         self.paths_in("SELECT path FROM pending_files")
     }

@@ -11,6 +11,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use super::error::SqlError;
 use super::session::{Output, Session, rows_output};
 use crate::catalog::metastore::TableMeta;
+use super::dml::{STATISTICS_ROWS, STATISTICS_SIZE};
 use crate::catalog::provider::CATALOG_NAME;
 
 pub fn describe_schema() -> SchemaRef {
@@ -73,9 +74,18 @@ pub fn describe(session: &Session, schema: &str, name: &str, extended: bool) -> 
         if let Some(comment) = &meta.comment {
             rows.push(detail("Comment", comment.clone()));
         }
-        if !meta.properties.is_empty() {
-            let properties: Vec<String> = meta.properties.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let properties: Vec<String> = meta
+            .properties
+            .iter()
+            .filter(|(k, _)| !k.starts_with("spark.sql.statistics."))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !properties.is_empty() {
             rows.push(detail("Table Properties", format!("[{}]", properties.join(", "))));
+        }
+        if let Some(bytes) = meta.properties.get(STATISTICS_SIZE) {
+            let rows_text = meta.properties.get(STATISTICS_ROWS).map(|r| format!(", {r} rows")).unwrap_or_default();
+            rows.push(detail("Statistics", format!("{bytes} bytes{rows_text}")));
         }
         rows.push(detail("Location", format!("file:{}", meta.location.display())));
         if !meta.partition_columns.is_empty() {
@@ -114,9 +124,13 @@ pub fn create_statement(meta: &TableMeta) -> String {
     if meta.external {
         ddl.push_str(&format!("LOCATION 'file:{}'\n", meta.location.display()));
     }
-    if !meta.properties.is_empty() {
-        let properties: Vec<String> =
-            meta.properties.iter().map(|(k, v)| format!("  '{k}' = '{}'", v.replace('\'', "\\'"))).collect();
+    let properties: Vec<String> = meta
+        .properties
+        .iter()
+        .filter(|(k, _)| !k.starts_with("spark.sql.statistics."))
+        .map(|(k, v)| format!("  '{k}' = '{}'", v.replace('\'', "\\'")))
+        .collect();
+    if !properties.is_empty() {
         ddl.push_str(&format!("TBLPROPERTIES (\n{})\n", properties.join(",\n")));
     }
     ddl

@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::logical_expr::{DmlStatement, LogicalPlan, WriteOp};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::datasource::{MemTable, provider_as_source};
+use datafusion::logical_expr::{DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp};
 
 use super::error::SqlError;
 use super::session::{Output, Session};
 use crate::catalog::metastore::{TableMeta, WriteMode};
-use crate::catalog::provider::ParquetTable;
+use crate::catalog::provider::{ParquetTable, table_schema};
 use crate::storage::commit::StagedWrite;
 use crate::storage::table_writer::{TableLayout, write_table};
 
@@ -43,6 +45,63 @@ pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlE
     }
     Ok(Output::Command { tag: "INSERT", rows: Some(rows) })
 }
+
+/// Appends rows already shaped as the table's columns (COPY FROM), in one atomic commit.
+pub async fn append_batches(session: &Session, schema: &str, table: &str, batches: Vec<RecordBatch>) -> Result<usize, SqlError> {
+    let meta = session
+        .engine
+        .metastore
+        .table(schema, table)?
+        .ok_or_else(|| SqlError::undefined_table(format!("relation \"{schema}.{table}\" does not exist")))?;
+    let table_schema = table_schema(&meta)?;
+    let source = MemTable::try_new(Arc::clone(&table_schema), vec![batches])?;
+    let plan = LogicalPlanBuilder::scan(table, provider_as_source(Arc::new(source)), None)?.build()?;
+    let write = StagedWrite::new(&meta.location);
+    let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
+    let files = write_table(&session.ctx, plan, &layout, &write).await?;
+    let rows = files.iter().map(|f| f.rows as usize).sum();
+    let metastore = &session.engine.metastore;
+    write.publish(metastore, &files, |described| metastore.commit_write(meta.id, WriteMode::Append, described))?;
+    Ok(rows)
+}
+
+/// `OPTIMIZE t`: rewrites the table so that each (partition, bucket) is one file sorted on
+/// the SORTED BY columns, replacing the files it read in one commit. With one sorted file per
+/// bucket, a bucketed scan can report its order
+/// (`spark.sql.legacy.bucketedTableScan.outputOrdering`) and sort-merge joins skip their sorts.
+pub async fn optimize(session: &Session, schema: &str, table: &str) -> Result<Output, SqlError> {
+    let meta = session
+        .engine
+        .metastore
+        .table(schema, table)?
+        .ok_or_else(|| SqlError::undefined_table(format!("relation \"{schema}.{table}\" does not exist")))?;
+    let snapshot = Arc::new(ParquetTable::new(meta.clone()));
+    let plan = LogicalPlanBuilder::scan(table, provider_as_source(snapshot), None)?.build()?;
+    let write = StagedWrite::new(&meta.location);
+    let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
+    let files = write_table(&session.ctx, plan, &layout, &write).await?;
+    let metastore = &session.engine.metastore;
+    write.publish(metastore, &files, |described| metastore.commit_rewrite(meta.id, &meta.files, described))?;
+    session.engine.janitor.files_retired()?;
+    Ok(Output::Command { tag: "OPTIMIZE", rows: Some(files.len()) })
+}
+
+/// `ANALYZE TABLE t COMPUTE STATISTICS`: the table's size and row count, from the committed
+/// file list, stored as Spark stores them.
+pub fn analyze(session: &Session, schema: &str, table: &str) -> Result<Output, SqlError> {
+    let metastore = &session.engine.metastore;
+    let meta = metastore
+        .table(schema, table)?
+        .ok_or_else(|| SqlError::undefined_table(format!("relation \"{schema}.{table}\" does not exist")))?;
+    let bytes: u64 = meta.files.iter().map(|f| f.byte_size).sum();
+    let rows: u64 = meta.files.iter().map(|f| f.row_count).sum();
+    metastore.set_properties(meta.id, &[(STATISTICS_SIZE, bytes.to_string()), (STATISTICS_ROWS, rows.to_string())])?;
+    Ok(Output::Command { tag: "ANALYZE", rows: None })
+}
+
+/// Spark's catalog keys for table statistics.
+pub const STATISTICS_SIZE: &str = "spark.sql.statistics.totalSize";
+pub const STATISTICS_ROWS: &str = "spark.sql.statistics.numRows";
 
 fn overwrite_mode(session: &Session, meta: &TableMeta) -> Result<WriteMode, SqlError> {
     let setting = session.variable(PARTITION_OVERWRITE_MODE).unwrap_or_else(|| "static".to_string());

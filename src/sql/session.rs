@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -21,15 +22,17 @@ use datafusion::sql::sqlparser::ast::{
     DescribeAlias, HiveDescribeFormat, ObjectName, ShowCreateObject, Statement,
 };
 use futures::StreamExt;
+use tokio::time::Instant;
 
 use super::dialect::{BucketSqlStatement, parse_sql};
 use super::error::SqlError;
-use super::spark_conf::SparkConf;
-use super::{ddl, describe, dml, functions, rewrite};
+use super::spark_conf::{self, SparkConf};
+use super::{copy, ddl, describe, dml, functions, interrupt, rewrite};
 use crate::planner::{self, hints::QueryHints};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::catalog::provider::CATALOG_NAME;
 use crate::engine::Engine;
+use crate::server::pg_catalog;
 
 /// What a statement returns to the client.
 pub enum Output {
@@ -38,6 +41,9 @@ pub enum Output {
     Command { tag: &'static str, rows: Option<usize> },
     TransactionStart(&'static str),
     TransactionEnd(&'static str),
+    /// A `COPY ... FROM STDIN` waiting for its data.
+    CopyIn(copy::CopyIn),
+    CopyOut(copy::CopyOut),
 }
 
 impl Output {
@@ -59,7 +65,8 @@ pub struct Prepared {
 pub struct Session {
     pub(crate) engine: Arc<Engine>,
     pub(crate) ctx: SessionContext,
-    variables: Mutex<BTreeMap<String, String>>,
+    /// Shared with the `pg_catalog` functions and views that read settings.
+    variables: Arc<Mutex<BTreeMap<String, String>>>,
 }
 
 impl Session {
@@ -87,7 +94,10 @@ impl Session {
         let mut ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(CATALOG_NAME, engine.catalog.clone());
         functions::register(&mut ctx)?;
-        Ok(Session { engine, ctx, variables: Mutex::new(BTreeMap::new()) })
+        let variables = Arc::new(Mutex::new(BTreeMap::new()));
+        let settings = pg_catalog::Settings(Arc::clone(&variables));
+        pg_catalog::register_functions(&mut ctx, Arc::clone(&engine.metastore), settings)?;
+        Ok(Session { engine, ctx, variables })
     }
 
     /// Runs every statement of a simple-protocol query string, stopping at the first error
@@ -158,7 +168,16 @@ impl Session {
         self.execute(&prepared.statement, params).await
     }
 
+    /// Runs one statement under the session's `statement_timeout`, which covers its rows too.
     async fn execute(&self, statement: &BucketSqlStatement, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+        let deadline = self.statement_timeout().map(|timeout| Instant::now() + timeout);
+        Ok(match interrupt::within(deadline, self.execute_untimed(statement, params)).await? {
+            Output::Rows { schema, stream } => Output::Rows { schema, stream: interrupt::limit(stream, deadline) },
+            other => other,
+        })
+    }
+
+    async fn execute_untimed(&self, statement: &BucketSqlStatement, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
         let guard = self.engine.janitor.begin_statement();
         let output = match statement {
             BucketSqlStatement::Sql(stmt) => self.execute_sql_statement(stmt, params).await?,
@@ -214,6 +233,16 @@ impl Session {
                 let name: Vec<&str> = variable.iter().map(|i| i.value.as_str()).collect();
                 self.show_variable(Some(&name.join(".")))
             }
+            Statement::OptimizeTable { name, .. } => {
+                let (schema, table) = table_name(name)?;
+                dml::optimize(self, &schema, &table).await
+            }
+            Statement::Analyze(analyze) => {
+                let name = analyze.table_name.as_ref().ok_or_else(|| SqlError::syntax("ANALYZE needs TABLE name"))?;
+                let (schema, table) = table_name(name)?;
+                dml::analyze(self, &schema, &table)
+            }
+            Statement::Copy { .. } => copy::copy(self, stmt).await,
             Statement::StartTransaction { .. } => Ok(Output::TransactionStart("BEGIN")),
             Statement::Commit { .. } => Ok(Output::TransactionEnd("COMMIT")),
             Statement::Rollback { .. } => Ok(Output::TransactionEnd("ROLLBACK")),
@@ -237,6 +266,7 @@ impl Session {
     pub(crate) async fn plan(&self, stmt: &Statement) -> Result<LogicalPlan, SqlError> {
         self.install_spark_conf();
         let mut stmt = stmt.clone();
+        pg_catalog::rewrite::rewrite(&mut stmt);
         rewrite::rewrite(&mut stmt);
         let state = self.ctx.state();
         Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
@@ -292,10 +322,14 @@ impl Session {
         }
     }
 
-    fn set_variable(&self, name: &str, value: Option<&str>) -> Result<Output, SqlError> {
+    pub(crate) fn set_variable(&self, name: &str, value: Option<&str>) -> Result<Output, SqlError> {
         let name = name.to_lowercase();
         match value {
             Some(value) => {
+                spark_conf::validate(&name, value)?;
+                if name == "statement_timeout" {
+                    interrupt::parse_statement_timeout(value)?;
+                }
                 self.lock_variables().insert(name, value.to_string());
                 Ok(Output::command("SET"))
             }
@@ -307,15 +341,15 @@ impl Session {
         let variables = self.lock_variables();
         let rows: Vec<(String, String)> = match name {
             Some(name) => {
-                let name = name.to_lowercase();
+                let key = name.to_lowercase();
                 let value = variables
-                    .get(&name)
+                    .get(&key)
                     .cloned()
-                    .or_else(|| server_setting(&name).map(str::to_string))
+                    .or_else(|| server_setting(&key).or_else(|| spark_conf::default_value(&key)).map(str::to_string))
                     .unwrap_or_else(|| "<undefined>".to_string());
-                vec![(name, value)]
+                vec![(display_key(name), value)]
             }
-            None => variables.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            None => variables.iter().map(|(k, v)| (display_key(k), v.clone())).collect(),
         };
         let schema = variables_schema();
         let keys: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
@@ -340,13 +374,18 @@ impl Session {
         self.lock_variables().get(&name.to_lowercase()).cloned()
     }
 
+    /// The session's `statement_timeout` (checked when set); `None` when off.
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        self.variable("statement_timeout").and_then(|value| interrupt::parse_statement_timeout(&value).ok().flatten())
+    }
+
     fn lock_variables(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
         self.variables.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 /// Settings PostgreSQL clients ask for with `SHOW`; the values match the startup parameters.
-fn server_setting(name: &str) -> Option<&'static str> {
+pub(crate) fn server_setting(name: &str) -> Option<&'static str> {
     Some(match name {
         "server_version" => "16.6",
         "server_encoding" | "client_encoding" => "UTF8",
@@ -354,8 +393,14 @@ fn server_setting(name: &str) -> Option<&'static str> {
         "timezone" => "Etc/UTC",
         "integer_datetimes" | "standard_conforming_strings" => "on",
         "transaction_isolation" | "default_transaction_isolation" => "read committed",
+        "statement_timeout" => "0",
         _ => return None,
     })
+}
+
+/// Spark's spelling for its settings, the name as given otherwise.
+fn display_key(name: &str) -> String {
+    spark_conf::canonical_key(name).map_or_else(|| name.to_string(), str::to_string)
 }
 
 fn variables_schema() -> SchemaRef {
