@@ -184,6 +184,11 @@ impl FileSourceScanExec {
         Arc::new(Schema::new(fields))
     }
 
+    /// Files the scan reads after partition and bucket pruning.
+    pub fn files_read(&self) -> usize {
+        self.files.iter().filter(|f| self.bucket_selected(f.bucket)).count()
+    }
+
     /// Bytes of the files read: Spark's size estimate of a file relation.
     pub fn size_in_bytes(&self) -> u64 {
         self.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.byte_size).sum()

@@ -27,7 +27,10 @@ fn line(node: &Node, ancestors: &[&Node]) -> Option<String> {
     let label = |n: &Node| format!("{} ({})", n.outline, n.id);
     let consumer = ancestors.iter().rev().find(|a| matches!(a.role, Role::NeedsDistribution));
     match &node.role {
-        Role::Shuffle { reason: Some(reason), .. } => Some(format!("{}: {reason}", label(node))),
+        Role::Shuffle { reason: Some(reason), .. } => {
+            let stop = if reason.ends_with('.') { "" } else { "." };
+            Some(format!("{}: {reason}{stop}", label(node)))
+        }
         Role::Shuffle { partitioning, reason: None } => {
             let what = match partitioning.as_str() {
                 "SinglePartition" => "gathers its input into a single partition".to_string(),
@@ -50,9 +53,14 @@ fn line(node: &Node, ancestors: &[&Node]) -> Option<String> {
                         .filter(|a| !matches!(a.role, Role::NeedsDistribution));
                     match mover {
                         Some(exchange) => {
-                            format!("disabled by query planner ({} above it redistributes its rows anyway)", label(exchange))
+                            format!(
+                                "disabled by query planner ({} above it redistributes its rows anyway)",
+                                label(exchange)
+                            )
                         }
-                        None => "disabled by query planner (nothing above it needs the bucket distribution)".to_string(),
+                        None => {
+                            "disabled by query planner (nothing above it needs the bucket distribution)".to_string()
+                        }
                     }
                 }
                 BucketedStatus::BucketColumnsNotRead => format!(

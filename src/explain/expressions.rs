@@ -44,13 +44,12 @@ pub(super) enum Columns<'a> {
 
 impl Columns<'_> {
     fn column(&self, column: &Column) -> String {
-        let (Columns::Attrs(attrs) | Columns::Bound(attrs)) = self;
-        match (self, attrs.get(column.index())) {
-            (Columns::Attrs(_), Some(attr)) => attr.to_string(),
-            (Columns::Bound(_), Some(attr)) => {
-                format!("input[{}, {}, {}]", column.index(), spark_type(&attr.data_type), attr.nullable)
-            }
-            (_, None) => column.to_string(),
+        match self {
+            Columns::Attrs(attrs) => attrs.get(column.index()).map_or_else(|| column.to_string(), Attr::to_string),
+            Columns::Bound(attrs) => attrs.get(column.index()).map_or_else(
+                || column.to_string(),
+                |a| format!("input[{}, {}, {}]", column.index(), spark_type(&a.data_type), a.nullable),
+            ),
         }
     }
 }
@@ -154,7 +153,9 @@ pub(super) fn literal_text(value: &ScalarValue) -> String {
         ScalarValue::TimestampMillisecond(Some(v), _) => timestamp(*v, TimeUnit::Millisecond),
         ScalarValue::TimestampSecond(Some(v), _) => timestamp(*v, TimeUnit::Second),
         ScalarValue::TimestampNanosecond(Some(v), _) => timestamp(*v, TimeUnit::Nanosecond),
-        ScalarValue::Binary(Some(bytes)) | ScalarValue::LargeBinary(Some(bytes)) | ScalarValue::BinaryView(Some(bytes)) => {
+        ScalarValue::Binary(Some(bytes))
+        | ScalarValue::LargeBinary(Some(bytes))
+        | ScalarValue::BinaryView(Some(bytes)) => {
             format!("0x{}", join(bytes.iter().map(|b| format!("{b:02X}")), ""))
         }
         other => other.to_string(),
@@ -246,7 +247,8 @@ mod tests {
 
     #[test]
     fn expressions_print_as_catalyst_does() {
-        let schema = Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("d", DataType::Float64, true)]);
+        let schema =
+            Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("d", DataType::Float64, true)]);
         let attrs = [
             Attr { name: "k".into(), id: 14, data_type: DataType::Int64, nullable: true },
             Attr { name: "d".into(), id: 15, data_type: DataType::Float64, nullable: false },
@@ -267,7 +269,10 @@ mod tests {
         let listed = in_list(Arc::clone(&k), vec![lit(1i64), lit(2i64)], &false, &schema).unwrap();
         assert_eq!(render(&listed, &columns), "k#14L IN (1,2)");
         let cast: Arc<dyn PhysicalExpr> = Arc::new(CastExpr::new(Arc::clone(&k), DataType::Float64, None));
-        assert_eq!(key(&cast, &schema, &columns), "knownfloatingpointnormalized(normalizenanandzero(cast(k#14L as double)))");
+        assert_eq!(
+            key(&cast, &schema, &columns),
+            "knownfloatingpointnormalized(normalizenanandzero(cast(k#14L as double)))"
+        );
         assert_eq!(render(&d, &Columns::Bound(&attrs)), "input[1, double, false]");
         assert_eq!(literal_text(&ScalarValue::Date32(Some(20455))), "2026-01-02");
         assert_eq!(literal_text(&ScalarValue::Float64(Some(1e10))), "1.0E10");

@@ -7,6 +7,7 @@
 //! have not run yet — or `ColumnarToRow` and the codegen stages are added as Spark's
 //! `QueryExecution.preparations` would.
 
+pub mod analyze;
 mod bucketing;
 mod codegen;
 mod cost;
@@ -53,7 +54,8 @@ pub fn render(plan: &Arc<dyn ExecutionPlan>, mode: ExplainMode, ctx: &ExplainCon
                 return format!("== Physical Plan ==\n{physical}");
             };
             let schema = plan.schema();
-            let columns = join(schema.fields().iter().map(|f| format!("{}: {}", f.name(), spark_type(f.data_type()))), ", ");
+            let columns =
+                join(schema.fields().iter().map(|f| format!("{}: {}", f.name(), spark_type(f.data_type()))), ", ");
             let columns = if columns.is_empty() { columns } else { columns + "\n" };
             format!(
                 "== Parsed Logical Plan ==\n{logical}\n\n== Analyzed Logical Plan ==\n{columns}{logical}\n\n\

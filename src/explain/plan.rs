@@ -26,7 +26,7 @@ use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
 use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
 use datafusion::physical_plan::{ExecutionPlan, Partitioning, WindowExpr, displayable};
 
-use super::expressions::{Attr, Columns, join, key, list, literal_text, render, sort_order, spark_type, window_frame};
+use super::expressions::{Attr, Columns, join, key, list, render, sort_order, spark_type, window_frame};
 use crate::catalog::provider::table_schema;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
@@ -50,8 +50,14 @@ pub(super) enum Codegen {
 /// What the AQE wrapper and the bucketing section need to know about an operator.
 #[derive(Debug, Clone)]
 pub(super) enum Role {
-    Scan { status: BucketedStatus, bucket_columns: Vec<String> },
-    Shuffle { partitioning: String, reason: Option<String> },
+    Scan {
+        status: BucketedStatus,
+        bucket_columns: Vec<String>,
+    },
+    Shuffle {
+        partitioning: String,
+        reason: Option<String>,
+    },
     Broadcast,
     /// Requires a child distribution other than Spark's `UnspecifiedDistribution`.
     NeedsDistribution,
@@ -121,7 +127,9 @@ impl Node {
     /// Spark's `ColumnarToRow`, which turns the Parquet reader's column batches into rows.
     pub fn columnar_to_row(self) -> Node {
         let details = vec![field("Input", &self.output)];
-        Node::new("ColumnarToRow", "ColumnarToRow", self.output.clone(), vec![self]).details(details).codegen(Codegen::Yes)
+        Node::new("ColumnarToRow", "ColumnarToRow", self.output.clone(), vec![self])
+            .details(details)
+            .codegen(Codegen::Yes)
     }
 
     /// Spark's root of an adaptive plan that has not run yet.
@@ -190,7 +198,9 @@ impl Converter {
                 ExchangePartitioning::Hash(exprs, n) => {
                     let schema = exchange.input().schema();
                     let columns = Columns::Attrs(&child.output);
-                    let keys = exprs.iter().map(|e| if at.join_child { key(e, &schema, &columns) } else { render(e, &columns) });
+                    let keys = exprs
+                        .iter()
+                        .map(|e| if at.join_child { key(e, &schema, &columns) } else { render(e, &columns) });
                     format!("hashpartitioning({}, {n})", join(keys, ", "))
                 }
                 ExchangePartitioning::Single => "SinglePartition".to_string(),
@@ -203,16 +213,17 @@ impl Converter {
         } else if let Some(filter) = plan.downcast_ref::<FilterExec>() {
             self.filter(filter)
         } else if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
-            let child = self.convert(projection.input(), at);
+            let child = self.convert_named(projection.input(), at, &column_aliases(projection));
             let exprs = projection.expr().iter().map(|p| (Arc::clone(&p.expr), p.alias.clone())).collect();
             self.project(child, exprs, &projection.input().schema())
         } else if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
-            self.aggregate(aggregate)
+            self.aggregate(aggregate, &[])
         } else if let Some(sort) = plan.downcast_ref::<SortExec>() {
             self.sort(sort, at)
         } else if let Some(merge) = plan.downcast_ref::<SortPreservingMergeExec>() {
             let child = self.convert(merge.input(), Position::default());
-            let order = list(merge.expr().iter().map(|s| sort_order(render(&s.expr, &Columns::Attrs(&child.output)), s)));
+            let order =
+                list(merge.expr().iter().map(|s| sort_order(render(&s.expr, &Columns::Attrs(&child.output)), s)));
             let arguments = match merge.fetch() {
                 Some(fetch) => format!("{order}, {fetch}"),
                 None => order,
@@ -223,24 +234,22 @@ impl Converter {
         } else if let Some(limit) = plan.downcast_ref::<GlobalLimitExec>() {
             let fetch = limit.fetch().map_or(-1, |f| f as i64);
             if at.root {
-                let input = limit.input();
-                let gathered = input.downcast_ref::<CoalescePartitionsExec>().map_or(input, |c| c.input());
-                let child = self.convert(gathered, Position::default());
+                let child = self.convert(below_collect_limit(limit.input()), Position::default());
                 let arguments = if limit.skip() > 0 { format!("{fetch}, {}", limit.skip()) } else { fetch.to_string() };
                 unary("CollectLimit", arguments, child, Codegen::No)
             } else {
                 let child = self.convert(limit.input(), Position::default());
-                unary("GlobalLimit", format!("{fetch}, {}", limit.skip()), child, Codegen::Yes).role(Role::NeedsDistribution)
+                unary("GlobalLimit", format!("{fetch}, {}", limit.skip()), child, Codegen::Yes)
+                    .role(Role::NeedsDistribution)
             }
         } else if let Some(limit) = plan.downcast_ref::<LocalLimitExec>() {
             let child = self.convert(limit.input(), Position::default());
             unary("LocalLimit", limit.fetch().to_string(), child, Codegen::Yes)
-        } else if let Some(window) = plan.downcast_ref::<WindowAggExec>() {
-            self.window(window.window_expr(), window.input(), &plan.schema())
-        } else if let Some(window) = plan.downcast_ref::<BoundedWindowAggExec>() {
-            self.window(window.window_expr(), window.input(), &plan.schema())
+        } else if let Some(window) = window_parts(plan) {
+            self.window(window, &plan.schema(), &[])
         } else if plan.is::<UnionExec>() || plan.is::<InterleaveExec>() {
-            let children: Vec<Node> = plan.children().into_iter().map(|c| self.convert(c, Position::default())).collect();
+            let children: Vec<Node> =
+                plan.children().into_iter().map(|c| self.convert(c, Position::default())).collect();
             let output = children.first().map(|c| c.output.clone()).unwrap_or_default();
             Node::new("Union", "Union", output, children)
         } else if let Some(range) = plan.downcast_ref::<LazyMemoryExec>().and_then(range_arguments) {
@@ -250,8 +259,7 @@ impl Converter {
             Node::new("Range", simple, output, Vec::new()).details(details).codegen(Codegen::Yes)
         } else if let Some(rows) = local_rows(plan) {
             let output = self.fresh_schema(&plan.schema());
-            let arguments =
-                if rows == 0 { format!("<empty>, {}", list(&output)) } else { list(&output) };
+            let arguments = if rows == 0 { format!("<empty>, {}", list(&output)) } else { list(&output) };
             let details = vec![field("Output", &output), format!("Arguments: {arguments}")];
             Node::new("LocalTableScan", format!("LocalTableScan {arguments}"), output, Vec::new())
                 .details(details)
@@ -259,9 +267,26 @@ impl Converter {
         } else if plan.is::<PlaceholderRowExec>() {
             let output = self.fresh_schema(&plan.schema());
             let details = vec![field("Output", &output)];
-            Node::new("Scan OneRowRelation", "Scan OneRowRelation[]", output, Vec::new()).details(details).codegen(Codegen::Yes)
+            Node::new("Scan OneRowRelation", "Scan OneRowRelation[]", output, Vec::new())
+                .details(details)
+                .codegen(Codegen::Yes)
         } else {
             self.unknown(plan)
+        }
+    }
+
+    /// Converts the input of a projection. Spark names aggregate and window results after
+    /// the select list's aliases, where DataFusion renames them in the projection above.
+    fn convert_named(&mut self, plan: &Arc<dyn ExecutionPlan>, at: Position, names: &[Option<String>]) -> Node {
+        let inner = below_plumbing(plan);
+        if let Some(aggregate) = inner.downcast_ref::<AggregateExec>()
+            && aggregate.mode().output_mode() == AggregateOutputMode::Final
+        {
+            self.aggregate(aggregate, names)
+        } else if let Some(window) = window_parts(inner) {
+            self.window(window, &inner.schema(), names)
+        } else {
+            self.convert(plan, at)
         }
     }
 
@@ -322,7 +347,9 @@ impl Converter {
         if let Some(bucketed) = scan.status().explain() {
             metadata.push(("Bucketed", bucketed.to_string()));
         }
-        if let (true, Some(selected), Some(spec)) = (scan.is_bucketed(), scan.selected_bucket_count(), scan.bucket_spec()) {
+        if let (true, Some(selected), Some(spec)) =
+            (scan.is_bucketed(), scan.selected_bucket_count(), scan.bucket_spec())
+        {
             let coalesced = scan.coalesced_to().map_or_else(String::new, |n| format!(" (Coalesced to {n})"));
             metadata.push(("SelectedBucketsCount", format!("{selected} out of {}{coalesced}", spec.num_buckets)));
         }
@@ -395,32 +422,39 @@ impl Converter {
             JoinType::LeftSemi | JoinType::LeftAnti => left.output.clone(),
             JoinType::RightSemi | JoinType::RightAnti => right.output.clone(),
             JoinType::LeftMark => [left.output.clone(), vec![self.fresh("exists", DataType::Boolean, false)]].concat(),
-            JoinType::RightMark => [right.output.clone(), vec![self.fresh("exists", DataType::Boolean, false)]].concat(),
+            JoinType::RightMark => {
+                [right.output.clone(), vec![self.fresh("exists", DataType::Boolean, false)]].concat()
+            }
         };
         let (left_schema, right_schema) = (join.left().schema(), join.right().schema());
         let left_keys: Vec<String> =
             join.left_keys().iter().map(|k| key(k, &left_schema, &Columns::Attrs(&left.output))).collect();
         let right_keys: Vec<String> =
             join.right_keys().iter().map(|k| key(k, &right_schema, &Columns::Attrs(&right.output))).collect();
-        let condition = spec.filter.as_ref().map(|filter| {
-            let attrs: Vec<Attr> = filter
-                .column_indices()
-                .iter()
-                .zip(filter.schema().fields())
-                .map(|(c, f)| match c.side {
-                    JoinSide::Left => left.output.get(c.index).cloned(),
-                    JoinSide::Right => right.output.get(c.index).cloned(),
-                    JoinSide::None => None,
+        // A join filter reads an intermediate schema: each of its columns is a column of one side.
+        let condition = match &spec.filter {
+            Some(filter) => {
+                let mut attrs = Vec::new();
+                for (column, field) in filter.column_indices().iter().zip(filter.schema().fields()) {
+                    let side = match column.side {
+                        JoinSide::Left => left.output.get(column.index),
+                        JoinSide::Right => right.output.get(column.index),
+                        JoinSide::None => None,
+                    };
+                    attrs.push(side.cloned().unwrap_or_else(|| self.fresh_field(field)));
                 }
-                .unwrap_or_else(|| Attr { name: f.name().clone(), id: 0, data_type: f.data_type().clone(), nullable: true }))
-                .collect();
-            render(filter.expression(), &Columns::Attrs(&attrs))
-        });
+                Some(render(filter.expression(), &Columns::Attrs(&attrs)))
+            }
+            None => None,
+        };
 
         let name = spec.strategy.spark_name();
         let join_type = spark_join_type(spec.join_type);
         let build = spec.build_side.filter(|_| {
-            matches!(spec.strategy, JoinStrategy::ShuffledHash | JoinStrategy::BroadcastHash | JoinStrategy::BroadcastNestedLoop)
+            matches!(
+                spec.strategy,
+                JoinStrategy::ShuffledHash | JoinStrategy::BroadcastHash | JoinStrategy::BroadcastNestedLoop
+            )
         });
         let with_condition = |text: String| match &condition {
             Some(c) => format!("{text}, {c}"),
@@ -431,7 +465,9 @@ impl Converter {
         let simple = match spec.strategy {
             JoinStrategy::SortMerge => with_condition(format!("{name} {keys}, {join_type}")),
             JoinStrategy::ShuffledHash => with_condition(format!("{name} {keys}, {join_type}, {build_name}")),
-            JoinStrategy::BroadcastHash => format!("{}, false", with_condition(format!("{name} {keys}, {join_type}, {build_name}"))),
+            JoinStrategy::BroadcastHash => {
+                format!("{}, false", with_condition(format!("{name} {keys}, {join_type}, {build_name}")))
+            }
             JoinStrategy::BroadcastNestedLoop => with_condition(format!("{name} {build_name}, {join_type}")),
             JoinStrategy::Cartesian => condition.as_ref().map_or_else(|| name.to_string(), |c| format!("{name} {c}")),
         };
@@ -477,13 +513,20 @@ impl Converter {
             .map(|(i, a)| Attr { nullable: a.nullable && !non_null.contains(&i), ..a.clone() })
             .collect();
         let details = vec![field("Input", &child.output), format!("Condition : {condition}")];
-        let node = Node::new("Filter", format!("Filter {condition}"), output, vec![child]).details(details).codegen(Codegen::Yes);
+        let node = Node::new("Filter", format!("Filter {condition}"), output, vec![child])
+            .details(details)
+            .codegen(Codegen::Yes);
         match filter.projection() {
             Some(projection) => {
                 let schema = filter.input().schema();
                 let exprs = projection
                     .iter()
-                    .map(|i| (Arc::new(Column::new(schema.field(*i).name(), *i)) as Arc<dyn PhysicalExpr>, schema.field(*i).name().clone()))
+                    .map(|i| {
+                        (
+                            Arc::new(Column::new(schema.field(*i).name(), *i)) as Arc<dyn PhysicalExpr>,
+                            schema.field(*i).name().clone(),
+                        )
+                    })
                     .collect();
                 self.project(node, exprs, &schema)
             }
@@ -497,7 +540,10 @@ impl Converter {
         let passthrough: Vec<Option<Attr>> = exprs
             .iter()
             .map(|(expr, alias)| {
-                expr.downcast_ref::<Column>().and_then(|c| child.output.get(c.index())).filter(|a| a.name == *alias).cloned()
+                expr.downcast_ref::<Column>()
+                    .and_then(|c| child.output.get(c.index()))
+                    .filter(|a| a.name == *alias)
+                    .cloned()
             })
             .collect();
         let identity = passthrough.len() == child.output.len()
@@ -522,10 +568,13 @@ impl Converter {
             }
         }
         let details = vec![field("Output", &output), field("Input", &child.output)];
-        Node::new("Project", format!("Project {}", list(&projected)), output, vec![child]).details(details).codegen(Codegen::Yes)
+        Node::new("Project", format!("Project {}", list(&projected)), output, vec![child])
+            .details(details)
+            .codegen(Codegen::Yes)
     }
 
-    fn aggregate(&mut self, aggregate: &AggregateExec) -> Node {
+    /// Spark's `HashAggregate`; `names` renames its results by output position.
+    fn aggregate(&mut self, aggregate: &AggregateExec, names: &[Option<String>]) -> Node {
         let child = self.convert(aggregate.input(), Position::default());
         let mode = aggregate.mode();
         let raw_input = mode.input_mode() == AggregateInputMode::Raw;
@@ -535,7 +584,8 @@ impl Converter {
         let mut keys = Vec::new();
         let mut key_attrs = Vec::new();
         for (expr, alias) in aggregate.group_expr().expr() {
-            let passed = expr.downcast_ref::<Column>().and_then(|c| child.output.get(c.index())).filter(|a| a.name == *alias);
+            let passed =
+                expr.downcast_ref::<Column>().and_then(|c| child.output.get(c.index())).filter(|a| a.name == *alias);
             let text = if raw_input { key(expr, &input_schema, &columns) } else { render(expr, &columns) };
             let attr = match passed {
                 Some(attr) => attr.clone(),
@@ -549,7 +599,11 @@ impl Converter {
         }
 
         // A merging aggregate's functions read the columns its partial aggregate read.
-        let raw_attrs = if raw_input { child.output.clone() } else { self.partial_input_of(aggregate).unwrap_or_else(|| child.output.clone()) };
+        let raw_attrs = if raw_input {
+            child.output.clone()
+        } else {
+            self.partial_input_of(aggregate).unwrap_or_else(|| child.output.clone())
+        };
         let prefix = match mode {
             AggregateMode::Partial => "partial_",
             AggregateMode::PartialReduce => "merge_",
@@ -557,8 +611,22 @@ impl Converter {
         };
         let mut functions = Vec::new();
         let mut aggregate_attrs = Vec::new();
-        let mut results: Vec<String> = key_attrs.iter().map(Attr::to_string).collect();
-        let mut output = key_attrs.clone();
+        let mut results = Vec::new();
+        let mut output = Vec::new();
+        for (i, attr) in key_attrs.iter().enumerate() {
+            match names.get(i).and_then(Option::as_ref).filter(|n| **n != attr.name) {
+                Some(name) => {
+                    let renamed = self.fresh(name, attr.data_type.clone(), attr.nullable);
+                    results.push(format!("{attr} AS {renamed}"));
+                    output.push(renamed);
+                }
+                None => {
+                    results.push(attr.to_string());
+                    output.push(attr.clone());
+                }
+            }
+        }
+        let mut buffers = Vec::new();
         for (i, function) in aggregate.aggr_expr().iter().enumerate() {
             let args = join(function.expressions().iter().map(|e| render(e, &Columns::Attrs(&raw_attrs))), ", ");
             let distinct = if function.is_distinct() { "distinct " } else { "" };
@@ -569,29 +637,38 @@ impl Converter {
             };
             functions.push(format!("{prefix}{call}{filter}"));
             if mode.output_mode() == AggregateOutputMode::Partial {
-                for state in function.state_fields().unwrap_or_default() {
-                    let name = state_name(state.name());
-                    aggregate_attrs.push(self.fresh(name, state.data_type().clone(), state.is_nullable()));
-                    let result = self.fresh(name, state.data_type().clone(), state.is_nullable());
-                    results.push(result.to_string());
-                    output.push(result);
-                }
+                buffers.extend(function.state_fields().unwrap_or_default());
             } else {
                 let field = function.field();
                 let attr = self.fresh(&call, field.data_type().clone(), field.is_nullable());
                 let schema = aggregate.schema();
-                let name = schema.fields().get(key_attrs.len() + i).map_or(function.name(), |f| f.name());
+                let position = key_attrs.len() + i;
+                let name = names
+                    .get(position)
+                    .and_then(Option::as_ref)
+                    .or(schema.fields().get(position).map(|f| f.name()))
+                    .map_or(function.name(), String::as_str);
                 let result = self.fresh(name, field.data_type().clone(), field.is_nullable());
                 results.push(format!("{attr} AS {result}"));
                 aggregate_attrs.push(attr);
                 output.push(result);
             }
         }
+        // A partial aggregate's buffers: Spark's `aggBufferAttributes`, then their copies as results.
+        for state in &buffers {
+            aggregate_attrs.push(self.fresh(state_name(state.name()), state.data_type().clone(), state.is_nullable()));
+        }
+        for state in &buffers {
+            let result = self.fresh(state_name(state.name()), state.data_type().clone(), state.is_nullable());
+            results.push(result.to_string());
+            output.push(result);
+        }
         if raw_input && mode.output_mode() == AggregateOutputMode::Partial {
             self.partial_inputs.insert(address(aggregate), child.output.clone());
         }
 
-        let simple = format!("HashAggregate(keys={}, functions={}, output={})", list(&keys), list(&functions), list(&output));
+        let simple =
+            format!("HashAggregate(keys={}, functions={}, output={})", list(&keys), list(&functions), list(&output));
         let details = vec![
             field("Input", &child.output),
             field("Keys", &keys),
@@ -631,7 +708,8 @@ impl Converter {
         }));
         if let Some(limit) = sort.fetch() {
             let arguments = format!("{limit}, {order}, {}", list(&child.output));
-            let simple = format!("TakeOrderedAndProject(limit={limit}, orderBy={order}, output={})", list(&child.output));
+            let simple =
+                format!("TakeOrderedAndProject(limit={limit}, orderBy={order}, output={})", list(&child.output));
             let details = vec![field("Input", &child.output), format!("Arguments: {arguments}")];
             return Node::new("TakeOrderedAndProject", simple, child.output.clone(), vec![child]).details(details);
         }
@@ -641,9 +719,12 @@ impl Converter {
     }
 
     fn coalesce(&mut self, coalesce: &CoalescePartitionsExec, at: Position) -> Node {
+        if let (Some(fetch), true) = (coalesce.fetch(), at.root) {
+            let child = self.convert(below_collect_limit(coalesce.input()), Position::default());
+            return unary("CollectLimit", fetch.to_string(), child, Codegen::No);
+        }
         let child = self.convert(coalesce.input(), Position::default());
         match coalesce.fetch() {
-            Some(fetch) if at.root => unary("CollectLimit", fetch.to_string(), child, Codegen::No),
             Some(fetch) => {
                 let gathered = self.exchange(child, "SinglePartition".into(), None);
                 unary("GlobalLimit", format!("{fetch}, 0"), gathered, Codegen::Yes).role(Role::NeedsDistribution)
@@ -652,7 +733,8 @@ impl Converter {
         }
     }
 
-    fn window(&mut self, exprs: &[Arc<dyn WindowExpr>], input: &Arc<dyn ExecutionPlan>, schema: &Schema) -> Node {
+    /// Spark's `Window`; `names` renames its results by output position.
+    fn window(&mut self, (exprs, input): WindowParts, schema: &Schema, names: &[Option<String>]) -> Node {
         let child = self.convert(input, Position::default());
         let columns = Columns::Attrs(&child.output);
         let mut output = child.output.clone();
@@ -666,10 +748,13 @@ impl Converter {
                 .map(|e| render(e, &columns))
                 .chain(expr.order_by().iter().map(|s| sort_order(render(&s.expr, &columns), s)))
                 .chain([window_frame(expr.get_window_frame())]);
-            let attr = match schema.fields().get(child.output.len() + i) {
-                Some(field) => self.fresh_field(field),
-                None => self.fresh(expr.name(), DataType::Null, true),
-            };
+            let position = child.output.len() + i;
+            let (data_type, nullable) = schema
+                .fields()
+                .get(position)
+                .map_or((DataType::Null, true), |f| (f.data_type().clone(), f.is_nullable()));
+            let name = names.get(position).and_then(Option::as_ref).map_or(expr.name(), String::as_str);
+            let attr = self.fresh(name, data_type, nullable);
             windows.push(format!("{function}({args}) windowspecdefinition({}) AS {attr}", join(spec, ", ")));
             output.push(attr);
         }
@@ -681,7 +766,9 @@ impl Converter {
         });
         let arguments = format!("{}, {partition}, {order}", list(&windows));
         let details = vec![field("Input", &child.output), format!("Arguments: {arguments}")];
-        Node::new("Window", format!("Window {arguments}"), output, vec![child]).details(details).role(Role::NeedsDistribution)
+        Node::new("Window", format!("Window {arguments}"), output, vec![child])
+            .details(details)
+            .role(Role::NeedsDistribution)
     }
 
     /// An operator Spark has no name for, shown under DataFusion's.
@@ -689,8 +776,9 @@ impl Converter {
         let children: Vec<Node> = plan.children().into_iter().map(|c| self.convert(c, Position::default())).collect();
         let schema = plan.schema();
         let output = match children.as_slice() {
-            [child] if child.output.len() == schema.fields().len()
-                && child.output.iter().zip(schema.fields()).all(|(a, f)| a.name == *f.name()) =>
+            [child]
+                if child.output.len() == schema.fields().len()
+                    && child.output.iter().zip(schema.fields()).all(|(a, f)| a.name == *f.name()) =>
             {
                 child.output.clone()
             }
@@ -731,6 +819,50 @@ fn transparent(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>>
     }
 }
 
+type WindowParts<'a> = (&'a [Arc<dyn WindowExpr>], &'a Arc<dyn ExecutionPlan>);
+
+/// The window expressions and input of either of DataFusion's window operators.
+fn window_parts(plan: &Arc<dyn ExecutionPlan>) -> Option<WindowParts<'_>> {
+    if let Some(window) = plan.downcast_ref::<WindowAggExec>() {
+        return Some((window.window_expr(), window.input()));
+    }
+    plan.downcast_ref::<BoundedWindowAggExec>().map(|w| (w.window_expr(), w.input()))
+}
+
+/// The name a projection gives each of its input's columns, by input position.
+fn column_aliases(projection: &ProjectionExec) -> Vec<Option<String>> {
+    let mut names = vec![None; projection.input().schema().fields().len()];
+    for p in projection.expr() {
+        if let Some(name) = p.expr.downcast_ref::<Column>().and_then(|c| names.get_mut(c.index())) {
+            name.get_or_insert_with(|| p.alias.clone());
+        }
+    }
+    names
+}
+
+fn below_plumbing(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {
+    while let Some(inner) = transparent(plan) {
+        plan = inner;
+    }
+    plan
+}
+
+/// The input of Spark's `CollectLimit`, which gathers and limits by itself: DataFusion's
+/// gathering and per-partition limits below a root limit are part of it.
+fn below_collect_limit(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {
+    loop {
+        plan = if let Some(inner) = transparent(plan) {
+            inner
+        } else if let Some(coalesce) = plan.downcast_ref::<CoalescePartitionsExec>() {
+            coalesce.input()
+        } else if let Some(limit) = plan.downcast_ref::<LocalLimitExec>() {
+            limit.input()
+        } else {
+            return plan;
+        };
+    }
+}
+
 fn address<T>(value: &T) -> usize {
     value as *const T as usize
 }
@@ -746,7 +878,8 @@ fn range_arguments(exec: &LazyMemoryExec) -> Option<String> {
     let mut parts = Vec::new();
     for generator in exec.generators() {
         let text = generator.read().to_string();
-        let mut values = text.strip_prefix("Range: ")?.split(", ").map(|kv| kv.split_once('=').map(|(_, v)| v.parse::<i128>()));
+        let mut values =
+            text.strip_prefix("Range: ")?.split(", ").map(|kv| kv.split_once('=').map(|(_, v)| v.parse::<i128>()));
         let mut next = || values.next().flatten().and_then(Result::ok);
         parts.push((next()?, next()?, next()?));
     }
@@ -781,7 +914,7 @@ mod tests {
     fn helpers() {
         assert_eq!(state_name("sum(t.amount)[sum]"), "sum");
         assert_eq!(abbreviate("abcdef", 5), "ab...");
-        assert_eq!(field::<String>("Keys", &[]), "Keys: []");
+        assert_eq!(field("Keys", &[] as &[&str]), "Keys: []");
         assert_eq!(field("Keys", &["a", "b"]), "Keys [2]: [a, b]");
     }
 }

@@ -19,6 +19,7 @@ use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
 use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use datafusion::physical_plan::sorts::sort::SortExec;
 
 use super::*;
@@ -63,7 +64,12 @@ fn table(name: &str, columns: &[(&str, &str)], buckets: Option<u32>, partitions:
         version: 1,
         columns: columns
             .iter()
-            .map(|(name, ty)| ColumnMeta { name: name.to_string(), ty: SparkType::parse(ty).unwrap(), nullable: true, comment: None })
+            .map(|(name, ty)| ColumnMeta {
+                name: name.to_string(),
+                ty: SparkType::parse(ty).unwrap(),
+                nullable: true,
+                comment: None,
+            })
             .collect(),
         partition_columns,
         bucket_spec: buckets.map(|n| BucketSpec {
@@ -87,7 +93,8 @@ struct Scan {
 
 impl Scan {
     fn new(table: Arc<TableMeta>) -> Scan {
-        let status = if table.bucket_spec.is_some() { BucketedStatus::Bucketed } else { BucketedStatus::NotBucketedTable };
+        let status =
+            if table.bucket_spec.is_some() { BucketedStatus::Bucketed } else { BucketedStatus::NotBucketedTable };
         let projection = (0..table.columns.len()).collect();
         Scan { table, projection, status, filters: ScanFilters::default(), partition: None }
     }
@@ -117,7 +124,8 @@ impl Scan {
     }
 
     fn build(self) -> Plan {
-        let files = self.table.files.iter().filter(|f| self.partition.is_none_or(|p| f.partition == p)).cloned().collect();
+        let files =
+            self.table.files.iter().filter(|f| self.partition.is_none_or(|p| f.partition == p)).cloned().collect();
         Arc::new(
             FileSourceScanExec::try_new(ScanRequest {
                 table_schema: table_schema(&self.table).unwrap(),
@@ -151,10 +159,20 @@ fn local_sort(input: Plan, key: Arc<dyn PhysicalExpr>) -> Plan {
 }
 
 fn shuffle(input: Plan, key: Arc<dyn PhysicalExpr>, partitions: usize, reason: Option<&str>) -> Plan {
-    Arc::new(ShuffleExchangeExec::new(input, ExchangePartitioning::Hash(vec![key], partitions), reason.map(str::to_string)))
+    Arc::new(ShuffleExchangeExec::new(
+        input,
+        ExchangePartitioning::Hash(vec![key], partitions),
+        reason.map(str::to_string),
+    ))
 }
 
-fn join(strategy: JoinStrategy, build_side: Option<BuildSide>, left: Plan, right: Plan, keys: (Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)) -> Plan {
+fn join(
+    strategy: JoinStrategy,
+    build_side: Option<BuildSide>,
+    left: Plan,
+    right: Plan,
+    keys: (Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>),
+) -> Plan {
     let spec = JoinSpec {
         strategy,
         build_side,
@@ -220,7 +238,9 @@ fn the_unbucketed_side_is_shuffled_to_the_bucket_count() {
 
 #[test]
 fn the_bucketing_section_explains_exchanges_and_unbucketed_scans() {
-    let acc6 = Scan::new(table("acc6", ACC, Some(6), &[])).status(BucketedStatus::DisabledByQueryPlanner).not_null("account_id");
+    let acc6 = Scan::new(table("acc6", ACC, Some(6), &[]))
+        .status(BucketedStatus::DisabledByQueryPlanner)
+        .not_null("account_id");
     let right = not_null(acc6.build(), "account_id");
     let key = column(&right, "account_id");
     let plan = sort_merge(tx(), shuffle(right, key, 8, None));
@@ -238,10 +258,13 @@ fn the_bucketing_section_explains_exchanges_and_unbucketed_scans() {
 fn floating_point_join_keys_are_normalized() {
     let tx = Scan::new(table("tx", TX, Some(8), &[])).status(BucketedStatus::DisabledByQueryPlanner).not_null("amount");
     let left = not_null(tx.build(), "amount");
-    let acc = Scan::new(table("acc", ACC, Some(8), &[])).status(BucketedStatus::DisabledByQueryPlanner).not_null("account_id");
+    let acc = Scan::new(table("acc", ACC, Some(8), &[]))
+        .status(BucketedStatus::DisabledByQueryPlanner)
+        .not_null("account_id");
     let right = not_null(acc.build(), "account_id");
     let left_key = column(&left, "amount");
-    let right_key: Arc<dyn PhysicalExpr> = Arc::new(CastExpr::new(column(&right, "account_id"), DataType::Float64, None));
+    let right_key: Arc<dyn PhysicalExpr> =
+        Arc::new(CastExpr::new(column(&right, "account_id"), DataType::Float64, None));
     let left = local_sort(shuffle(left, Arc::clone(&left_key), 200, None), Arc::clone(&left_key));
     let right = local_sort(shuffle(right, Arc::clone(&right_key), 200, None), Arc::clone(&right_key));
     let plan = join(JoinStrategy::SortMerge, None, left, right, (left_key, right_key));
@@ -264,16 +287,35 @@ fn grouping_on_a_non_bucket_column_aggregates_in_two_phases() {
     let tx = Scan::new(table("tx", TX, Some(8), &[])).projection(vec![1]).status(BucketedStatus::BucketColumnsNotRead);
     let scan = tx.build();
     let group = PhysicalGroupBy::new_single(vec![(column(&scan, "amount"), "amount".into())]);
-    let count =
-        Arc::new(AggregateExprBuilder::new(count_udaf(), vec![lit(1i64)]).schema(scan.schema()).alias("count(1)").build().unwrap());
-    let partial: Plan = Arc::new(
-        AggregateExec::try_new(AggregateMode::Partial, group.clone(), vec![Arc::clone(&count)], vec![None], Arc::clone(&scan), scan.schema())
+    let count = Arc::new(
+        AggregateExprBuilder::new(count_udaf(), vec![lit(1i64)])
+            .schema(scan.schema())
+            .alias("count(1)")
+            .build()
             .unwrap(),
+    );
+    let partial: Plan = Arc::new(
+        AggregateExec::try_new(
+            AggregateMode::Partial,
+            group.clone(),
+            vec![Arc::clone(&count)],
+            vec![None],
+            Arc::clone(&scan),
+            scan.schema(),
+        )
+        .unwrap(),
     );
     let exchange = shuffle(Arc::clone(&partial), column(&partial, "amount"), 200, None);
     let plan: Plan = Arc::new(
-        AggregateExec::try_new(AggregateMode::FinalPartitioned, group.as_final(), vec![count], vec![None], exchange, scan.schema())
-            .unwrap(),
+        AggregateExec::try_new(
+            AggregateMode::FinalPartitioned,
+            group.as_final(),
+            vec![count],
+            vec![None],
+            exchange,
+            scan.schema(),
+        )
+        .unwrap(),
     );
     let text = explain(&plan, ExplainMode::Formatted, false);
     assert_eq!(text.split("\n== Extended").next().unwrap(), A10);
@@ -285,19 +327,32 @@ fn grouping_on_the_bucket_column_aggregates_once() {
     let group = PhysicalGroupBy::new_single(vec![(column(&scan, "account_id"), "account_id".into())]);
     let sum = AggregateExprBuilder::new(sum_udaf(), vec![column(&scan, "amount")])
         .schema(scan.schema())
-        .alias("sum(amount)")
+        .alias("sum(tx.amount)")
         .build()
         .unwrap();
-    let plan: Plan = Arc::new(
-        AggregateExec::try_new(AggregateMode::SinglePartitioned, group, vec![Arc::new(sum)], vec![None], Arc::clone(&scan), scan.schema())
-            .unwrap(),
+    let aggregate: Plan = Arc::new(
+        AggregateExec::try_new(
+            AggregateMode::SinglePartitioned,
+            group,
+            vec![Arc::new(sum)],
+            vec![None],
+            Arc::clone(&scan),
+            scan.schema(),
+        )
+        .unwrap(),
     );
+    // DataFusion names the result in a projection above; Spark names the aggregate's result.
+    let names = [("account_id", "account_id"), ("sum(tx.amount)", "sum(amount)")];
+    let exprs =
+        names.map(|(column_name, alias)| ProjectionExpr { expr: column(&aggregate, column_name), alias: alias.into() });
+    let plan: Plan = Arc::new(ProjectionExec::try_new(exprs, aggregate).unwrap());
     assert_eq!(explain(&plan, ExplainMode::Formatted, false), A9);
 }
 
 #[test]
 fn a_scan_with_a_filter_is_not_adaptive() {
-    let mut scan = Scan::new(table("tx", TX, Some(8), &[])).status(BucketedStatus::DisabledByQueryPlanner).not_null("account_id");
+    let mut scan =
+        Scan::new(table("tx", TX, Some(8), &[])).status(BucketedStatus::DisabledByQueryPlanner).not_null("account_id");
     scan.filters.pushed.push("EqualTo(account_id,42)".into());
     let scan = scan.build();
     let key = column(&scan, "account_id");
@@ -336,7 +391,10 @@ fn codegen_lists_the_stages() {
 
 #[test]
 fn extended_and_cost_print_the_logical_plan() {
-    let plan = not_null(Scan::new(table("tx", TX, Some(8), &[])).status(BucketedStatus::DisabledByQueryPlanner).build(), "account_id");
+    let plan = not_null(
+        Scan::new(table("tx", TX, Some(8), &[])).status(BucketedStatus::DisabledByQueryPlanner).build(),
+        "account_id",
+    );
     let logical = "Filter: tx.account_id IS NOT NULL\n  TableScan: tx projection=[account_id, amount, event_date]";
     let context = ExplainContext { adaptive: true, v2_bucketing_enabled: false, logical: Some(logical.into()) };
     let physical = "*(1) Filter isnotnull(account_id#1L)\n+- *(1) ColumnarToRow\n   +- FileScan parquet";
@@ -352,7 +410,6 @@ fn extended_and_cost_print_the_logical_plan() {
         == Physical Plan ==\n*(1) Filter";
     assert!(cost.starts_with(expected), "{cost}");
 }
-
 
 const A1: &str = r#"== Physical Plan ==
 AdaptiveSparkPlan (8)
@@ -877,3 +934,34 @@ Join type: Inner
 Join condition: None
 
 "#;
+
+#[test]
+fn a_root_limit_is_collect_limit() {
+    use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+    use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
+    let scan = Scan::new(table("tx_plain", TX, None, &[])).build();
+    let local: Plan = Arc::new(LocalLimitExec::new(scan, 10));
+    let plan: Plan = Arc::new(GlobalLimitExec::new(Arc::new(CoalescePartitionsExec::new(local)), 0, Some(10)));
+    let text = explain(&plan, ExplainMode::Simple, true);
+    assert!(
+        text.starts_with("== Physical Plan ==\nCollectLimit 10\n+- *(1) ColumnarToRow\n   +- FileScan parquet"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn datafusion_operators_print_as_spark_operators() {
+    use datafusion::prelude::{SessionConfig, SessionContext};
+    let context = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    context.register_udtf("range", Arc::new(crate::sql::functions::range::SparkRange));
+    let query = "SELECT id * 2 AS twice FROM range(0, 10) WHERE id > 5 UNION ALL SELECT * FROM (VALUES (1), (2))";
+    let plan = context.sql(query).await.unwrap().create_physical_plan().await.unwrap();
+    let text = explain(&plan, ExplainMode::Simple, false);
+    let expected = "== Physical Plan ==\nUnion\n\
+        :- *(1) Project [(id#1L * 2) AS twice#2L]\n\
+        :  +- *(1) Filter (id#1L > 5)\n\
+        :     +- *(1) Range (0, 10, step=1, splits=2)\n\
+        +- *(2) Project [column1#3L AS twice#4L]\n   \
+        +- *(2) LocalTableScan [column1#3L]\n\n";
+    assert_eq!(text, expected);
+}

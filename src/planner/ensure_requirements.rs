@@ -188,13 +188,14 @@ fn co_partition(children: &mut [Arc<dyn ExecutionPlan>], required: &[SparkDistri
             None => Arc::clone(&children[*index]),
         };
         let reason = match best {
-            Some((best_index, b)) => format!(
-                "{} does not match {} ({} partitions): shuffled into {partitions} to match it{}",
-                describe_side(&input),
-                describe_side(&children[*best_index]),
-                b.partitions,
-                mismatch_detail(spec, b)
-            ),
+            Some((best_index, b)) => {
+                let why = if is_shuffle(*index) {
+                    format!("{} is not partitioned by the join keys", describe_side(&input))
+                } else {
+                    format!("{} has {} partitions{}", describe_side(&input), spec.partitions, mismatch_detail(spec, b))
+                };
+                format!("{why}: shuffled into {partitions} to match {}", describe_side(&children[*best_index]))
+            }
             None => format!(
                 "neither side can keep its partitioning: {} shuffled into {partitions} partitions (spark.sql.shuffle.partitions)",
                 describe_side(&input)
@@ -207,6 +208,7 @@ fn co_partition(children: &mut [Arc<dyn ExecutionPlan>], required: &[SparkDistri
     }
 }
 
+/// Why two bucketed sides could not be joined bucket to bucket.
 fn mismatch_detail(spec: &ShuffleSpec, best: &ShuffleSpec) -> String {
     if spec.exprs.is_empty() || spec.partitions == best.partitions {
         return String::new();
@@ -214,10 +216,10 @@ fn mismatch_detail(spec: &ShuffleSpec, best: &ShuffleSpec) -> String {
     let (a, b) = (spec.partitions.max(best.partitions), spec.partitions.min(best.partitions));
     if a % b == 0 {
         format!(
-            "; bucket counts {} and {} divide, set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true to coalesce instead",
+            " (bucket counts {} and {} divide: spark.sql.bucketing.coalesceBucketsInJoin.enabled=true would coalesce instead)",
             best.partitions, spec.partitions
         )
     } else {
-        format!("; bucket counts {} and {}: neither divides the other", best.partitions, spec.partitions)
+        format!(" (bucket counts {} and {}: neither divides the other)", best.partitions, spec.partitions)
     }
 }

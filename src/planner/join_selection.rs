@@ -18,7 +18,9 @@ use datafusion::error::Result;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec};
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::projection::ProjectionExec;
 
 use super::hints::{JoinHint, QueryHints};
 use super::statistics::size_in_bytes;
@@ -134,7 +136,7 @@ fn pick(left_ok: bool, right_ok: bool, left_size: u128, right_size: u128) -> Opt
 
 pub fn join_selection(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| match LogicalJoin::from_plan(node.as_ref()) {
-        Some(join) => Ok(Transformed::yes(select(normalized(join), conf, hints)?)),
+        Some(join) => Ok(Transformed::yes(select(inline_right_key_projection(normalized(join)), conf, hints)?)),
         None => Ok(Transformed::no(node)),
     })
     .map(|t| t.data)
@@ -152,6 +154,31 @@ fn normalized(mut join: LogicalJoin) -> LogicalJoin {
     join.on = join.on.into_iter().map(|(l, r)| (r, l)).collect();
     join.filter = join.filter.map(|f| f.swap());
     join.join_type = swapped;
+    join
+}
+
+/// DataFusion computes join keys that are expressions (`cast(k as double)`) in a projection
+/// below the join; Spark keeps them in the join's keys. A right-side projection that only
+/// appends such key columns is folded into the keys, which leaves the join's other output
+/// columns where they were (the appended ones were last).
+fn inline_right_key_projection(mut join: LogicalJoin) -> LogicalJoin {
+    let Some(projection) = join.right.downcast_ref::<ProjectionExec>() else {
+        return join;
+    };
+    let input = Arc::clone(projection.input());
+    let width = input.schema().fields().len();
+    let exprs: Vec<Arc<dyn PhysicalExpr>> = projection.expr().iter().map(|p| Arc::clone(&p.expr)).collect();
+    let passes_through = exprs.len() > width
+        && exprs[..width].iter().enumerate().all(|(i, e)| e.downcast_ref::<Column>().is_some_and(|c| c.index() == i));
+    if !passes_through || join.filter.is_some() {
+        return join;
+    }
+    let appended = |e: &Arc<dyn PhysicalExpr>| e.downcast_ref::<Column>().filter(|c| c.index() >= width).map(|c| Arc::clone(&exprs[c.index()]));
+    if !join.on.iter().all(|(_, r)| appended(r).is_some() || r.downcast_ref::<Column>().is_some_and(|c| c.index() < width)) {
+        return join;
+    }
+    join.on = join.on.into_iter().map(|(l, r)| (l, appended(&r).unwrap_or(r))).collect();
+    join.right = input;
     join
 }
 

@@ -13,6 +13,7 @@ pub mod distribution;
 pub mod ensure_requirements;
 pub mod file_source_strategy;
 pub mod hints;
+pub mod infer_filters_from_constraints;
 pub mod join_selection;
 pub mod scan_lineage;
 pub mod statistics;

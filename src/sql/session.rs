@@ -15,7 +15,7 @@ use datafusion::execution::context::SessionContext;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{ExecutionPlan, execute_stream};
+use datafusion::physical_plan::{ExecutionPlan, collect, execute_stream};
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
@@ -24,10 +24,12 @@ use datafusion::sql::sqlparser::ast::{
 use futures::StreamExt;
 use tokio::time::Instant;
 
-use super::dialect::{BucketSqlStatement, parse_sql};
+use super::dialect::{BucketSqlStatement, ExplainMode, explain_mode, parse_sql};
+use crate::explain::{self, ExplainContext};
 use super::error::SqlError;
 use super::spark_conf::{self, SparkConf};
 use super::{copy, ddl, describe, dml, functions, interrupt, rewrite};
+use crate::planner::infer_filters_from_constraints::InferFiltersFromConstraints;
 use crate::planner::{self, hints::QueryHints};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::catalog::provider::CATALOG_NAME;
@@ -56,8 +58,12 @@ impl Output {
 #[derive(Clone)]
 pub struct Prepared {
     pub statement: BucketSqlStatement,
-    /// Types of `$1..$n`; `None` where nothing in the statement fixes one.
+    /// Types of `$1..$n` as Describe reports them: the client's where it declared one, else
+    /// the statement's; `None` where nothing fixes one.
     pub parameter_types: Vec<Option<DataType>>,
+    /// Types the statement itself gives `$1..$n` (a column compared with, the table column
+    /// inserted into): bound values are converted to these, whatever type the client sent.
+    pub planned_types: Vec<Option<DataType>>,
     /// Row shape, for statements that return rows.
     pub result_schema: Option<SchemaRef>,
 }
@@ -90,6 +96,7 @@ impl Session {
             .with_runtime_env(Arc::clone(&engine.runtime))
             .with_default_features()
             .with_physical_optimizer_rules(Vec::new())
+            .with_optimizer_rule(Arc::new(InferFiltersFromConstraints))
             .build();
         let mut ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(CATALOG_NAME, engine.catalog.clone());
@@ -129,27 +136,21 @@ impl Session {
         let Some(statement) = statements.pop() else {
             return Ok(None);
         };
-        let (parameter_types, result_schema) = match &statement {
+        let (planned_types, result_schema) = match &statement {
             BucketSqlStatement::Sql(stmt) if plans_through_datafusion(stmt) => {
                 let plan = self.plan(stmt).await?;
-                let mut types = parameter_types(&plan)?;
-                for (i, declared) in declared.iter().enumerate() {
-                    if let Some(dt) = declared {
-                        if i >= types.len() {
-                            types.resize(i + 1, None);
-                        }
-                        types[i] = Some(dt.clone());
-                    }
-                }
                 let schema = match stmt {
                     Statement::Insert(_) => None,
                     _ => Some(Arc::new(plan.schema().as_arrow().clone())),
                 };
-                (types, schema)
+                (parameter_types(&plan)?, schema)
             }
-            other => (declared.to_vec(), self.describe_command(other)),
+            other => (Vec::new(), self.describe_command(other)),
         };
-        Ok(Some(Prepared { statement, parameter_types, result_schema }))
+        let parameter_types = (0..declared.len().max(planned_types.len()))
+            .map(|i| declared.get(i).cloned().flatten().or_else(|| planned_types.get(i).cloned().flatten()))
+            .collect();
+        Ok(Some(Prepared { statement, parameter_types, planned_types, result_schema }))
     }
 
     /// Runs a prepared statement with bound parameter values. The statement is planned
@@ -158,8 +159,12 @@ impl Session {
         let params = params
             .into_iter()
             .enumerate()
-            .map(|(i, value)| match prepared.parameter_types.get(i) {
-                Some(Some(dt)) if value.data_type() != *dt => value.cast_to(dt).map_err(|e| {
+            .map(|(i, value)| {
+                let target = prepared.planned_types.get(i).cloned().flatten().or_else(|| prepared.parameter_types.get(i).cloned().flatten());
+                (i, value, target)
+            })
+            .map(|(i, value, target)| match target {
+                Some(dt) if value.data_type() != dt => value.cast_to(&dt).map_err(|e| {
                     SqlError::new("22P02", format!("invalid value for parameter ${}: {e}", i + 1))
                 }),
                 _ => Ok(value),
@@ -243,6 +248,10 @@ impl Session {
                 dml::analyze(self, &schema, &table)
             }
             Statement::Copy { .. } => copy::copy(self, stmt).await,
+            // Drivers close prepared statements and reset sessions this way; nothing is kept
+            // server-side beyond pgwire's own statement store.
+            Statement::Deallocate { .. } => Ok(Output::command("DEALLOCATE")),
+            Statement::Discard { .. } => Ok(Output::command("DISCARD ALL")),
             Statement::StartTransaction { .. } => Ok(Output::TransactionStart("BEGIN")),
             Statement::Commit { .. } => Ok(Output::TransactionEnd("COMMIT")),
             Statement::Rollback { .. } => Ok(Output::TransactionEnd("ROLLBACK")),
@@ -250,11 +259,9 @@ impl Session {
                 let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
                 self.run_query(stmt, plan).await
             }
-            stmt if plans_through_datafusion(stmt) => {
-                let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
-                let df = self.ctx.execute_logical_plan(plan).await?;
-                let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-                Ok(Output::Rows { schema, stream: df.execute_stream().await? })
+            Statement::Explain { statement, .. } => {
+                let mode = explain_mode(stmt).unwrap_or(ExplainMode::Simple);
+                self.explain(statement, mode, params).await
             }
             other => Err(SqlError::feature_not_supported(format!(
                 "statement not supported: {}",
@@ -284,6 +291,34 @@ impl Session {
 
     pub fn task_context(&self) -> Arc<datafusion::execution::TaskContext> {
         self.ctx.task_ctx()
+    }
+
+    /// EXPLAIN in Spark's formats, rendered from the plan that would run. EXPLAIN ANALYZE
+    /// runs it and adds what each operator measured.
+    async fn explain(&self, statement: &Statement, mode: ExplainMode, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+        if !matches!(statement, Statement::Query(_)) {
+            return Err(SqlError::feature_not_supported("EXPLAIN is supported for queries"));
+        }
+        let plan = self.plan(statement).await?.with_param_values(ParamValues::from(params))?;
+        let physical = self.physical_plan(statement, &plan).await?;
+        let conf = SparkConf::from_settings(&self.lock_variables());
+        let context = ExplainContext {
+            adaptive: conf.adaptive_enabled && mode != ExplainMode::Analyze,
+            v2_bucketing_enabled: conf.v2_bucketing_enabled,
+            logical: Some(plan.display_indent().to_string()),
+        };
+        let text = if mode == ExplainMode::Analyze {
+            let started = std::time::Instant::now();
+            let rows: usize = collect(Arc::clone(&physical), self.ctx.task_ctx()).await?.iter().map(|b| b.num_rows()).sum();
+            let mut text = explain::render(&physical, ExplainMode::Formatted, &context);
+            text.push_str(&explain::analyze::metrics_section(&physical, rows, started.elapsed()));
+            text
+        } else {
+            explain::render(&physical, mode, &context)
+        };
+        let schema = Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)]));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(StringArray::from(vec![text])) as ArrayRef])?;
+        Ok(rows_output(schema, vec![batch]))
     }
 
     /// Plans with our planner and runs a query.
@@ -318,6 +353,9 @@ impl Session {
             BucketSqlStatement::ShowPartitions { .. } => Some(describe::show_partitions_schema()),
             BucketSqlStatement::Sql(Statement::ExplainTable { .. }) => Some(describe::describe_schema()),
             BucketSqlStatement::Sql(Statement::ShowCreate { .. }) => Some(describe::show_create_schema()),
+            BucketSqlStatement::Sql(Statement::Explain { .. }) => {
+                Some(Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)])))
+            }
             _ => None,
         }
     }
@@ -409,7 +447,7 @@ fn variables_schema() -> SchemaRef {
 
 /// Statements DataFusion plans: queries, and INSERT (whose source we then write ourselves).
 fn plans_through_datafusion(stmt: &Statement) -> bool {
-    matches!(stmt, Statement::Query(_) | Statement::Insert(_) | Statement::Explain { .. })
+    matches!(stmt, Statement::Query(_) | Statement::Insert(_))
 }
 
 /// `$1..$n` in order, from the plan's placeholder map.

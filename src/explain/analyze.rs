@@ -1,0 +1,68 @@
+//! EXPLAIN ANALYZE: after the formatted plan, what each operator measured while the query
+//! ran — the figures Spark's UI shows: rows out, time, rows and bytes shuffled, spills, and
+//! the files and buckets each scan read.
+
+use std::fmt::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::coop::CooperativeExec;
+use datafusion::physical_plan::metrics::MetricValue;
+
+use crate::exec::file_source_scan::FileSourceScanExec;
+use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+
+pub fn metrics_section(plan: &Arc<dyn ExecutionPlan>, rows: usize, elapsed: Duration) -> String {
+    let mut text =
+        format!("\n== Metrics ==\nrows returned: {rows}, total time: {:.1} ms\n", elapsed.as_secs_f64() * 1000.0);
+    let mut shuffled = 0usize;
+    describe(plan.as_ref(), 0, &mut text, &mut shuffled);
+    let _ = writeln!(text, "bytes shuffled by exchanges: {shuffled}");
+    text
+}
+
+fn describe(plan: &dyn ExecutionPlan, depth: usize, text: &mut String, shuffled: &mut usize) {
+    if plan.downcast_ref::<CooperativeExec>().is_some() {
+        for child in plan.children() {
+            describe(child.as_ref(), depth, text, shuffled);
+        }
+        return;
+    }
+    let mut figures = Vec::new();
+    if let Some(metrics) = plan.metrics() {
+        let metrics = metrics.aggregate_by_name();
+        for metric in metrics.iter() {
+            let value = metric.value();
+            let figure = match value {
+                MetricValue::OutputRows(_) => format!("output rows {}", value.as_usize()),
+                MetricValue::ElapsedCompute(_) => format!("time {:.1} ms", value.as_usize() as f64 / 1e6),
+                MetricValue::SpillCount(_) => format!("spills {}", value.as_usize()),
+                MetricValue::SpilledBytes(_) => format!("spilled bytes {}", value.as_usize()),
+                MetricValue::Count { name, .. } if name == "shuffle_bytes" => {
+                    *shuffled += value.as_usize();
+                    format!("bytes shuffled {}", value.as_usize())
+                }
+                MetricValue::Count { name, .. } if name == "shuffle_rows" => {
+                    format!("rows shuffled {}", value.as_usize())
+                }
+                _ => continue,
+            };
+            figures.push(figure);
+        }
+    }
+    if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
+        figures.push(format!("files read {}", scan.files_read()));
+        if let Some(buckets) = scan.selected_bucket_count() {
+            figures.push(format!("buckets read {buckets}"));
+        }
+    }
+    if plan.downcast_ref::<ShuffleExchangeExec>().is_some() && !figures.iter().any(|f| f.starts_with("bytes shuffled"))
+    {
+        figures.push("bytes shuffled 0".to_string());
+    }
+    let _ = writeln!(text, "{}{}: {}", "  ".repeat(depth), plan.name(), figures.join(", "));
+    for child in plan.children() {
+        describe(child.as_ref(), depth + 1, text, shuffled);
+    }
+}

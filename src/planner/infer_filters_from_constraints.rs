@@ -1,0 +1,95 @@
+//! Spark's `InferFiltersFromConstraints`, in the part that shows in scans: a comparison that
+//! is never true for NULL (`k = 42`, `d < '2026-01-02'`) implies `isnotnull(k)`, which Spark
+//! adds in front of it so that scans get `IsNotNull` pushed (`PushedFilters: [IsNotNull(k),
+//! EqualTo(k,42)]`, `PartitionFilters: [isnotnull(d), (d = …)]`). `isnotnull(cast(k as
+//! double))` of a widening cast is `isnotnull(k)`, as Spark simplifies it. Spark infers more
+//! (equalities across joins); those do not change where rows move.
+//!
+//! Runs last among the logical rules, so that it sees filters already pushed into scans.
+
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::error::Result;
+use datafusion::logical_expr::utils::{conjunction, split_conjunction_owned};
+use datafusion::logical_expr::{BinaryExpr, Expr, Filter, LogicalPlan, Operator, TableScan};
+use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
+
+#[derive(Debug, Default)]
+pub struct InferFiltersFromConstraints;
+
+/// The column a null-intolerant comparison with a literal reads.
+fn compared_column(expr: &Expr) -> Option<&Expr> {
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else {
+        return None;
+    };
+    if !matches!(op, Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq) {
+        return None;
+    }
+    match (left.as_ref(), right.as_ref()) {
+        (column @ Expr::Column(_), Expr::Literal(..)) | (Expr::Literal(..), column @ Expr::Column(_)) => Some(column),
+        _ => None,
+    }
+}
+
+/// `isnotnull(cast(k))` → `isnotnull(k)` for casts between numbers, which keep non-null values non-null.
+fn simplify(expr: Expr) -> Expr {
+    match expr {
+        Expr::IsNotNull(inner) => match *inner {
+            Expr::Cast(cast) if matches!(cast.expr.as_ref(), Expr::Column(_)) && cast.field.data_type().is_numeric() => {
+                Expr::IsNotNull(cast.expr)
+            }
+            other => Expr::IsNotNull(Box::new(other)),
+        },
+        other => other,
+    }
+}
+
+/// Adds `isnotnull(k)` before each comparison of `k` with a literal, unless already there.
+fn infer(predicates: Vec<Expr>) -> (Vec<Expr>, bool) {
+    let mut out: Vec<Expr> = Vec::with_capacity(predicates.len() * 2);
+    let mut changed = false;
+    for predicate in predicates {
+        let predicate = {
+            let simplified = simplify(predicate.clone());
+            changed |= simplified != predicate;
+            simplified
+        };
+        if let Some(column) = compared_column(&predicate) {
+            let not_null = Expr::IsNotNull(Box::new(column.clone()));
+            if !out.contains(&not_null) {
+                out.push(not_null);
+                changed = true;
+            }
+        }
+        if !out.contains(&predicate) {
+            out.push(predicate);
+        }
+    }
+    (out, changed)
+}
+
+impl OptimizerRule for InferFiltersFromConstraints {
+    fn name(&self) -> &str {
+        "infer_filters_from_constraints"
+    }
+
+    fn rewrite(&self, plan: LogicalPlan, _config: &dyn OptimizerConfig) -> Result<Transformed<LogicalPlan>> {
+        plan.transform_up(|node| match node {
+            LogicalPlan::Filter(filter) => {
+                let (predicates, changed) = infer(split_conjunction_owned(filter.predicate.clone()));
+                if !changed {
+                    return Ok(Transformed::no(LogicalPlan::Filter(filter)));
+                }
+                let predicate = conjunction(predicates).expect("at least the original predicate");
+                Ok(Transformed::yes(LogicalPlan::Filter(Filter::try_new(predicate, filter.input)?)))
+            }
+            LogicalPlan::TableScan(scan) => {
+                let (filters, changed) = infer(scan.filters.clone());
+                if !changed {
+                    return Ok(Transformed::no(LogicalPlan::TableScan(scan)));
+                }
+                Ok(Transformed::yes(LogicalPlan::TableScan(TableScan { filters, ..scan })))
+            }
+            other => Ok(Transformed::no(other)),
+        })
+    }
+}
