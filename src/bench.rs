@@ -36,8 +36,20 @@ struct Measurement {
     median: Duration,
     rows_per_second: f64,
     peak_rss: u64,
+    /// Process CPU time over wall time: how many cores were busy on average.
+    cores_busy: f64,
     exchanges: usize,
     shuffle_bytes: usize,
+}
+
+/// CPU time this process has used (user + system), from `/proc/self/stat`.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    let ticks: u64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<u64>().ok()).sum();
+    // The kernel reports clock ticks, 100 per second on Linux.
+    Duration::from_millis(ticks * 10)
 }
 
 /// Resident memory of this process, sampled while a closure runs.
@@ -104,15 +116,21 @@ async fn time_query(session: &Session, name: &str, layout: &'static str, sql: &s
     let mut timings = Vec::with_capacity(runs);
     let sampler = RssSampler::start();
     let mut last_plan = None;
+    let mut busy = Vec::with_capacity(runs);
     for _ in 0..=runs {
+        let cpu_before = cpu_time();
         let started = Instant::now();
         let plan = session.plan_query(sql).await?;
         collect(Arc::clone(&plan), session.task_context()).await?;
-        timings.push(started.elapsed());
+        let elapsed = started.elapsed();
+        timings.push(elapsed);
+        busy.push((cpu_time() - cpu_before).as_secs_f64() / elapsed.as_secs_f64());
         last_plan = Some(plan);
     }
     let peak_rss = sampler.finish();
     timings.remove(0); // warm-up
+    busy.remove(0);
+    let cores_busy = busy.iter().sum::<f64>() / busy.len() as f64;
     timings.sort();
     let median = timings[timings.len() / 2];
     let (exchanges, shuffle_bytes) = exchanges_and_bytes(last_plan.as_ref().expect("ran at least once"));
@@ -122,6 +140,7 @@ async fn time_query(session: &Session, name: &str, layout: &'static str, sql: &s
         median,
         rows_per_second: input_rows as f64 / median.as_secs_f64(),
         peak_rss,
+        cores_busy,
         exchanges,
         shuffle_bytes,
     })
@@ -211,15 +230,19 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         }
     }
 
-    println!("{:<16} {:<9} {:>10} {:>14} {:>10} {:>9} {:>14}", "query", "layout", "median ms", "rows/s", "peak MiB", "exchanges", "shuffled MiB");
+    println!(
+        "{:<16} {:<9} {:>10} {:>14} {:>10} {:>11} {:>9} {:>14}",
+        "query", "layout", "median ms", "rows/s", "peak MiB", "cores busy", "exchanges", "shuffled MiB"
+    );
     for m in &results {
         println!(
-            "{:<16} {:<9} {:>10.1} {:>14.0} {:>10.1} {:>9} {:>14.1}",
+            "{:<16} {:<9} {:>10.1} {:>14.0} {:>10.1} {:>11.2} {:>9} {:>14.1}",
             m.name,
             m.layout,
             m.median.as_secs_f64() * 1000.0,
             m.rows_per_second,
             m.peak_rss as f64 / 1048576.0,
+            m.cores_busy,
             m.exchanges,
             m.shuffle_bytes as f64 / 1048576.0
         );
@@ -228,12 +251,13 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         .iter()
         .map(|m| {
             format!(
-                "{{\"query\":\"{}\",\"layout\":\"{}\",\"median_ms\":{:.3},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"exchanges\":{},\"shuffle_bytes\":{}}}",
+                "{{\"query\":\"{}\",\"layout\":\"{}\",\"median_ms\":{:.3},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{}}}",
                 m.name,
                 m.layout,
                 m.median.as_secs_f64() * 1000.0,
                 m.rows_per_second,
                 m.peak_rss,
+                m.cores_busy,
                 m.exchanges,
                 m.shuffle_bytes
             )

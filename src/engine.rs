@@ -11,6 +11,7 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 
 use crate::catalog::metastore::Metastore;
 use crate::catalog::provider::MetastoreCatalog;
+use crate::server::pg_catalog;
 use crate::sql::error::SqlError;
 use crate::sql::session::Session;
 use crate::storage::janitor::FileJanitor;
@@ -69,7 +70,7 @@ impl Engine {
             })
             .collect::<Result<_, _>>()?;
         Ok(Arc::new(Engine {
-            catalog: Arc::new(MetastoreCatalog::new(Arc::clone(&metastore))),
+            catalog: Arc::new(pg_catalog::with_system_schemas(MetastoreCatalog::new(Arc::clone(&metastore)), &metastore)),
             metastore,
             janitor,
             runtime: runtime.build_arc()?,

@@ -5,6 +5,7 @@ use tracing_subscriber::EnvFilter;
 
 use bucketsql::engine::{Engine, EngineOptions};
 use bucketsql::server::Server;
+use bucketsql::server::auth::{Authenticator, Passwords};
 
 #[derive(Parser)]
 #[command(name = "bucketsql", version, about = "A PostgreSQL-wire SQL server with Apache Spark's table bucketing")]
@@ -50,6 +51,21 @@ enum Command {
         /// Memory shared by all queries, e.g. `4GiB` or `512MiB` (default: half of RAM).
         #[arg(long, value_parser = parse_bytes)]
         memory_limit: Option<usize>,
+        /// Require this password, with SCRAM-SHA-256, whatever the user name.
+        #[arg(long, conflicts_with = "users_file")]
+        password: Option<String>,
+        /// Require SCRAM-SHA-256 with the passwords of this file's `user:password` lines.
+        #[arg(long, value_name = "FILE")]
+        users_file: Option<PathBuf>,
+        /// Accept clients without a password even on a non-loopback `--listen` address.
+        #[arg(long, conflicts_with_all = ["password", "users_file"])]
+        trust: bool,
+        /// PEM certificate chain for TLS (with `--tls-key`).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key for TLS (with `--tls-cert`).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
     },
 }
 
@@ -66,10 +82,26 @@ async fn main() -> anyhow::Result<()> {
             let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
             bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, memory_limit, json }).await?;
         }
-        Command::Serve { listen, data_dir, allowed_locations, memory_limit } => {
+        Command::Serve { listen, data_dir, allowed_locations, memory_limit, password, users_file, trust, tls_cert, tls_key } => {
+            let passwords = match (password, users_file) {
+                (Some(password), _) => Some(Passwords::for_everyone(&password)),
+                (None, Some(file)) => Some(Passwords::from_file(&file)?),
+                (None, None) => None,
+            };
+            if passwords.is_none() && !trust && tokio::net::lookup_host(&listen).await?.any(|a| !a.ip().is_loopback()) {
+                anyhow::bail!(
+                    "refusing to let anyone connect to {listen} without a password: set --password or --users-file, or pass --trust"
+                );
+            }
+            let tls = match (&tls_cert, &tls_key) {
+                (Some(cert), Some(key)) => Some(bucketsql::server::tls::acceptor(cert, key)?),
+                _ => None,
+            };
+            let cert_pem = tls_cert.as_deref().map(std::fs::read).transpose()?;
+            let auth = Authenticator::new(passwords, cert_pem.as_deref());
             let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
             let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit })?;
-            let server = Server::bind(&listen, engine).await?;
+            let server = Server::bind(&listen, engine, auth, tls).await?;
             tracing::info!(address = %server.local_addr()?, data_dir = %data_dir.display(), "bucketsql is listening");
             server.run().await?;
         }

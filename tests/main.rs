@@ -4,7 +4,10 @@
 mod bucketing;
 mod clients;
 mod common;
+mod copy;
 mod durability;
 mod fixtures;
+mod plans;
+mod security;
 mod spark;
 mod wire;

@@ -1546,7 +1546,7 @@ fn numeric_scalar(negative: bool, int: &str, frac: &str) -> Result<ScalarValue, 
 
 /// `byteain`: hex format (`\x` then digit pairs, whitespace allowed between
 /// pairs) or the escape format (`\\` and `\ooo` octal escapes).
-fn parse_bytea(raw: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn parse_bytea(raw: &[u8]) -> Option<Vec<u8>> {
     if let Some(hex) = raw.strip_prefix(b"\\x") {
         let mut out = Vec::with_capacity(hex.len() / 2);
         let mut chars = hex

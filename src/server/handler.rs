@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::{Sink, StreamExt, stream};
-use pgwire::api::auth::noop::NoopStartupHandler;
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
@@ -15,6 +15,9 @@ use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 
+use super::auth::{Authenticator, Startup};
+use super::cancel::Interrupt;
+use super::copy::{CopyState, copy_out_response};
 use super::encoding::{arrow_type, decode_parameters, encode_batch, field_infos, pg_type, user_error};
 use crate::sql::error::SqlError;
 use crate::sql::session::{Output, Prepared, Session};
@@ -22,13 +25,20 @@ use crate::sql::session::{Output, Prepared, Session};
 /// Everything pgwire asks of one connection.
 pub struct ConnectionHandlers {
     handler: Arc<QueryHandler>,
+    startup: Arc<Startup>,
+    cancel: Arc<DefaultCancelHandler>,
+    copy: Arc<CopyState>,
 }
 
 impl ConnectionHandlers {
-    pub fn new(session: Session) -> Self {
+    pub fn new(session: Session, auth: &Arc<Authenticator>) -> Self {
         let session = Arc::new(session);
+        let copy = Arc::new(CopyState::new(Arc::clone(&session)));
         ConnectionHandlers {
-            handler: Arc::new(QueryHandler { parser: Arc::new(StatementParser { session: Arc::clone(&session) }), session }),
+            startup: Arc::new(Startup::new(Arc::clone(auth), Arc::clone(&session))),
+            cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(auth.connection_manager()))),
+            copy: Arc::clone(&copy),
+            handler: Arc::new(QueryHandler { parser: Arc::new(StatementParser { session: Arc::clone(&session) }), session, copy }),
         }
     }
 }
@@ -43,33 +53,38 @@ impl PgWireServerHandlers for ConnectionHandlers {
     }
 
     fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
-        Arc::clone(&self.handler)
+        Arc::clone(&self.startup)
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::clone(&self.cancel)
+    }
+
+    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
+        Arc::clone(&self.copy)
     }
 }
 
 pub struct QueryHandler {
     session: Arc<Session>,
     parser: Arc<StatementParser>,
+    copy: Arc<CopyState>,
 }
-
-/// Trust authentication; the startup parameters are pgwire's defaults (server_version
-/// 16.x, UTF8, ISO dates, integer datetimes, standard-conforming strings).
-impl NoopStartupHandler for QueryHandler {}
 
 fn to_pgwire(e: SqlError) -> PgWireError {
     user_error(e.code, e.message)
 }
 
-/// Turns a statement's output into pgwire's response, encoding rows in `format`.
-fn respond(output: Output, format: &Format) -> PgWireResult<Response> {
+/// Turns a statement's output into pgwire's response, encoding rows in `format`; the rows
+/// end early with an error when the client cancels.
+fn respond(output: Output, format: &Format, interrupt: &Interrupt, copy: &CopyState) -> PgWireResult<Response> {
     Ok(match output {
         Output::Rows { schema, stream } => {
             let fields = Arc::new(field_infos(&schema, format)?);
             let encoder_fields = Arc::clone(&fields);
-            let rows = stream.flat_map(move |batch| {
-                let rows = batch
-                    .map_err(|e| to_pgwire(SqlError::from(e)))
-                    .and_then(|b| encode_batch(&b, &encoder_fields));
+            let batches = interrupt.clone().guard(stream.map(|batch| batch.map_err(|e| to_pgwire(SqlError::from(e)))));
+            let rows = batches.flat_map(move |batch| {
+                let rows = batch.and_then(|b| encode_batch(&b, &encoder_fields));
                 match rows {
                     Ok(rows) => stream::iter(rows.into_iter().map(Ok).collect::<Vec<_>>()),
                     Err(e) => stream::iter(vec![Err(e)]),
@@ -90,21 +105,24 @@ fn respond(output: Output, format: &Format) -> PgWireResult<Response> {
         }
         Output::TransactionStart(tag) => Response::TransactionStart(Tag::new(tag)),
         Output::TransactionEnd(tag) => Response::TransactionEnd(Tag::new(tag)),
+        Output::CopyIn(copy_in) => copy.start(copy_in),
+        Output::CopyOut(copy_out) => copy_out_response(copy_out, interrupt)?,
     })
 }
 
 #[async_trait]
 impl SimpleQueryHandler for QueryHandler {
-    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let outputs = self.session.execute_sql(query).await;
+        let interrupt = Interrupt::take(client).await;
         let mut responses = Vec::with_capacity(outputs.len());
         for output in outputs {
-            match output.map_err(to_pgwire).and_then(|o| respond(o, &Format::UnifiedText)) {
+            match output.map_err(to_pgwire).and_then(|o| respond(o, &Format::UnifiedText, &interrupt, &self.copy)) {
                 Ok(response) => responses.push(response),
                 Err(PgWireError::UserError(info)) => {
                     responses.push(Response::Error(info));
@@ -164,7 +182,7 @@ impl ExtendedQueryHandler for QueryHandler {
         Arc::clone(&self.parser)
     }
 
-    async fn do_query<C>(&self, _client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: pgwire::api::store::PortalStore<Statement = Self::Statement>,
@@ -175,6 +193,7 @@ impl ExtendedQueryHandler for QueryHandler {
         let types = self.parser.get_parameter_types(prepared)?;
         let params = decode_parameters(portal, &types)?;
         let output = self.session.execute_prepared(prepared, params).await.map_err(to_pgwire)?;
-        respond(output, &portal.result_column_format)
+        let interrupt = Interrupt::take(client).await;
+        respond(output, &portal.result_column_format, &interrupt, &self.copy)
     }
 }

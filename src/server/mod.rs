@@ -1,26 +1,36 @@
 //! The PostgreSQL wire front end: accepts connections and gives each its own session.
 
+pub mod auth;
+pub mod cancel;
+pub mod copy;
 pub mod encoding;
 pub mod handler;
+pub mod pg_catalog;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use pgwire::tokio::TlsAcceptor;
 use tokio::net::TcpListener;
 
 use crate::engine::Engine;
+use auth::Authenticator;
 use handler::ConnectionHandlers;
 
 /// A bound listener; `run` serves until the process ends.
 pub struct Server {
     listener: TcpListener,
     engine: Arc<Engine>,
+    auth: Arc<Authenticator>,
+    tls: Option<TlsAcceptor>,
 }
 
 impl Server {
-    pub async fn bind(addr: &str, engine: Arc<Engine>) -> std::io::Result<Self> {
+    /// `tls`: offer TLS to clients that ask for it.
+    pub async fn bind(addr: &str, engine: Arc<Engine>, auth: Authenticator, tls: Option<TlsAcceptor>) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        Ok(Server { listener, engine })
+        Ok(Server { listener, engine, auth: Arc::new(auth), tls })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -39,6 +49,8 @@ impl Server {
                 }
             };
             let engine = Arc::clone(&self.engine);
+            let auth = Arc::clone(&self.auth);
+            let tls = self.tls.clone();
             tokio::spawn(async move {
                 let session = match engine.new_session() {
                     Ok(session) => session,
@@ -48,8 +60,8 @@ impl Server {
                     }
                 };
                 tracing::debug!(%peer, "connection opened");
-                let handlers = Arc::new(ConnectionHandlers::new(session));
-                if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                let handlers = Arc::new(ConnectionHandlers::new(session, &auth));
+                if let Err(e) = pgwire::tokio::process_socket(socket, tls, handlers).await {
                     tracing::debug!(%peer, "connection ended with an error: {e}");
                 }
             });

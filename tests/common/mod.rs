@@ -17,9 +17,14 @@ pub struct TestServer {
 impl TestServer {
     /// Starts a server on a fresh data directory.
     pub fn start() -> Self {
+        Self::start_fresh(&[])
+    }
+
+    /// Starts a server on a fresh data directory with extra `serve` arguments.
+    pub fn start_fresh(args: &[&str]) -> Self {
         let temp = tempfile::tempdir().expect("temp dir");
         let data_dir = temp.path().join("data");
-        let mut server = Self::start_on(&data_dir);
+        let mut server = Self::start_with_args(&data_dir, args);
         server._temp = Some(temp);
         server
     }
@@ -84,7 +89,7 @@ impl Drop for TestServer {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 

@@ -1,0 +1,198 @@
+//! Who may connect, and how each connection starts.
+//!
+//! Without passwords every client is trusted, as PostgreSQL's `trust` method does; with them,
+//! clients authenticate with SCRAM-SHA-256 (or SCRAM-SHA-256-PLUS, bound to the server
+//! certificate, over TLS). Either way each connection is registered for CancelRequests.
+
+use std::collections::HashMap;
+use std::fmt::{self, Debug};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use async_trait::async_trait;
+use futures::Sink;
+use pgwire::api::auth::noop::NoopStartupHandler;
+use pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use pgwire::api::auth::sasl::scram::{SCRAM_ITERATIONS, ScramAuth, gen_salted_password};
+use pgwire::api::auth::{AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler};
+use pgwire::api::{ClientInfo, ConnectionManager, METADATA_USER};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult, SEVERITY_FATAL};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+
+use super::encoding::user_error;
+use crate::sql::session::Session;
+
+/// The passwords clients must present, kept as PostgreSQL keeps SCRAM secrets: salted once.
+pub struct Passwords {
+    users: HashMap<String, Password>,
+    /// For every user not in `users`: the one `--password`, or else one nobody knows, so
+    /// that an unknown user fails the same way a wrong password does.
+    others: Password,
+}
+
+impl Passwords {
+    /// One password for every user name (`--password`).
+    pub fn for_everyone(password: &str) -> Self {
+        Passwords { users: HashMap::new(), others: salted(password) }
+    }
+
+    /// `user:password` lines (`--users-file`); blank lines and `#` comments are skipped.
+    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut users = HashMap::new();
+        for (number, line) in text.lines().enumerate() {
+            if line.trim().is_empty() || line.trim_start().starts_with('#') {
+                continue;
+            }
+            let (user, password) = line
+                .split_once(':')
+                .with_context(|| format!("{}:{}: expected user:password", path.display(), number + 1))?;
+            users.insert(user.to_string(), salted(password));
+        }
+        anyhow::ensure!(!users.is_empty(), "{} lists no users", path.display());
+        Ok(Passwords { users, others: salted(&uuid::Uuid::new_v4().to_string()) })
+    }
+}
+
+/// A password with a fresh random salt (a v4 UUID's 122 random bits).
+fn salted(password: &str) -> Password {
+    let salt = uuid::Uuid::new_v4().into_bytes().to_vec();
+    let salted_password = gen_salted_password(password, &salt, SCRAM_ITERATIONS);
+    Password::new(Some(salt), salted_password)
+}
+
+/// Names the users only: a salted password is enough to log in with SCRAM.
+impl Debug for Passwords {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Passwords").field("users", &self.users.keys()).finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl AuthSource for Passwords {
+    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+        let user = login.user().unwrap_or_default();
+        Ok(self.users.get(user).unwrap_or(&self.others).clone())
+    }
+}
+
+/// How connections authenticate; one for the whole server.
+pub struct Authenticator {
+    trust: Trust,
+    scram: Option<Scram>,
+}
+
+type Sasl = SASLAuthStartupHandler<DefaultServerParameterProvider>;
+
+/// libpq refuses a server that offers SCRAM-SHA-256-PLUS on a connection without TLS, so
+/// only TLS connections are offered it.
+struct Scram {
+    plain: Sasl,
+    tls: Sasl,
+}
+
+impl Authenticator {
+    /// Trusts every client when `passwords` is `None`. `tls_cert` (PEM) enables
+    /// SCRAM-SHA-256-PLUS, which lets the client check that no proxy sits in between.
+    pub fn new(passwords: Option<Passwords>, tls_cert: Option<&[u8]>) -> Self {
+        let manager = Arc::new(ConnectionManager::new());
+        let scram = passwords.map(|passwords| {
+            let source: Arc<dyn AuthSource> = Arc::new(passwords);
+            let handler = |cert: Option<&[u8]>| {
+                let mut scram = ScramAuth::new(Arc::clone(&source));
+                if let Some(cert) = cert
+                    && let Err(e) = scram.configure_certificate(cert)
+                {
+                    tracing::warn!("SCRAM channel binding is off: {e}");
+                }
+                SASLAuthStartupHandler::new(Arc::new(DefaultServerParameterProvider::default()))
+                    .with_scram(scram)
+                    .with_connection_manager(Arc::clone(&manager))
+            };
+            Scram { plain: handler(None), tls: handler(tls_cert) }
+        });
+        Authenticator { trust: Trust(manager), scram }
+    }
+
+    pub fn connection_manager(&self) -> &Arc<ConnectionManager> {
+        &self.trust.0
+    }
+}
+
+/// PostgreSQL's `trust` method, with pgwire's default startup parameters.
+struct Trust(Arc<ConnectionManager>);
+
+impl NoopStartupHandler for Trust {
+    fn connection_manager(&self) -> Option<Arc<ConnectionManager>> {
+        Some(Arc::clone(&self.0))
+    }
+}
+
+/// One connection's startup: the settings of its `options` startup parameter, then
+/// authentication.
+pub struct Startup {
+    auth: Arc<Authenticator>,
+    session: Arc<Session>,
+}
+
+impl Startup {
+    pub fn new(auth: Arc<Authenticator>, session: Arc<Session>) -> Self {
+        Startup { auth, session }
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Startup {
+    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let PgWireFrontendMessage::Startup(startup) = &message
+            && let Some(options) = startup.parameters.get("options")
+        {
+            apply_options(&self.session, options).map_err(fatal)?;
+        }
+        let result = match &self.auth.scram {
+            Some(scram) if client.is_secure() => scram.tls.on_startup(client, message).await,
+            Some(scram) => scram.plain.on_startup(client, message).await,
+            None => self.auth.trust.on_startup(client, message).await,
+        };
+        result.map_err(|error| match error {
+            // pgwire names the user of the SCRAM exchange, which libpq leaves empty.
+            PgWireError::InvalidPassword(_) => {
+                PgWireError::InvalidPassword(client.metadata().get(METADATA_USER).cloned().unwrap_or_default())
+            }
+            error => fatal(error),
+        })
+    }
+}
+
+/// pgwire answers an error that is not FATAL with ReadyForQuery, even during startup, where
+/// that would let the client skip authentication; so every startup error ends the connection.
+fn fatal(error: PgWireError) -> PgWireError {
+    if error.is_fatal() {
+        return error;
+    }
+    let mut info = ErrorInfo::from(error);
+    info.severity = SEVERITY_FATAL.to_string();
+    PgWireError::UserError(Box::new(info))
+}
+
+/// `-c name=value` and `--name=value` words (libpq's `options`, `PGOPTIONS`), applied as `SET`s.
+fn apply_options(session: &Session, options: &str) -> PgWireResult<()> {
+    let mut words = options.split_whitespace();
+    while let Some(word) = words.next() {
+        let setting = match word {
+            "-c" => words.next().unwrap_or_default(),
+            _ => word.strip_prefix("-c").or_else(|| word.strip_prefix("--")).unwrap_or_default(),
+        };
+        let (name, value) = setting
+            .split_once('=')
+            .ok_or_else(|| user_error("42601", format!("invalid command-line argument for server process: {word}")))?;
+        session.set_variable(&name.replace('-', "_"), Some(value)).map_err(|e| user_error(e.code, e.message))?;
+    }
+    Ok(())
+}

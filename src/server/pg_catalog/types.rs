@@ -1,0 +1,138 @@
+//! The PostgreSQL types the server sends, as `pg_type` lists them and `format_type` names them.
+
+use datafusion::arrow::datatypes::DataType;
+
+use crate::server::encoding::pg_type;
+
+/// A built-in base type; each also has an array type `_name`.
+pub struct PgType {
+    pub oid: i32,
+    pub name: &'static str,
+    /// How `format_type` spells it.
+    pub sql_name: &'static str,
+    pub len: i16,
+    pub by_value: bool,
+    pub category: &'static str,
+    pub align: &'static str,
+    pub storage: &'static str,
+    pub preferred: bool,
+    pub array_oid: i32,
+}
+
+const fn base(
+    oid: i32,
+    name: &'static str,
+    sql_name: &'static str,
+    len: i16,
+    category: &'static str,
+    align: &'static str,
+    preferred: bool,
+    array_oid: i32,
+) -> PgType {
+    let by_value = len > 0 && len <= 8;
+    let storage = if len > 0 { "p" } else if oid == NUMERIC { "m" } else { "x" };
+    PgType { oid, name, sql_name, len, by_value, category, align, storage, preferred, array_oid }
+}
+
+pub const NUMERIC: i32 = 1700;
+pub const TEXT: i32 = 25;
+
+/// Every type `encoding::pg_type` can give a column.
+pub const TYPES: &[PgType] = &[
+    base(16, "bool", "boolean", 1, "B", "c", true, 1000),
+    base(17, "bytea", "bytea", -1, "U", "i", false, 1001),
+    base(20, "int8", "bigint", 8, "N", "d", false, 1016),
+    base(21, "int2", "smallint", 2, "N", "s", false, 1005),
+    base(23, "int4", "integer", 4, "N", "i", false, 1007),
+    base(TEXT, "text", "text", -1, "S", "i", true, 1009),
+    base(700, "float4", "real", 4, "N", "i", false, 1021),
+    base(701, "float8", "double precision", 8, "N", "d", true, 1022),
+    base(1082, "date", "date", 4, "D", "i", false, 1182),
+    base(1083, "time", "time without time zone", 8, "D", "d", false, 1183),
+    base(1114, "timestamp", "timestamp without time zone", 8, "D", "d", false, 1115),
+    base(1184, "timestamptz", "timestamp with time zone", 8, "D", "d", true, 1185),
+    base(1186, "interval", "interval", 16, "T", "d", true, 1187),
+    base(NUMERIC, "numeric", "numeric", -1, "N", "i", false, 1231),
+];
+
+/// A type by its own OID, or the base type of an array OID (`true` for the array).
+pub fn lookup(oid: i32) -> Option<(&'static PgType, bool)> {
+    TYPES
+        .iter()
+        .find_map(|t| if t.oid == oid { Some((t, false)) } else if t.array_oid == oid { Some((t, true)) } else { None })
+}
+
+/// The type OID and type modifier a column of this Arrow type goes out with.
+pub fn column_type(dt: &DataType) -> (i32, i32) {
+    let oid = pg_type(dt).map(|t| t.oid() as i32).unwrap_or(TEXT);
+    let typmod = match dt {
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
+            ((i32::from(*p) << 16) | i32::from(*s)) + 4
+        }
+        _ => -1,
+    };
+    (oid, typmod)
+}
+
+/// PostgreSQL's `format_type(oid, typmod)`; `None` for an unknown OID.
+pub fn format_type(oid: i32, typmod: Option<i32>) -> Option<String> {
+    let (ty, array) = lookup(oid)?;
+    let mut name = ty.sql_name.to_string();
+    if let Some(typmod) = typmod.filter(|m| ty.oid == NUMERIC && *m >= 4) {
+        name = format!("numeric({},{})", ((typmod - 4) >> 16) & 0xffff, (typmod - 4) & 0xffff);
+    }
+    if array {
+        name.push_str("[]");
+    }
+    Some(name)
+}
+
+/// The OID of a type name as SQL writes it (`integer`, `int4`, `pg_catalog.text`, `text[]`).
+pub fn parse_type(name: &str) -> Option<i32> {
+    let name = name.trim().to_lowercase();
+    let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
+    let (base_name, array) = match name.strip_suffix("[]") {
+        Some(base_name) => (base_name, true),
+        None => (name, false),
+    };
+    let base_name = base_name.split('(').next().unwrap_or(base_name).trim();
+    let alias = match base_name {
+        "int" => "int4",
+        "boolean" => "bool",
+        "decimal" => "numeric",
+        "real" => "float4",
+        "timestamp with time zone" => "timestamptz",
+        other => other,
+    };
+    let ty = TYPES.iter().find(|t| t.name == alias || t.sql_name == alias)?;
+    Some(if array { ty.array_oid } else { ty.oid })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::{Field, TimeUnit};
+    use std::sync::Arc;
+
+    #[test]
+    fn column_types_get_builtin_oids_and_numeric_typmods() {
+        assert_eq!(column_type(&DataType::Int64), (20, -1));
+        assert_eq!(column_type(&DataType::Int8), (21, -1));
+        assert_eq!(column_type(&DataType::Utf8), (25, -1));
+        assert_eq!(column_type(&DataType::Decimal128(10, 2)), (1700, (10 << 16 | 2) + 4));
+        assert_eq!(column_type(&DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))), (1184, -1));
+        assert_eq!(column_type(&DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))), (1009, -1));
+    }
+
+    #[test]
+    fn format_type_spells_types_as_postgresql() {
+        assert_eq!(format_type(1700, Some((10 << 16 | 2) + 4)).as_deref(), Some("numeric(10,2)"));
+        assert_eq!(format_type(1700, Some(-1)).as_deref(), Some("numeric"));
+        assert_eq!(format_type(1114, None).as_deref(), Some("timestamp without time zone"));
+        assert_eq!(format_type(1007, Some(-1)).as_deref(), Some("integer[]"));
+        assert_eq!(format_type(99999, None), None);
+        assert_eq!(parse_type("pg_catalog.int4"), Some(23));
+        assert_eq!(parse_type("integer[]"), Some(1007));
+        assert_eq!(parse_type("numeric(10,2)"), Some(1700));
+    }
+}
