@@ -32,6 +32,9 @@ pub struct EngineOptions {
 }
 
 pub struct Engine {
+    /// Memory a sort keeps back for merging its spilled runs; scaled down under a small
+    /// `--memory-limit` so that sorts can still spill.
+    pub sort_spill_reservation: Option<usize>,
     pub metastore: Arc<Metastore>,
     pub janitor: Arc<FileJanitor>,
     pub catalog: Arc<MetastoreCatalog>,
@@ -70,6 +73,7 @@ impl Engine {
             })
             .collect::<Result<_, _>>()?;
         Ok(Arc::new(Engine {
+            sort_spill_reservation: options.memory_limit.map(|limit| (limit / 16).clamp(256 << 10, 10 << 20)),
             catalog: Arc::new(pg_catalog::with_system_schemas(MetastoreCatalog::new(Arc::clone(&metastore)), &metastore)),
             metastore,
             janitor,

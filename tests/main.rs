@@ -6,6 +6,7 @@ mod clients;
 mod common;
 mod copy;
 mod durability;
+mod executor;
 mod fixtures;
 mod plans;
 mod security;

@@ -162,6 +162,10 @@ impl From<DataFusionError> for SqlError {
             DataFusionError::Execution(m) => execution_error(m),
             DataFusionError::ExecutionJoin(e) => SqlError::internal(e.to_string()),
             DataFusionError::ResourcesExhausted(m) => SqlError::new("53200", m),
+            // Operators that cannot spill further report running out of memory this way.
+            DataFusionError::Internal(m) if m.contains("Resources exhausted") || m.contains("Not enough memory") => {
+                SqlError::new("53200", format!("out of memory: {m}"))
+            }
             DataFusionError::IoError(e) => SqlError::from(e),
             DataFusionError::ParquetError(e) => SqlError::io(format!("parquet: {e}")),
             DataFusionError::ObjectStore(e) => SqlError::io(e.to_string()),

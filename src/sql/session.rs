@@ -90,6 +90,9 @@ impl Session {
         options.optimizer.enable_join_dynamic_filter_pushdown = false;
         // Spark infers `isnotnull(key)` filters for inner-join keys and pushes them to scans.
         options.optimizer.filter_null_join_keys = true;
+        if let Some(bytes) = engine.sort_spill_reservation {
+            options.execution.sort_spill_reservation_bytes = bytes;
+        }
         // DataFusion's physical rules are replaced by our planner (`crate::planner`).
         let state = SessionStateBuilder::new()
             .with_config(config)
@@ -426,6 +429,10 @@ impl Session {
 pub(crate) fn server_setting(name: &str) -> Option<&'static str> {
     Some(match name {
         "server_version" => "16.6",
+        "server_version_num" => "160006",
+        "search_path" => "\"default\"",
+        "max_identifier_length" => "63",
+        "max_index_keys" => "32",
         "server_encoding" | "client_encoding" => "UTF8",
         "datestyle" => "ISO, YMD",
         "timezone" => "Etc/UTC",

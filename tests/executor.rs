@@ -1,0 +1,93 @@
+//! Plans run for real: shuffles line up with buckets, EXPLAIN ANALYZE reports what moved,
+//! sorted buckets skip the sort, and memory limits hold without taking the server down.
+
+use crate::common::{TestServer, sqlstate, text_rows};
+
+const TABLES: &str = "
+SET spark.sql.autoBroadcastJoinThreshold = -1;
+CREATE TABLE tx USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO 8 BUCKETS
+  AS SELECT id % 5000 AS account_id, CAST(id AS DOUBLE) AS amount FROM range(50000);
+CREATE TABLE acc USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO 8 BUCKETS
+  AS SELECT id AS account_id, concat('n', CAST(id AS STRING)) AS name FROM range(5000);
+CREATE TABLE tx_plain USING parquet AS SELECT * FROM tx;
+CREATE TABLE acc_plain USING parquet AS SELECT * FROM acc;
+";
+
+/// The `bytes shuffled by exchanges` figure of an EXPLAIN ANALYZE.
+fn shuffled(plan: &str) -> u64 {
+    let line = plan.lines().find(|l| l.starts_with("bytes shuffled by exchanges:")).unwrap_or_else(|| panic!("no shuffle figure in {plan}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucketed_side_joins_a_shuffled_side_row_for_row() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute(TABLES).await.unwrap();
+    let expected = text_rows(&client, "SELECT count(*), sum(t.amount), min(a.name), max(a.name) FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id").await;
+    assert_eq!(expected[0][0], "50000");
+    for (left, right) in [("tx", "acc_plain"), ("tx_plain", "acc"), ("tx", "acc")] {
+        let sql = format!("SELECT count(*), sum(t.amount), min(a.name), max(a.name) FROM {left} t JOIN {right} a ON t.account_id = a.account_id");
+        assert_eq!(text_rows(&client, &sql).await, expected, "{left} joined with {right}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_analyze_shows_what_the_bucketed_join_did_not_shuffle() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute(TABLES).await.unwrap();
+    let bucketed = text_rows(&client, "EXPLAIN ANALYZE SELECT t.account_id, a.name FROM tx t JOIN acc a ON t.account_id = a.account_id").await[0][0].clone();
+    let plain = text_rows(&client, "EXPLAIN ANALYZE SELECT t.account_id, a.name FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id").await[0][0].clone();
+    assert!(bucketed.contains("rows returned: 50000"), "{bucketed}");
+    assert!(plain.contains("rows returned: 50000"), "{plain}");
+    assert_eq!(shuffled(&bucketed), 0, "{bucketed}");
+    assert!(shuffled(&plain) > 0, "{plain}");
+    assert!(bucketed.contains("buckets read 8"), "{bucketed}");
+    assert!(plain.contains("Exchange"), "{plain}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_sorted_file_per_bucket_drops_the_sort_under_the_join() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute(TABLES).await.unwrap();
+    client.batch_execute("INSERT INTO tx SELECT account_id, amount FROM tx_plain LIMIT 10").await.unwrap();
+    let query = "SELECT t.account_id, a.name FROM tx t JOIN acc a ON t.account_id = a.account_id";
+    client.batch_execute("SET spark.sql.adaptive.enabled = false; SET spark.sql.legacy.bucketedTableScan.outputOrdering = true").await.unwrap();
+    let plan = text_rows(&client, &format!("EXPLAIN {query}")).await[0][0].clone();
+    assert_eq!(plan.matches("Sort [").count(), 1, "tx has two files in some buckets, so only acc skips its sort:\n{plan}");
+    client.batch_execute("OPTIMIZE tx").await.unwrap();
+    let plan = text_rows(&client, &format!("EXPLAIN {query}")).await[0][0].clone();
+    assert!(!plan.contains("Sort ["), "every bucket is one sorted file, so no sort is needed:\n{plan}");
+    let count = text_rows(&client, &format!("SELECT count(*) FROM ({query}) j")).await;
+    assert_eq!(count, vec![vec!["50010"]]);
+    client.batch_execute("RESET spark.sql.legacy.bucketedTableScan.outputOrdering").await.unwrap();
+    let plan = text_rows(&client, &format!("EXPLAIN {query}")).await[0][0].clone();
+    assert_eq!(plan.matches("Sort [").count(), 2, "Spark's default keeps the sorts:\n{plan}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_over_the_memory_limit_spills_or_fails_and_the_server_goes_on() {
+    let temp = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with_args(&temp.path().join("data"), &["--memory-limit", "24MiB"]);
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE big USING parquet AS SELECT id, concat('padding-padding-padding-', CAST(id AS STRING)) AS s FROM range(2000000)")
+        .await
+        .unwrap();
+    client.batch_execute("SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = 4").await.unwrap();
+    let result = client
+        .simple_query("SELECT count(*), max(a.s) FROM big a JOIN big b ON a.id = b.id")
+        .await;
+    match result {
+        Ok(_) => {
+            let rows = text_rows(&client, "SELECT count(*) FROM big a JOIN big b ON a.id = b.id").await;
+            assert_eq!(rows, vec![vec!["2000000"]], "a join that spills still returns every row");
+        }
+        Err(e) => assert_eq!(sqlstate(&e), "53200", "{e:?}"),
+    }
+    assert_eq!(text_rows(&client, "SELECT 1").await, vec![vec!["1"]]);
+    let other = server.connect().await;
+    assert_eq!(text_rows(&other, "SELECT count(*) FROM big").await, vec![vec!["2000000"]]);
+}
