@@ -2,28 +2,14 @@
 //! directories.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bucketsql::storage::bucket_hash::bucket_ids;
 use bucketsql::storage::file_naming::bucket_id_of;
 use datafusion::arrow::array::{Array, Int64Array};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::common::{TestServer, sqlstate, text_rows};
-
-fn parquet_files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(parquet_files(&path));
-        } else if path.extension().is_some_and(|e| e == "parquet") {
-            found.push(path);
-        }
-    }
-    found.sort();
-    found
-}
+use crate::common::{TestServer, parquet_files, sqlstate, text_rows};
 
 /// The BIGINT column `column` of a Parquet file.
 fn read_longs(path: &Path, column: &str) -> Vec<i64> {

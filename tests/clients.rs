@@ -11,13 +11,13 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use tokio_postgres::types::Type;
 
-use crate::common::{TestServer, sqlstate};
+use crate::common::{TestServer, sqlstate, wait_with_timeout};
 
 /// node-postgres, as npm names it.
 const NODE_PG: &str = "pg@8.23.1";
@@ -82,18 +82,7 @@ fn run_client(command: &mut Command) {
         .stderr(log.try_clone().unwrap())
         .spawn()
         .unwrap_or_else(|e| panic!("{command:?} did not start: {e}"));
-    let deadline = Instant::now() + CLIENT_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_with_timeout(&mut child, CLIENT_TIMEOUT);
     let mut output = String::new();
     log.seek(SeekFrom::Start(0)).unwrap();
     log.read_to_string(&mut output).unwrap();

@@ -1,7 +1,7 @@
 //! COPY FROM STDIN and COPY TO STDOUT through tokio-postgres and psql: formats, options,
 //! table layouts, and a bad line loading nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use tokio_postgres::Client;
 use tokio_postgres::binary_copy::{BinaryCopyInWriter, BinaryCopyOutStream};
 use tokio_postgres::types::Type;
 
-use crate::common::{TestServer, sqlstate, text_rows};
+use crate::common::{TestServer, parquet_files, sqlstate, text_rows};
 
 async fn copy_in(client: &Client, sql: &str, data: &str) -> Result<u64, tokio_postgres::Error> {
     let sink = client.copy_in(sql).await?;
@@ -100,18 +100,6 @@ async fn binary_format_round_trips() {
     assert_eq!((rows[1].get::<Option<&str>>(1), rows[1].get::<f64>(2), rows[1].get::<Option<bool>>(3)), (None, -1e300, None));
 }
 
-fn parquet_files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(parquet_files(&path));
-        } else if path.extension().is_some_and(|e| e == "parquet") {
-            found.push(path);
-        }
-    }
-    found
-}
 
 /// Asserts every file holds only rows of the bucket its name gives; returns the file count.
 fn assert_bucketed(dir: &Path, key: &str, buckets: u32) -> usize {

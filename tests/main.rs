@@ -9,6 +9,7 @@ mod durability;
 mod executor;
 mod fixtures;
 mod plans;
+mod psql;
 mod security;
 mod spark;
 mod wire;

@@ -5,10 +5,10 @@
 
 use std::fs::File;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::clients::{clients_dir, python_env};
-use crate::common::TestServer;
+use crate::common::{TestServer, wait_with_timeout};
 
 /// Generous: Spark's JVM start and first jobs take tens of seconds on two busy cores, but a
 /// hung session must still end the test.
@@ -54,18 +54,7 @@ fn spark_and_bucketsql_read_each_others_bucketed_tables() {
         .stderr(log)
         .spawn()
         .expect("python starts");
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = wait_with_timeout(&mut child, TIMEOUT);
     let output = std::fs::read_to_string(&log_path).unwrap_or_default();
     match status {
         Some(status) if status.success() => println!("{}", output.lines().last().unwrap_or_default()),

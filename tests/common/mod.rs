@@ -113,3 +113,34 @@ pub async fn text_rows(client: &Client, sql: &str) -> Vec<Vec<String>> {
         })
         .collect()
 }
+
+/// Every Parquet file under `dir`, sorted.
+pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(parquet_files(&path));
+        } else if path.extension().is_some_and(|e| e == "parquet") {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Waits for a child process; kills it and returns `None` past `timeout`.
+pub fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
