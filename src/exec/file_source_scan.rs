@@ -68,32 +68,26 @@ pub struct ScanFilters {
 
 #[derive(Debug, Clone)]
 pub struct FileSourceScanExec {
-    table: Arc<TableMeta>,
-    table_schema: SchemaRef,
-    /// Table column indices read, in output order.
-    projection: Vec<usize>,
-    /// Files of the selected partitions.
-    files: Vec<DataFile>,
-    /// Bucket pruning: `selected[b]` for every bucket, `None` when all are read.
-    selected_buckets: Option<Vec<bool>>,
-    status: BucketedStatus,
+    request: ScanRequest,
     coalesced_to: Option<u32>,
-    /// Spark's `spark.sql.legacy.bucketedTableScan.outputOrdering`.
-    sorted_output: bool,
-    filters: ScanFilters,
-    predicate: Option<Arc<dyn PhysicalExpr>>,
-    target_partitions: usize,
     inner: Arc<dyn ExecutionPlan>,
     properties: Arc<PlanProperties>,
 }
 
+/// What the planner decided a scan reads.
+#[derive(Debug, Clone)]
 pub struct ScanRequest {
     pub table: Arc<TableMeta>,
+    /// The table's columns, partition columns last.
     pub table_schema: SchemaRef,
+    /// Table column indices read, in output order.
     pub projection: Vec<usize>,
+    /// Files of the selected partitions.
     pub files: Vec<DataFile>,
+    /// Bucket pruning: `selected[b]` for every bucket, `None` when all are read.
     pub selected_buckets: Option<Vec<bool>>,
     pub status: BucketedStatus,
+    /// Spark's `spark.sql.legacy.bucketedTableScan.outputOrdering`.
     pub sorted_output: bool,
     pub filters: ScanFilters,
     /// The data filters joined with AND, for Parquet row-group pruning.
@@ -103,53 +97,32 @@ pub struct ScanRequest {
 
 impl FileSourceScanExec {
     pub fn try_new(request: ScanRequest) -> Result<Self> {
-        let ScanRequest {
-            table,
-            table_schema,
-            projection,
-            files,
-            selected_buckets,
-            status,
-            sorted_output,
-            filters,
-            predicate,
-            target_partitions,
-        } = request;
         let placeholder: Arc<dyn ExecutionPlan> =
             Arc::new(datafusion::physical_plan::empty::EmptyExec::new(Arc::new(Schema::empty())));
         let mut scan = FileSourceScanExec {
-            table,
-            table_schema,
-            projection,
-            files,
-            selected_buckets,
-            status,
+            request,
             coalesced_to: None,
-            sorted_output,
-            filters,
-            predicate,
-            target_partitions,
-            inner: Arc::clone(&placeholder),
             properties: Arc::clone(placeholder.properties()),
+            inner: placeholder,
         };
         scan.rebuild()?;
         Ok(scan)
     }
 
     pub fn table(&self) -> &TableMeta {
-        &self.table
+        &self.request.table
     }
 
     pub fn bucket_spec(&self) -> Option<&BucketSpec> {
-        self.table.bucket_spec.as_ref()
+        self.request.table.bucket_spec.as_ref()
     }
 
     pub fn status(&self) -> BucketedStatus {
-        self.status
+        self.request.status
     }
 
     pub fn is_bucketed(&self) -> bool {
-        self.status == BucketedStatus::Bucketed
+        self.request.status == BucketedStatus::Bucketed
     }
 
     pub fn coalesced_to(&self) -> Option<u32> {
@@ -157,17 +130,17 @@ impl FileSourceScanExec {
     }
 
     pub fn filters(&self) -> &ScanFilters {
-        &self.filters
+        &self.request.filters
     }
 
     pub fn selected_bucket_count(&self) -> Option<usize> {
         let spec = self.bucket_spec()?;
-        Some(self.selected_buckets.as_ref().map_or(spec.num_buckets as usize, |s| s.iter().filter(|b| **b).count()))
+        Some(self.request.selected_buckets.as_ref().map_or(spec.num_buckets as usize, |s| s.iter().filter(|b| **b).count()))
     }
 
     /// Partition directories read, relative to the table location.
     pub fn selected_partitions(&self) -> Vec<&str> {
-        let mut partitions: Vec<&str> = self.files.iter().map(|f| f.partition.as_str()).collect();
+        let mut partitions: Vec<&str> = self.request.files.iter().map(|f| f.partition.as_str()).collect();
         partitions.sort_unstable();
         partitions.dedup();
         partitions
@@ -176,33 +149,34 @@ impl FileSourceScanExec {
     /// Columns stored in the files that the scan reads (Spark's `ReadSchema`).
     pub fn read_schema(&self) -> SchemaRef {
         let fields: Vec<FieldRef> = self
+            .request
             .projection
             .iter()
-            .map(|i| Arc::new(self.table_schema.field(*i).clone()))
-            .filter(|f| !self.table.partition_columns.contains(f.name()))
+            .map(|i| Arc::new(self.request.table_schema.field(*i).clone()))
+            .filter(|f| !self.request.table.partition_columns.contains(f.name()))
             .collect();
         Arc::new(Schema::new(fields))
     }
 
     /// Files the scan reads after partition and bucket pruning.
     pub fn files_read(&self) -> usize {
-        self.files.iter().filter(|f| self.bucket_selected(f.bucket)).count()
+        self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).count()
     }
 
     /// Bytes of the files read: Spark's size estimate of a file relation.
     pub fn size_in_bytes(&self) -> u64 {
-        self.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.byte_size).sum()
+        self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.byte_size).sum()
     }
 
     /// Rows of the files read.
     pub fn row_count(&self) -> u64 {
-        self.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.row_count).sum()
+        self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.row_count).sum()
     }
 
     /// A copy with another bucketing decision (`DisableUnnecessaryBucketedScan`).
     pub fn with_status(&self, status: BucketedStatus) -> Result<Self> {
         let mut scan = self.clone();
-        scan.status = status;
+        scan.request.status = status;
         scan.rebuild()?;
         Ok(scan)
     }
@@ -216,7 +190,7 @@ impl FileSourceScanExec {
     }
 
     fn bucket_selected(&self, bucket: Option<u32>) -> bool {
-        match (&self.selected_buckets, bucket) {
+        match (&self.request.selected_buckets, bucket) {
             (Some(selected), Some(b)) => selected.get(b as usize).copied().unwrap_or(false),
             _ => true,
         }
@@ -226,11 +200,11 @@ impl FileSourceScanExec {
     /// prefix of the sort columns that is read.
     fn output_ordering(&self) -> Option<LexOrdering> {
         let spec = self.bucket_spec()?;
-        if !self.sorted_output || !self.is_bucketed() || self.coalesced_to.is_some() {
+        if !self.request.sorted_output || !self.is_bucketed() || self.coalesced_to.is_some() {
             return None;
         }
         let mut per_bucket = vec![0usize; spec.num_buckets as usize];
-        for file in self.files.iter().filter(|f| self.bucket_selected(f.bucket)) {
+        for file in self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)) {
             per_bucket[file.bucket? as usize] += 1;
         }
         if per_bucket.iter().any(|n| *n > 1) {
@@ -245,22 +219,23 @@ impl FileSourceScanExec {
     }
 
     fn output_index(&self, column: &str) -> Option<usize> {
-        self.projection.iter().position(|i| self.table_schema.field(*i).name() == column)
+        self.request.projection.iter().position(|i| self.request.table_schema.field(*i).name() == column)
     }
 
     fn rebuild(&mut self) -> Result<()> {
         let partition_columns: Vec<(String, DataType)> = self
+            .request
             .table
             .partition_columns
             .iter()
-            .map(|c| Ok((c.clone(), self.table_schema.field_with_name(c)?.data_type().clone())))
+            .map(|c| Ok((c.clone(), self.request.table_schema.field_with_name(c)?.data_type().clone())))
             .collect::<Result<_>>()?;
         let to_partitioned_file = |file: &DataFile| -> Result<PartitionedFile> {
             let values = partition_values(&file.partition, &partition_columns).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let path = self.table.file_path(file);
+            let path = self.request.table.file_path(file);
             Ok(PartitionedFile::new(path.to_string_lossy().to_string(), file.byte_size).with_partition_values(values))
         };
-        let selected: Vec<&DataFile> = self.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect();
+        let selected: Vec<&DataFile> = self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect();
 
         let (groups, partitioning) = match (self.is_bucketed(), self.bucket_spec()) {
             (true, Some(spec)) => {
@@ -285,7 +260,7 @@ impl FileSourceScanExec {
                 (groups, Partitioning::Hash(keys, count))
             }
             _ => {
-                let count = self.target_partitions.clamp(1, selected.len().max(1));
+                let count = self.request.target_partitions.clamp(1, selected.len().max(1));
                 let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); count];
                 let mut by_size = selected.clone();
                 by_size.sort_by(|a, b| b.byte_size.cmp(&a.byte_size).then(a.path.cmp(&b.path)));
@@ -300,19 +275,20 @@ impl FileSourceScanExec {
 
         let partition_fields: Vec<FieldRef> = partition_columns
             .iter()
-            .map(|(name, _)| Ok(Arc::new(self.table_schema.field_with_name(name)?.clone())))
+            .map(|(name, _)| Ok(Arc::new(self.request.table_schema.field_with_name(name)?.clone())))
             .collect::<Result<_>>()?;
         let file_fields: Vec<FieldRef> = self
+            .request
             .table_schema
             .fields()
             .iter()
-            .filter(|f| !self.table.partition_columns.contains(f.name()))
+            .filter(|f| !self.request.table.partition_columns.contains(f.name()))
             .cloned()
             .collect();
         let table_schema =
             TableSchema::builder(Arc::new(Schema::new(file_fields))).with_table_partition_cols(partition_fields).build();
         let mut source = ParquetSource::new(table_schema);
-        if let Some(predicate) = &self.predicate {
+        if let Some(predicate) = &self.request.predicate {
             source = source.with_predicate(Arc::clone(predicate));
         }
         // Partition i must read exactly bucket i: a declared partitioning keeps DataFusion
@@ -320,9 +296,9 @@ impl FileSourceScanExec {
         let declared = matches!(partitioning, Partitioning::Hash(..)).then(|| partitioning.clone());
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
             .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
-            .with_projection_indices(Some(self.projection.clone()))?
+            .with_projection_indices(Some(self.request.projection.clone()))?
             .with_output_partitioning(declared)
-            .with_preserve_order(self.sorted_output)
+            .with_preserve_order(self.request.sorted_output)
             .build();
         let inner: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
 
@@ -340,7 +316,7 @@ impl FileSourceScanExec {
 
 impl DisplayAs for FileSourceScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "FileSourceScanExec: {}.{} bucketed={:?}", self.table.schema, self.table.name, self.status)
+        write!(f, "FileSourceScanExec: {}.{} bucketed={:?}", self.request.table.schema, self.request.table.name, self.request.status)
     }
 }
 
@@ -361,7 +337,7 @@ impl ExecutionPlan for FileSourceScanExec {
         &self,
         f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        match &self.predicate {
+        match &self.request.predicate {
             Some(predicate) => f(predicate),
             None => Ok(TreeNodeRecursion::Continue),
         }
