@@ -131,3 +131,62 @@ async fn spark_example_plans_are_reproduced() {
     }
     assert!(mismatches.is_empty(), "{} plans differ from Spark's:\n{}", mismatches.len(), mismatches.into_iter().map(|(k, v)| format!("=== {k}\n{v}")).collect::<Vec<_>>().join("\n"));
 }
+
+/// Decisions beyond the examples: hints, joins without keys, key subsets, aggregates, windows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planner_rules_beyond_the_examples() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE a USING parquet CLUSTERED BY (k) INTO 4 BUCKETS AS SELECT id AS k, id % 7 AS j, id AS v FROM range(1000);
+             CREATE TABLE b USING parquet CLUSTERED BY (k) INTO 4 BUCKETS AS SELECT id AS k, id % 7 AS j, id AS w FROM range(1000);
+             CREATE TABLE p USING parquet AS SELECT id AS k, id AS w FROM range(1000);
+             SET spark.sql.adaptive.enabled = false",
+        )
+        .await
+        .unwrap();
+    let plan = |sql: &'static str| {
+        let client = &client;
+        async move { explain(client, &format!("EXPLAIN FORMATTED {sql}")).await }
+    };
+
+    // Small tables broadcast by size; a MERGE hint keeps the sort-merge join.
+    assert!(plan("SELECT * FROM a JOIN p ON a.k = p.k").await.contains("BroadcastHashJoin Inner BuildRight"));
+    let merge = plan("SELECT /*+ MERGE(p) */ * FROM a JOIN p ON a.k = p.k").await;
+    assert!(merge.contains("SortMergeJoin Inner"), "{merge}");
+    // SHUFFLE_HASH builds the hinted side.
+    let hash = plan("SELECT /*+ SHUFFLE_HASH(a) */ * FROM a JOIN p ON a.k = p.k").await;
+    assert!(hash.contains("ShuffledHashJoin Inner BuildLeft"), "{hash}");
+    // A full outer join is never broadcast.
+    assert!(plan("SELECT * FROM a FULL JOIN p ON a.k = p.k").await.contains("SortMergeJoin FullOuter"));
+    // Without equi-join keys: nested loop by size, cartesian product when nothing is small.
+    assert!(plan("SELECT * FROM a JOIN p ON a.k < p.k").await.contains("BroadcastNestedLoopJoin"));
+    client.batch_execute("SET spark.sql.autoBroadcastJoinThreshold = -1").await.unwrap();
+    assert!(plan("SELECT * FROM a CROSS JOIN p").await.contains("CartesianProduct"));
+
+    // Bucketed on k, joined on (k, j): both sides shuffled by default, kept when subsets may co-partition.
+    let subset = plan("SELECT * FROM a JOIN b ON a.k = b.k AND a.j = b.j").await;
+    assert_eq!(subset.matches("Arguments: hashpartitioning(").count(), 2, "{subset}");
+    client.batch_execute("SET spark.sql.requireAllClusterKeysForCoPartition = false").await.unwrap();
+    let kept = plan("SELECT * FROM a JOIN b ON a.k = b.k AND a.j = b.j").await;
+    assert!(!kept.contains("Exchange"), "{kept}");
+    client.batch_execute("RESET spark.sql.requireAllClusterKeysForCoPartition").await.unwrap();
+
+    // A global aggregate gathers its partial results into a single partition.
+    let total = plan("SELECT sum(v) FROM a").await;
+    assert!(total.contains("Arguments: SinglePartition, ENSURE_REQUIREMENTS"), "{total}");
+    // Grouping by the bucket key needs no exchange; a window by it neither.
+    assert!(!plan("SELECT k, count(*) FROM a GROUP BY k").await.contains("Exchange"));
+    let window = plan("SELECT k, row_number() OVER (PARTITION BY k ORDER BY v) FROM a").await;
+    assert!(window.contains("Window") && !window.contains("Exchange"), "{window}");
+    let other = plan("SELECT j, row_number() OVER (PARTITION BY j ORDER BY v) FROM a").await;
+    assert!(other.contains("hashpartitioning(j#"), "{other}");
+
+    // Bucket pruning shows in a bucketed scan.
+    let pruned = plan("SELECT a.k, count(*) FROM a JOIN b ON a.k = b.k WHERE a.k IN (1, 2) GROUP BY a.k").await;
+    assert!(pruned.contains("SelectedBucketsCount: 2 out of 4") || pruned.contains("SelectedBucketsCount: 1 out of 4"), "{pruned}");
+    // Turning bucketing off is explained.
+    client.batch_execute("SET spark.sql.sources.bucketing.enabled = false").await.unwrap();
+    assert!(plan("SELECT * FROM a JOIN b ON a.k = b.k").await.contains("Bucketed: false (disabled by configuration)"));
+}
