@@ -14,8 +14,8 @@
 //!    ascending, nulls first; window and other DataFusion requirements) gets a partition-local
 //!    `Sort`.
 //!
-//! Where we differ: a global `ORDER BY` gathers into a single partition and sorts there,
-//! where Spark range-partitions first.
+//! Where we differ: a global `ORDER BY` sorts each partition and merges them, where Spark
+//! range-partitions first.
 
 use std::sync::Arc;
 
@@ -24,6 +24,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr, physical_exprs_equal};
 use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary};
 
 use super::distribution::{SparkDistribution, required_distributions, satisfies};
@@ -37,6 +38,9 @@ pub fn ensure_requirements(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Re
 }
 
 fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
+    if let Some(merged) = sort_then_merge(&node) {
+        return Ok(Transformed::yes(merged));
+    }
     let mut children: Vec<Arc<dyn ExecutionPlan>> = node.children().into_iter().cloned().collect();
     let required = required_distributions(node.as_ref());
     if children.is_empty() || required.len() != children.len() {
@@ -82,6 +86,18 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
 
     let changed = children.iter().zip(&original).any(|(a, b)| !Arc::ptr_eq(a, b));
     if changed { Ok(Transformed::yes(replace_children_if_necessary(node, children)?)) } else { Ok(Transformed::no(node)) }
+}
+
+/// A global sort (or top-k) over several partitions sorts each partition and merges the
+/// sorted streams, rather than gathering every row into one partition first. Spark
+/// range-partitions instead (or takes the top rows per partition for ORDER BY … LIMIT).
+fn sort_then_merge(node: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
+    let sort = node.downcast_ref::<SortExec>()?;
+    if sort.preserve_partitioning() || sort.input().output_partitioning().partition_count() <= 1 {
+        return None;
+    }
+    let local = SortExec::new(sort.expr().clone(), Arc::clone(sort.input())).with_preserve_partitioning(true).with_fetch(sort.fetch());
+    Some(Arc::new(SortPreservingMergeExec::new(sort.expr().clone(), Arc::new(local)).with_fetch(sort.fetch())))
 }
 
 /// The ordering child `index` of `node` must have: sort-merge join keys ascending with nulls
