@@ -203,8 +203,9 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
         function("pg_encoding_to_char", &[1], Volatility::Stable, text.clone(), |args, _| {
             Ok(text_array(oids(args, 0)?.into_iter().map(|e| e.map(|e| if e == UTF8_ENCODING { "UTF8" } else { "" }.to_string()))))
         }),
-        function("array_upper", &[2], Volatility::Immutable, DataType::Int32, |args, _| array_bound(args, true)),
-        function("array_lower", &[2], Volatility::Immutable, DataType::Int32, |args, _| array_bound(args, false)),
+        // BIGINT, not PostgreSQL's int4: DataFusion's `generate_series` takes BIGINT arguments.
+        function("array_upper", &[2], Volatility::Immutable, DataType::Int64, |args, _| array_bound(args, true)),
+        function("array_lower", &[2], Volatility::Immutable, DataType::Int64, |args, _| array_bound(args, false)),
         function("current_setting", &[1, 2], Volatility::Stable, text.clone(), {
             let settings = settings.clone();
             move |args, _| {
@@ -338,6 +339,17 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
         function("pg_relation_is_publishable", &[1], Volatility::Stable, DataType::Boolean, |_, rows| {
             Ok(Arc::new(BooleanArray::from(vec![false; rows])))
         }),
+        function("json_build_object", &[0, 2, 4, 6, 8, 10, 12, 14, 16], Volatility::Stable, text.clone(), |args, rows| {
+            let keys = args.iter().step_by(2).map(texts).collect::<Result<Vec<_>>>()?;
+            let objects = (0..rows).map(|row| {
+                let fields = keys.iter().zip(args.iter().skip(1).step_by(2)).map(|(key, value)| {
+                    let key = if key.is_null(row) { "null".to_string() } else { json_string(key.value(row)) };
+                    Ok(format!("{key} : {}", json_value(value, row)?))
+                });
+                Ok(Some(format!("{{{}}}", fields.collect::<Result<Vec<_>>>()?.join(", "))))
+            });
+            Ok(text_array(objects.collect::<Result<Vec<_>>>()?))
+        }),
         function("pg_size_pretty", &[1], Volatility::Immutable, text.clone(), |args, _| {
             let sizes = cast(&args[0], &DataType::Int64)?;
             Ok(text_array(sizes.as_primitive::<Int64Type>().iter().map(|s| s.map(size_pretty))))
@@ -357,7 +369,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
         nothing("pg_get_statisticsobjdef_columns", &[1], text.clone()),
         nothing("pg_get_serial_sequence", &[2], text),
     ];
-    for name in ["pg_type_is_visible", "pg_function_is_visible"] {
+    for name in ["pg_type_is_visible", "pg_function_is_visible", "pg_collation_is_visible"] {
         all.push(always_true(name, &[1]));
     }
     for name in [
@@ -379,9 +391,9 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
 fn array_bound(args: &[ArrayRef], upper: bool) -> Result<ArrayRef> {
     let dims = ints(&args[1])?;
     let list = &args[0];
-    let lens: Vec<Option<i32>> = match list.data_type() {
-        DataType::List(_) => list.as_list::<i32>().iter().map(|a| a.map(|a| a.len() as i32)).collect(),
-        DataType::LargeList(_) => list.as_list::<i64>().iter().map(|a| a.map(|a| a.len() as i32)).collect(),
+    let lens: Vec<Option<i64>> = match list.data_type() {
+        DataType::List(_) => list.as_list::<i32>().iter().map(|a| a.map(|a| a.len() as i64)).collect(),
+        DataType::LargeList(_) => list.as_list::<i64>().iter().map(|a| a.map(|a| a.len() as i64)).collect(),
         DataType::Null => vec![None; list.len()],
         other => return Err(DataFusionError::Plan(format!("array_{} needs an array, not {other}", if upper { "upper" } else { "lower" }))),
     };
@@ -392,7 +404,39 @@ fn array_bound(args: &[ArrayRef], upper: bool) -> Result<ArrayRef> {
             (Some(len), Some(1)) if len > 0 => Some(if upper { len } else { 1 }),
             _ => None,
         });
-    Ok(Arc::new(bounds.collect::<Int32Array>()))
+    Ok(Arc::new(bounds.collect::<Int64Array>()))
+}
+
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// One value of `json_build_object`: numbers and booleans as themselves, NULL as `null`,
+/// anything else as its text in a JSON string.
+fn json_value(array: &ArrayRef, row: usize) -> Result<String> {
+    if array.is_null(row) {
+        return Ok("null".to_string());
+    }
+    let text = datafusion::arrow::util::display::array_value_to_string(array, row)?;
+    Ok(match array.data_type() {
+        DataType::Boolean => text,
+        dt if dt.is_numeric() => text,
+        _ => json_string(&text),
+    })
 }
 
 /// PostgreSQL's `pg_size_pretty`: bytes below 10 kB, then the largest unit that keeps the
@@ -471,6 +515,15 @@ mod tests {
         assert_eq!(size_pretty(10 * 1024), "10 kB");
         assert_eq!(size_pretty(1_500_000), "1465 kB");
         assert_eq!(size_pretty(25_000_000), "24 MB");
+    }
+
+    #[test]
+    fn json_values_are_quoted_by_type() {
+        let text: ArrayRef = Arc::new(StringArray::from(vec![Some("a \"q\"\n"), None]));
+        let number: ArrayRef = Arc::new(Int64Array::from(vec![7]));
+        assert_eq!(json_value(&text, 0).unwrap(), r#""a \"q\"\n""#);
+        assert_eq!(json_value(&text, 1).unwrap(), "null");
+        assert_eq!(json_value(&number, 0).unwrap(), "7");
     }
 
     #[test]

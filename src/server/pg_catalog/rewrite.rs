@@ -3,80 +3,116 @@
 //!
 //! - `COLLATE x` is dropped (strings compare bytewise, the `C` collation), and
 //!   `OPERATOR(pg_catalog.~)` becomes `~`.
-//! - `pg_catalog.f(..)` calls `f(..)`; a bare `pg_class` means `pg_catalog.pg_class`, as
-//!   `pg_catalog` comes first on PostgreSQL's search path; `current_user`, `session_user`,
-//!   `current_schema`... without parentheses are calls.
+//! - `pg_catalog.f(..)` calls `f(..)`, in FROM too; a bare `pg_class` means
+//!   `pg_catalog.pg_class`, as `pg_catalog` comes first on PostgreSQL's search path;
+//!   `current_user`, `session_user`, `current_schema`... without parentheses are calls.
 //! - Casts to `regclass`/`regtype`/`regnamespace`: a name (literal or parameter) becomes its
 //!   OID (`to_regclass('t')`), an OID shown as text becomes the name (`regclassout(oid)`);
 //!   `'f'::regproc` is the function's name, as `pg_type.typinput` holds names. `oid`,
 //!   `name`, `"char"` and `pg_catalog.int2`-style casts become the types the server uses.
 //! - `array(SELECT x ...)` becomes `(SELECT array_agg(x ...) ...)`.
-//! - A correlated scalar subquery in a select list, which DataFusion plans only when it is
-//!   aggregated and correlated by equalities, becomes a LEFT JOIN of the outer query with
-//!   the subquery's relations, its correlated predicates as the join condition.
-//! - A SELECT reading a relation that is always empty (`pg_policy`, `pg_inherits`,
-//!   `pg_publication`, ...) returns no rows whatever its select list computes, so subqueries
-//!   there (psql's `array(... = any(pol.polroles))`, its publication column lists) become
-//!   NULL.
+//! - A correlated scalar subquery over catalog relations, which DataFusion plans only when
+//!   it is aggregated and correlated by equalities, becomes a LEFT JOIN of the outer query
+//!   with the subquery's relations, its correlated predicates as the join condition.
+//! - A SELECT that reads an always-empty relation (`pg_policy`, `pg_index`,
+//!   `pg_publication`, ...) without aggregating returns no rows, whatever its select list and
+//!   WHERE clause compute: those become NULLs and `false`, so that what DataFusion cannot
+//!   plan there (psql's `array(... = any(pol.polroles))`, pgjdbc's `_pg_expandarray`,
+//!   SQLAlchemy's `generate_subscripts`) goes; such a scalar subquery is NULL.
+//! - `LIKE .. ESCAPE '/'` (SQLAlchemy) is written with backslash escapes, the only ones
+//!   DataFusion reads.
+//! - A select list that repeats a name (`SELECT pubname, NULL, NULL`, `SELECT db.oid, db.*`),
+//!   which PostgreSQL allows and DataFusion does not, gets unique names.
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    ArrayElemTypeDef, BinaryOperator, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
-    FunctionArguments, GroupByExpr,
-    Ident, Join, JoinConstraint, JoinOperator, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem,
-    SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut, visit_expressions, visit_expressions_mut,
+    ArrayElemTypeDef, BinaryOperator, DataType, ExcludeSelectItem, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, Join, JoinConstraint, JoinOperator, ObjectName,
+    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement,
+    TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut, visit_expressions, visit_expressions_mut,
 };
 use datafusion::sql::sqlparser::parser::Parser;
 
-use super::PG_CATALOG;
+use super::{INFORMATION_SCHEMA, PG_CATALOG};
 use super::tables::{PG_CATALOG_VIEWS, always_empty};
 use crate::sql::dialect::BucketSqlDialect;
 
 pub fn rewrite(statement: &mut Statement) {
-    let _ = statement.visit(&mut CatalogIdioms { subqueries: 0 });
+    let _ = statement.visit(&mut CatalogIdioms { subqueries: 0, item_texts: Vec::new() });
 }
 
 struct CatalogIdioms {
     /// Subqueries turned into joins so far, to name each join uniquely.
     subqueries: usize,
+    /// For each query being visited, the SQL text of each select list item before rewriting.
+    item_texts: Vec<Vec<Vec<String>>>,
 }
 
 impl VisitorMut for CatalogIdioms {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        let mut texts = Vec::new();
         for_each_select(&mut query.body, &mut |select| {
+            texts.push(select.projection.iter().map(ToString::to_string).collect());
             if returns_nothing(select) {
                 null_computed_columns(select);
                 select.selection = Some(Expr::Value(Value::Boolean(false).into()));
             }
             self.decorrelate(select);
+        });
+        self.item_texts.push(texts);
+        ControlFlow::Continue(())
+    }
+
+    /// A rewritten select list item keeps the name its SQL text gave it.
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        let mut texts = self.item_texts.pop().unwrap_or_default().into_iter();
+        for_each_select(&mut query.body, &mut |select| {
+            let originals = texts.next().unwrap_or_default();
+            for (item, original) in select.projection.iter_mut().zip(originals) {
+                if let SelectItem::UnnamedExpr(expr) = item
+                    && expr.to_string() != original
+                {
+                    *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: Ident::with_quote('"', original) };
+                }
+            }
             name_duplicates(select);
         });
         ControlFlow::Continue(())
     }
 
     fn pre_visit_relation(&mut self, name: &mut ObjectName) -> ControlFlow<()> {
-        if let [ObjectNamePart::Identifier(ident)] = name.0.as_slice() {
-            if ident.quote_style.is_none() && PG_CATALOG_VIEWS.iter().any(|v| v.name == ident.value) {
-                name.0.insert(0, ObjectNamePart::Identifier(Ident::new(PG_CATALOG)));
-            }
+        if let [ObjectNamePart::Identifier(ident)] = name.0.as_slice()
+            && ident.quote_style.is_none()
+            && PG_CATALOG_VIEWS.iter().any(|v| v.name == ident.value)
+        {
+            name.0.insert(0, ObjectNamePart::Identifier(Ident::new(PG_CATALOG)));
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// `pg_catalog.generate_series(..)` in FROM is the table function `generate_series`.
+    fn post_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { name, args: Some(_), .. } = factor
+            && name.0.len() == 2
+            && name.0[0].to_string().eq_ignore_ascii_case(PG_CATALOG)
+        {
+            name.0.remove(0);
         }
         ControlFlow::Continue(())
     }
 
     /// `x::regclass::text` is seen whole here, before its inner cast is rewritten.
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Cast { expr: inner, data_type, .. } = expr {
-            if matches!(target(data_type), Some(Target::Sql(DataType::Text))) {
-                if let Expr::Cast { expr: value, data_type: reg, .. } = inner.as_mut() {
-                    if let (Some(Target::Reg(kind)), false) = (target(reg), is_name(value)) {
-                        *expr = call(kind.output(), vec![(**value).clone()]);
-                    }
-                }
-            }
+        if let Expr::Cast { expr: inner, data_type, .. } = expr
+            && matches!(target(data_type), Some(Target::Sql(DataType::Text)))
+            && let Expr::Cast { expr: value, data_type: reg, .. } = inner.as_mut()
+            && let (Some(Target::Reg(kind)), false) = (target(reg), is_name(value))
+        {
+            *expr = call(kind.output(), vec![(**value).clone()]);
         }
         ControlFlow::Continue(())
     }
@@ -86,20 +122,20 @@ impl VisitorMut for CatalogIdioms {
             Expr::Collate { expr: inner, .. } => *expr = (**inner).clone(),
             Expr::Subquery(query) if always_null(query) => *expr = Expr::Value(Value::Null.into()),
             Expr::BinaryOp { op, .. } => {
-                if let BinaryOperator::PGCustomBinaryOperator(parts) = op {
-                    if let Some(standard) = standard_operator(parts) {
-                        *op = standard;
-                    }
+                if let BinaryOperator::PGCustomBinaryOperator(parts) = op
+                    && let Some(standard) = standard_operator(parts)
+                {
+                    *op = standard;
                 }
             }
             Expr::Identifier(ident) if ident.quote_style.is_none() && is_keyword_function(&ident.value) => {
                 *expr = call(&ident.value.to_lowercase(), Vec::new());
             }
             Expr::Function(function) => {
-                if let [ObjectNamePart::Identifier(schema), _] = function.name.0.as_slice() {
-                    if schema.value.eq_ignore_ascii_case(PG_CATALOG) {
-                        function.name.0.remove(0);
-                    }
+                if let [ObjectNamePart::Identifier(schema), _] = function.name.0.as_slice()
+                    && schema.value.eq_ignore_ascii_case(PG_CATALOG)
+                {
+                    function.name.0.remove(0);
                 }
                 let name = function.name.to_string().to_lowercase();
                 match &function.args {
@@ -122,11 +158,11 @@ impl VisitorMut for CatalogIdioms {
                 }
             }
             Expr::Cast { expr: value, data_type, .. } => match target(data_type) {
-                Some(Target::Reg(RegKind::Proc)) if is_name(value) => {
-                    if let Expr::Value(v) = value.as_mut() {
-                        if let Value::SingleQuotedString(name) = &mut v.value {
-                            *name = name.strip_prefix("pg_catalog.").unwrap_or(name).to_string();
-                        }
+                Some(Target::Proc) => {
+                    if let Expr::Value(v) = value.as_mut()
+                        && let Value::SingleQuotedString(name) = &mut v.value
+                    {
+                        *name = name.strip_prefix("pg_catalog.").unwrap_or(name).to_string();
                     }
                     *expr = (**value).clone();
                 }
@@ -201,8 +237,29 @@ fn for_each_select(body: &mut SetExpr, f: &mut impl FnMut(&mut Select)) {
 }
 
 /// PostgreSQL allows a select list to repeat a column name (`SELECT pubname, NULL, NULL`),
-/// DataFusion does not: a repeated unnamed expression gets its position appended.
+/// DataFusion does not: a repeated unnamed expression gets its position appended, and a
+/// column listed beside its relation's wildcard (`SELECT db.oid, db.*`) is left out of the
+/// wildcard.
 fn name_duplicates(select: &mut Select) {
+    let explicit: Vec<(String, ObjectName)> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) if parts.len() == 2 => {
+                Some((parts[0].value.clone(), ObjectName::from(vec![parts[1].clone()])))
+            }
+            _ => None,
+        })
+        .collect();
+    for item in &mut select.projection {
+        if let SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(relation), options) = item {
+            let excluded: Vec<ObjectName> =
+                explicit.iter().filter(|(q, _)| relation.to_string() == *q).map(|(_, c)| c.clone()).collect();
+            if !excluded.is_empty() && options.opt_exclude.is_none() {
+                options.opt_exclude = Some(ExcludeSelectItem::Multiple(excluded));
+            }
+        }
+    }
     let mut seen = BTreeSet::new();
     for (i, item) in select.projection.iter_mut().enumerate() {
         match item {
@@ -260,7 +317,6 @@ enum RegKind {
     Class,
     Type,
     Namespace,
-    Proc,
 }
 
 impl RegKind {
@@ -270,7 +326,6 @@ impl RegKind {
             RegKind::Class => "to_regclass",
             RegKind::Type => "to_regtype",
             RegKind::Namespace => "to_regnamespace",
-            RegKind::Proc => "to_regproc",
         }
     }
 
@@ -280,13 +335,15 @@ impl RegKind {
             RegKind::Class => "regclassout",
             RegKind::Type => "regtypeout",
             RegKind::Namespace => "regnamespaceout",
-            RegKind::Proc => "regprocout",
         }
     }
 }
 
 enum Target {
     Reg(RegKind),
+    /// `regproc`: functions are known by name (`pg_type.typinput`), so a cast to it keeps the
+    /// name, unqualified.
+    Proc,
     Sql(DataType),
 }
 
@@ -306,7 +363,7 @@ fn target(data_type: &DataType) -> Option<Target> {
                 "regclass" => Target::Reg(RegKind::Class),
                 "regtype" => Target::Reg(RegKind::Type),
                 "regnamespace" => Target::Reg(RegKind::Namespace),
-                "regproc" | "regprocedure" => Target::Reg(RegKind::Proc),
+                "regproc" | "regprocedure" => Target::Proc,
                 "text" | "name" | "char" | "varchar" => Target::Sql(DataType::Text),
                 "oid" | "int4" | "regrole" => Target::Sql(DataType::Int(None)),
                 "int2" => Target::Sql(DataType::SmallInt(None)),
@@ -319,7 +376,7 @@ fn target(data_type: &DataType) -> Option<Target> {
         }
         DataType::Array(ArrayElemTypeDef::SquareBracket(element, size)) => match target(element)? {
             Target::Sql(element) => Some(Target::Sql(DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(element), *size)))),
-            Target::Reg(_) => None,
+            Target::Reg(_) | Target::Proc => None,
         },
         _ => None,
     }
@@ -366,15 +423,14 @@ fn array_subquery(query: &Query) -> Option<Expr> {
     let SetExpr::Select(select) = query.body.as_ref() else {
         return None;
     };
-    if let [from] = select.from.as_slice() {
-        if let TableFactor::Table { name, args: Some(args), .. } = &from.relation {
-            let unnests_options = name.0.last().is_some_and(|n| n.to_string().eq_ignore_ascii_case("unnest"))
-                && matches!(args.args.as_slice(), [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(column)))]
-                    if column.last().is_some_and(|c| c.value == "reloptions"));
-            if unnests_options && select.selection.is_none() {
-                return parse_expr("CAST(make_array() AS TEXT[])");
-            }
-        }
+    if let [from] = select.from.as_slice()
+        && let TableFactor::Table { name, args: Some(args), .. } = &from.relation
+        && name.0.last().is_some_and(|n| n.to_string().eq_ignore_ascii_case("unnest"))
+        && matches!(args.args.as_slice(), [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(column)))]
+            if column.last().is_some_and(|c| c.value == "reloptions"))
+        && select.selection.is_none()
+    {
+        return parse_expr("CAST(make_array() AS TEXT[])");
     }
     let [SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }] = select.projection.as_slice() else {
         return None;
@@ -435,7 +491,7 @@ fn returns_nothing(select: &Select) -> bool {
         && plain(select)
         && !select.projection.iter().any(|item| match item {
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                find(e, |e| matches!(e, Expr::Function(f) if is_aggregate(&f.name.to_string())))
+                aggregates(e)
             }
             _ => false,
         })
@@ -463,12 +519,6 @@ fn null_computed_columns(select: &mut Select) {
         let alias = alias.unwrap_or_else(|| Ident::with_quote('"', expr.to_string()));
         *item = SelectItem::ExprWithAlias { expr: Expr::Value(Value::Null.into()), alias };
     }
-}
-
-/// Whether any expression within `expr` satisfies `test`.
-fn find(expr: &Expr, test: impl Fn(&Expr) -> bool) -> bool {
-    let found = visit_expressions(expr, |e| if test(e) { ControlFlow::Break(()) } else { ControlFlow::Continue(()) });
-    found.is_break()
 }
 
 /// Qualified column references (`q.c`, `schema.q.c`) in an expression: those whose
@@ -521,13 +571,7 @@ impl CatalogIdioms {
         }
         let mut lifter = Lifter { depth: 0, subqueries: &mut self.subqueries, joins: Vec::new() };
         for item in &mut select.projection {
-            if let SelectItem::UnnamedExpr(expr) = item {
-                let original = expr.to_string();
-                let _ = expr.visit(&mut lifter);
-                if expr.to_string() != original {
-                    *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: Ident::with_quote('"', original) };
-                }
-            } else if let SelectItem::ExprWithAlias { expr, .. } = item {
+            if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
                 let _ = expr.visit(&mut lifter);
             }
         }
@@ -571,7 +615,20 @@ impl VisitorMut for Lifter<'_> {
     }
 }
 
-/// The LEFT JOIN that replaces a correlated scalar subquery, if it has the simple shape.
+/// A `pg_catalog` or `information_schema` relation, where at most one row matches what
+/// catalog queries correlate on (an OID), so a join cannot repeat rows where PostgreSQL's
+/// subquery would have failed on them.
+fn is_catalog_relation(name: &ObjectName) -> bool {
+    let parts: Vec<String> = name.0.iter().map(|p| p.to_string().to_lowercase()).collect();
+    match parts.as_slice() {
+        [table] => PG_CATALOG_VIEWS.iter().any(|v| v.name == table),
+        [schema, _] => schema == PG_CATALOG || schema == INFORMATION_SCHEMA,
+        _ => false,
+    }
+}
+
+/// The LEFT JOIN that replaces a correlated scalar subquery over catalog relations, if it has
+/// the simple shape.
 fn lift(query: &Query, alias: &str) -> Option<Join> {
     let SetExpr::Select(inner) = query.body.as_ref() else { return None };
     if always_null(query) {
@@ -584,19 +641,32 @@ fn lift(query: &Query, alias: &str) -> Option<Join> {
         return None;
     }
     // An aggregated subquery is one row whatever matches, which DataFusion plans itself.
-    if find(value, |e| matches!(e, Expr::Function(f) if is_aggregate(&f.name.to_string()))) {
+    if aggregates(value) {
         return None;
     }
     let mut names = BTreeSet::new();
-    for from in &inner.from {
-        let TableFactor::Table { name, alias, args: None, .. } = &from.relation else { return None };
-        if !from.joins.is_empty() {
+    for factor in inner.from.iter().flat_map(|from| std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation))) {
+        let TableFactor::Table { name, alias, args: None, .. } = factor else { return None };
+        if !is_catalog_relation(name) {
             return None;
         }
         names.insert(alias.as_ref().map(|a| a.name.value.clone()).or_else(|| name.0.last().map(|p| p.to_string()))?.to_lowercase());
     }
     if column_refs(value, &names)?.1 > 0 {
         return None;
+    }
+    // Join conditions stay in the subquery, so they must not read the outer query.
+    for join in inner.from.iter().flat_map(|from| &from.joins) {
+        let (JoinOperator::Join(constraint) | JoinOperator::Inner(constraint) | JoinOperator::LeftOuter(constraint) | JoinOperator::Left(constraint)) =
+            &join.join_operator
+        else {
+            return None;
+        };
+        if let JoinConstraint::On(on) = constraint
+            && column_refs(on, &names)?.1 > 0
+        {
+            return None;
+        }
     }
     let mut all = Vec::new();
     if let Some(selection) = inner.selection.clone() {
@@ -638,10 +708,35 @@ fn lift(query: &Query, alias: &str) -> Option<Join> {
     Some(join)
 }
 
-fn is_aggregate(name: &str) -> bool {
-    ["count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "every", "first_value", "last_value"]
-        .iter()
-        .any(|a| a.eq_ignore_ascii_case(name))
+/// Whether the expression aggregates at its own query level (not in a subquery of it).
+fn aggregates(expr: &Expr) -> bool {
+    struct Aggregates {
+        depth: usize,
+    }
+    impl Visitor for Aggregates {
+        type Break = ();
+
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+
+        fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            let aggregate = ["count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "every"];
+            match expr {
+                Expr::Function(f) if self.depth == 0 && aggregate.iter().any(|a| f.name.to_string().eq_ignore_ascii_case(a)) => {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    expr.visit(&mut Aggregates { depth: 0 }).is_break()
 }
 
 #[cfg(test)]
@@ -662,7 +757,21 @@ mod tests {
             rewritten("SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$' COLLATE pg_catalog.default AND pg_catalog.pg_table_is_visible(c.oid)"),
             "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname ~ '^(t)$' AND pg_table_is_visible(c.oid)"
         );
-        assert_eq!(rewritten("SELECT current_user, current_schema, session_user"), "SELECT current_user(), current_schema(), session_user()");
+        assert_eq!(
+            rewritten("SELECT current_user AS u, current_schema AS s, session_user AS su"),
+            "SELECT current_user() AS u, current_schema() AS s, session_user() AS su"
+        );
+        // A rewritten item keeps the name its text gives it.
+        assert_eq!(rewritten("SELECT current_user"), "SELECT current_user() AS \"current_user\"");
+    }
+
+    #[test]
+    fn repeated_column_names_are_made_unique() {
+        assert_eq!(
+            rewritten("SELECT db.oid, db.* FROM pg_database db"),
+            "SELECT db.oid, db.* EXCLUDE (oid) FROM pg_catalog.pg_database db"
+        );
+        assert_eq!(rewritten("SELECT pubname, NULL, NULL FROM p"), "SELECT pubname, NULL, NULL AS \"NULL_3\" FROM p");
     }
 
     #[test]
@@ -676,12 +785,16 @@ mod tests {
     #[test]
     fn reg_casts_look_names_up_and_show_oids_as_names() {
         assert_eq!(
-            rewritten("SELECT d.classoid = 'pg_class'::regclass, $1::pg_catalog.regtype, c.oid::pg_catalog.regclass, c.reloftype::pg_catalog.regtype::pg_catalog.text, n::regnamespace::text FROM x"),
-            "SELECT d.classoid = to_regclass('pg_class'), to_regtype($1), regclassout(c.oid), regtypeout(c.reloftype), regnamespaceout(n) FROM x"
+            rewritten(
+                "SELECT c.oid::pg_catalog.regclass AS a, c.reloftype::pg_catalog.regtype::pg_catalog.text AS b, n::regnamespace::text AS c \
+                 FROM x WHERE d.classoid = 'pg_class'::regclass AND t = $1::pg_catalog.regtype"
+            ),
+            "SELECT regclassout(c.oid) AS a, regtypeout(c.reloftype) AS b, regnamespaceout(n) AS c \
+             FROM x WHERE d.classoid = to_regclass('pg_class') AND t = to_regtype($1)"
         );
         assert_eq!(
-            rewritten("SELECT t.typinput = 'pg_catalog.array_in'::regproc, '16384'::oid, a::pg_catalog.int2[] FROM x"),
-            "SELECT t.typinput = 'array_in', '16384'::INT, a::SMALLINT[] FROM x"
+            rewritten("SELECT a::pg_catalog.int2[] AS a FROM x WHERE t.typinput = 'pg_catalog.array_in'::regproc AND o = '16384'::oid"),
+            "SELECT a::SMALLINT[] AS a FROM x WHERE t.typinput = 'array_in' AND o = '16384'::INT"
         );
     }
 
@@ -700,12 +813,12 @@ mod tests {
     #[test]
     fn array_subqueries_aggregate() {
         assert_eq!(
-            rewritten("SELECT array(SELECT rolname FROM pg_roles WHERE oid = 10 ORDER BY 1)"),
-            "SELECT (SELECT array_agg(rolname ORDER BY rolname) FROM pg_catalog.pg_roles WHERE oid = 10)"
+            rewritten("SELECT array(SELECT rolname FROM pg_roles WHERE oid = 10 ORDER BY 1) AS roles"),
+            "SELECT (SELECT array_agg(rolname ORDER BY rolname) FROM pg_catalog.pg_roles WHERE oid = 10) AS roles"
         );
         assert_eq!(
-            rewritten("SELECT c.reloptions || array(select 'toast.' || x from pg_catalog.unnest(tc.reloptions) x) FROM pg_class c"),
-            "SELECT c.reloptions || CAST(make_array() AS TEXT[]) FROM pg_catalog.pg_class c"
+            rewritten("SELECT c.reloptions || array(select 'toast.' || x from pg_catalog.unnest(tc.reloptions) x) AS o FROM pg_class c"),
+            "SELECT c.reloptions || CAST(make_array() AS TEXT[]) AS o FROM pg_catalog.pg_class c"
         );
     }
 

@@ -31,10 +31,12 @@ pub struct View {
     pub oid: i32,
     columns: &'static str,
     /// `None` for a relation that is always empty.
-    rows: Option<fn(&Scan) -> Result<Vec<Row>>>,
+    rows: Option<Rows>,
 }
 
-const fn view(name: &'static str, oid: i32, columns: &'static str, rows: fn(&Scan) -> Result<Vec<Row>>) -> View {
+type Rows = fn(&Scan) -> Result<Vec<Row>>;
+
+const fn view(name: &'static str, oid: i32, columns: &'static str, rows: Rows) -> View {
     View { name, oid, columns, rows: Some(rows) }
 }
 
@@ -106,6 +108,8 @@ const SERVER_SETTINGS: &[&str] = &[
     "datestyle",
     "default_transaction_isolation",
     "integer_datetimes",
+    "max_identifier_length",
+    "max_index_keys",
     "search_path",
     "server_encoding",
     "server_version",

@@ -26,11 +26,12 @@ const fn base(
     len: i16,
     category: &'static str,
     align: &'static str,
-    preferred: bool,
     array_oid: i32,
 ) -> PgType {
     let by_value = len > 0 && len <= 8;
     let storage = if len > 0 { "p" } else if oid == NUMERIC { "m" } else { "x" };
+    // The preferred type of its category, which implicit casts lean to.
+    let preferred = matches!(oid, 16 | TEXT | 701 | 1184 | 1186);
     PgType { oid, name, sql_name, len, by_value, category, align, storage, preferred, array_oid }
 }
 
@@ -39,20 +40,20 @@ pub const TEXT: i32 = 25;
 
 /// Every type `encoding::pg_type` can give a column.
 pub const TYPES: &[PgType] = &[
-    base(16, "bool", "boolean", 1, "B", "c", true, 1000),
-    base(17, "bytea", "bytea", -1, "U", "i", false, 1001),
-    base(20, "int8", "bigint", 8, "N", "d", false, 1016),
-    base(21, "int2", "smallint", 2, "N", "s", false, 1005),
-    base(23, "int4", "integer", 4, "N", "i", false, 1007),
-    base(TEXT, "text", "text", -1, "S", "i", true, 1009),
-    base(700, "float4", "real", 4, "N", "i", false, 1021),
-    base(701, "float8", "double precision", 8, "N", "d", true, 1022),
-    base(1082, "date", "date", 4, "D", "i", false, 1182),
-    base(1083, "time", "time without time zone", 8, "D", "d", false, 1183),
-    base(1114, "timestamp", "timestamp without time zone", 8, "D", "d", false, 1115),
-    base(1184, "timestamptz", "timestamp with time zone", 8, "D", "d", true, 1185),
-    base(1186, "interval", "interval", 16, "T", "d", true, 1187),
-    base(NUMERIC, "numeric", "numeric", -1, "N", "i", false, 1231),
+    base(16, "bool", "boolean", 1, "B", "c", 1000),
+    base(17, "bytea", "bytea", -1, "U", "i", 1001),
+    base(20, "int8", "bigint", 8, "N", "d", 1016),
+    base(21, "int2", "smallint", 2, "N", "s", 1005),
+    base(23, "int4", "integer", 4, "N", "i", 1007),
+    base(TEXT, "text", "text", -1, "S", "i", 1009),
+    base(700, "float4", "real", 4, "N", "i", 1021),
+    base(701, "float8", "double precision", 8, "N", "d", 1022),
+    base(1082, "date", "date", 4, "D", "i", 1182),
+    base(1083, "time", "time without time zone", 8, "D", "d", 1183),
+    base(1114, "timestamp", "timestamp without time zone", 8, "D", "d", 1115),
+    base(1184, "timestamptz", "timestamp with time zone", 8, "D", "d", 1185),
+    base(1186, "interval", "interval", 16, "T", "d", 1187),
+    base(NUMERIC, "numeric", "numeric", -1, "N", "i", 1231),
 ];
 
 /// A type by its own OID, or the base type of an array OID (`true` for the array).
