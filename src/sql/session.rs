@@ -255,8 +255,12 @@ impl Session {
             // server-side beyond pgwire's own statement store.
             Statement::Deallocate { .. } => Ok(Output::command("DEALLOCATE")),
             Statement::Discard { .. } => Ok(Output::command("DISCARD ALL")),
+            // Savepoints are accepted like transactions: every statement has committed already.
+            Statement::Savepoint { .. } => Ok(Output::command("SAVEPOINT")),
+            Statement::ReleaseSavepoint { .. } => Ok(Output::command("RELEASE")),
             Statement::StartTransaction { .. } => Ok(Output::TransactionStart("BEGIN")),
             Statement::Commit { .. } => Ok(Output::TransactionEnd("COMMIT")),
+            Statement::Rollback { savepoint: Some(_), .. } => Ok(Output::command("ROLLBACK")),
             Statement::Rollback { .. } => Ok(Output::TransactionEnd("ROLLBACK")),
             Statement::Query(_) => {
                 let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
