@@ -868,6 +868,15 @@ fn unquote_hint_arg(arg: &str) -> String {
     arg.to_string()
 }
 
+/// The one plain SQL statement of `sql`, for tests of AST rewrites.
+#[cfg(test)]
+pub fn parse_one(sql: &str) -> Statement {
+    match parse_sql(sql).expect("parses").pop() {
+        Some(BucketSqlStatement::Sql(statement)) => statement,
+        other => panic!("not one SQL statement: {other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

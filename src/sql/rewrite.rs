@@ -138,12 +138,11 @@ fn number_select_items(query: &mut Query) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::dialect::{BucketSqlStatement, parse_sql};
+    use crate::sql::dialect::parse_one;
 
     fn rewritten(sql: &str) -> String {
-        let mut statements = parse_sql(sql).unwrap();
-        let BucketSqlStatement::Sql(statement) = &mut statements[0] else { panic!("not SQL") };
-        rewrite(statement);
+        let mut statement = parse_one(sql);
+        rewrite(&mut statement);
         statement.to_string()
     }
 
