@@ -8,6 +8,7 @@
 //! read by DataFusion's Parquet source, with projection and row-group pruning.
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
@@ -22,7 +23,10 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::physical_plan::EmptyRecordBatchStream;
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::sorts::streaming_merge::StreamingMergeBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
 use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
@@ -70,6 +74,10 @@ pub struct ScanFilters {
 pub struct FileSourceScanExec {
     request: ScanRequest,
     coalesced_to: Option<u32>,
+    /// When buckets hold several sorted files and the scan reports their order: the inner
+    /// partitions (one per file) of each bucket, merged in sort order into one partition.
+    merged_buckets: Option<(Vec<Range<usize>>, LexOrdering)>,
+    merge_metrics: ExecutionPlanMetricsSet,
     inner: Arc<dyn ExecutionPlan>,
     properties: Arc<PlanProperties>,
 }
@@ -102,6 +110,8 @@ impl FileSourceScanExec {
         let mut scan = FileSourceScanExec {
             request,
             coalesced_to: None,
+            merged_buckets: None,
+            merge_metrics: ExecutionPlanMetricsSet::new(),
             properties: Arc::clone(placeholder.properties()),
             inner: placeholder,
         };
@@ -196,18 +206,12 @@ impl FileSourceScanExec {
         }
     }
 
-    /// The ordering of a bucketed scan whose every bucket is one sorted file: the longest
-    /// prefix of the sort columns that is read.
+    /// The ordering of a bucketed scan: the longest prefix of the sort columns that is read.
+    /// Every file is sorted on them as written, so a bucket of one file is in order, and a
+    /// bucket of several is merged in order (where Spark gives up the ordering).
     fn output_ordering(&self) -> Option<LexOrdering> {
         let spec = self.bucket_spec()?;
         if !self.request.sorted_output || !self.is_bucketed() || self.coalesced_to.is_some() {
-            return None;
-        }
-        let mut per_bucket = vec![0usize; spec.num_buckets as usize];
-        for file in self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)) {
-            per_bucket[file.bucket? as usize] += 1;
-        }
-        if per_bucket.iter().any(|n| *n > 1) {
             return None;
         }
         let sort_exprs: Vec<PhysicalSortExpr> = spec
@@ -237,6 +241,8 @@ impl FileSourceScanExec {
         };
         let selected: Vec<&DataFile> = self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect();
 
+        let ordering = self.output_ordering();
+        let mut merged_buckets = None;
         let (groups, partitioning) = match (self.is_bucketed(), self.bucket_spec()) {
             (true, Some(spec)) => {
                 let count = self.coalesced_to.unwrap_or(spec.num_buckets) as usize;
@@ -247,6 +253,20 @@ impl FileSourceScanExec {
                     })?;
                     groups[bucket as usize % count].push(to_partitioned_file(file)?);
                 }
+                let groups = match &ordering {
+                    Some(ordering) if groups.iter().any(|g| g.len() > 1) => {
+                        let mut ranges = Vec::with_capacity(count);
+                        let mut per_file = Vec::new();
+                        for group in groups {
+                            let start = per_file.len();
+                            per_file.extend(group.into_iter().map(|f| vec![f]));
+                            ranges.push(start..per_file.len());
+                        }
+                        merged_buckets = Some((ranges, ordering.clone()));
+                        per_file
+                    }
+                    _ => groups,
+                };
                 let keys = spec
                     .bucket_columns
                     .iter()
@@ -273,6 +293,7 @@ impl FileSourceScanExec {
             }
         };
 
+        self.merged_buckets = merged_buckets;
         let partition_fields: Vec<FieldRef> = partition_columns
             .iter()
             .map(|(name, _)| Ok(Arc::new(self.request.table_schema.field_with_name(name)?.clone())))
@@ -293,18 +314,18 @@ impl FileSourceScanExec {
         }
         // Partition i must read exactly bucket i: a declared partitioning keeps DataFusion
         // from letting partitions steal each other's files.
-        let declared = matches!(partitioning, Partitioning::Hash(..)).then(|| partitioning.clone());
+        let declared = (matches!(partitioning, Partitioning::Hash(..)) && self.merged_buckets.is_none()).then(|| partitioning.clone());
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
             .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
             .with_projection_indices(Some(self.request.projection.clone()))?
             .with_output_partitioning(declared)
-            .with_preserve_order(self.request.sorted_output)
+            .with_preserve_order(self.request.sorted_output || self.merged_buckets.is_some())
             .build();
         let inner: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
 
         let schema = inner.schema();
         let mut equivalence = EquivalenceProperties::new(Arc::clone(&schema));
-        if let Some(ordering) = self.output_ordering() {
+        if let Some(ordering) = ordering {
             equivalence.add_ordering(ordering);
         }
         self.properties =
@@ -348,7 +369,26 @@ impl ExecutionPlan for FileSourceScanExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        self.inner.execute(partition, context)
+        let Some((ranges, ordering)) = &self.merged_buckets else {
+            return self.inner.execute(partition, context);
+        };
+        let files = ranges.get(partition).cloned().ok_or_else(|| DataFusionError::Internal(format!("no bucket {partition}")))?;
+        let mut streams = files.map(|i| self.inner.execute(i, Arc::clone(&context))).collect::<Result<Vec<_>>>()?;
+        match streams.len() {
+            0 => Ok(Box::pin(EmptyRecordBatchStream::new(self.schema()))),
+            1 => Ok(streams.remove(0)),
+            _ => {
+                let reservation = MemoryConsumer::new(format!("BucketMerge[{partition}]")).register(context.memory_pool());
+                StreamingMergeBuilder::new()
+                    .with_streams(streams)
+                    .with_schema(self.schema())
+                    .with_expressions(ordering)
+                    .with_metrics(BaselineMetrics::new(&self.merge_metrics, partition))
+                    .with_batch_size(context.session_config().batch_size())
+                    .with_reservation(reservation)
+                    .build()
+            }
+        }
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
