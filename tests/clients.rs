@@ -202,7 +202,7 @@ async fn tokio_postgres() {
             .iter()
             .map(|r| (r.get(0), r.get(1), r.get::<_, Option<Decimal>>(2).map(|d| d.to_string()), r.get(3)))
             .collect();
-        assert_eq!(got, [expected.clone()]);
+        assert_eq!(got, std::slice::from_ref(expected));
     }
 
     let explain = client.query("EXPLAIN FORMATTED SELECT k, v FROM t WHERE k = 2", &[]).await.unwrap();

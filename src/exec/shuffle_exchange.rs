@@ -60,10 +60,12 @@ enum Routed {
 
 type Channels = Vec<Option<UnboundedReceiver<Result<Routed>>>>;
 
-/// Memory the rows in flight may take, and where the rest go.
+/// Memory the rows in flight may take, where the rest go, and what moved.
 struct Budget {
     reservation: Mutex<MemoryReservation>,
     disk: Arc<DiskManager>,
+    rows: Count,
+    bytes: Count,
     spills: Count,
     spilled_bytes: Count,
 }
@@ -200,23 +202,22 @@ impl ShuffleExchangeExec {
         let budget = Arc::new(Budget {
             reservation: Mutex::new(MemoryConsumer::new("ShuffleExchange").with_can_spill(true).register(context.memory_pool())),
             disk: Arc::clone(&context.runtime_env().disk_manager),
+            rows: MetricBuilder::new(&self.metrics).counter("shuffle_rows", 0),
+            bytes: MetricBuilder::new(&self.metrics).counter("shuffle_bytes", 0),
             spills: MetricBuilder::new(&self.metrics).spill_count(0),
             spilled_bytes: MetricBuilder::new(&self.metrics).spilled_bytes(0),
         });
         state.budget = Some(Arc::clone(&budget));
         let outputs = self.partitioning.partition_count();
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..outputs).map(|_| unbounded_channel()).unzip();
-        let rows = MetricBuilder::new(&self.metrics).counter("shuffle_rows", 0);
-        let bytes = MetricBuilder::new(&self.metrics).counter("shuffle_bytes", 0);
         for partition in 0..self.input.output_partitioning().partition_count() {
             let input = Arc::clone(&self.input);
             let context = Arc::clone(&context);
             let senders = senders.clone();
             let partitioning = self.partitioning.clone();
-            let (rows, bytes) = (rows.clone(), bytes.clone());
             let budget = Arc::clone(&budget);
             tasks.push(SpawnedTask::spawn(async move {
-                if let Err(e) = route(input, partition, context, &partitioning, &senders, &budget, &rows, &bytes).await {
+                if let Err(e) = route(input, partition, context, &partitioning, &senders, &budget).await {
                     let shared = Arc::new(e);
                     for sender in &senders {
                         let _ = sender.send(Err(DataFusionError::Shared(Arc::clone(&shared))));
@@ -237,8 +238,6 @@ async fn route(
     partitioning: &ExchangePartitioning,
     senders: &[UnboundedSender<Result<Routed>>],
     budget: &Budget,
-    rows: &Count,
-    bytes: &Count,
 ) -> Result<()> {
     let mut stream = input.execute(partition, context)?;
     while let Some(batch) = stream.next().await {
@@ -246,8 +245,8 @@ async fn route(
         if batch.num_rows() == 0 {
             continue;
         }
-        rows.add(batch.num_rows());
-        bytes.add(batch.get_array_memory_size());
+        budget.rows.add(batch.num_rows());
+        budget.bytes.add(batch.get_array_memory_size());
         match partitioning {
             ExchangePartitioning::Single => {
                 let _ = senders[0].send(budget.admit(batch));

@@ -77,11 +77,10 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
     }
 
     for (index, child) in children.iter_mut().enumerate() {
-        if let Some(ordering) = required_ordering(node.as_ref(), index) {
-            if !child.equivalence_properties().ordering_satisfy(ordering.clone())? {
+        if let Some(ordering) = required_ordering(node.as_ref(), index)
+            && !child.equivalence_properties().ordering_satisfy(ordering.clone())? {
                 *child = Arc::new(SortExec::new(ordering, Arc::clone(child)).with_preserve_partitioning(true));
             }
-        }
     }
 
     let changed = children.iter().zip(&original).any(|(a, b)| !Arc::ptr_eq(a, b));
@@ -181,7 +180,7 @@ fn co_partition(children: &mut [Arc<dyn ExecutionPlan>], required: &[SparkDistri
         .iter()
         .filter(|(_, s)| s.can_create_partitioning(conf) && (!consider_min_parallelism || s.partitions >= conf.shuffle_partitions))
         .collect();
-    fn most_partitions<'a>(pool: Vec<&'a (usize, ShuffleSpec)>) -> Option<&'a (usize, ShuffleSpec)> {
+    fn most_partitions(pool: Vec<&(usize, ShuffleSpec)>) -> Option<&(usize, ShuffleSpec)> {
         pool.into_iter().fold(None, |best, c| match best {
             Some(b) if b.1.partitions >= c.1.partitions => Some(b),
             _ => Some(c),

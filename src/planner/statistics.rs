@@ -57,16 +57,14 @@ pub fn size_in_bytes(plan: &dyn ExecutionPlan) -> u128 {
     if plan.downcast_ref::<UnionExec>().is_some() {
         return children.iter().map(|c| size_in_bytes(c.as_ref())).sum();
     }
-    if let Some(limit) = plan.downcast_ref::<GlobalLimitExec>() {
-        if let Some(fetch) = limit.fetch() {
+    if let Some(limit) = plan.downcast_ref::<GlobalLimitExec>()
+        && let Some(fetch) = limit.fetch() {
             return (fetch as u128 * row_size(&plan.schema())).max(1);
         }
-    }
-    if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
-        if aggregate.group_expr().is_empty() {
+    if let Some(aggregate) = plan.downcast_ref::<AggregateExec>()
+        && aggregate.group_expr().is_empty() {
             return row_size(&plan.schema());
         }
-    }
     match children.as_slice() {
         [] => 0,
         [child] => {

@@ -36,20 +36,19 @@ fn is_narrowed(expr: &Expr) -> bool {
 
 /// Gives an ordinal or limit back its plain literal.
 fn restore(expr: &mut Expr) {
-    if is_narrowed(expr) {
-        if let Expr::Cast { expr: inner, .. } = expr {
+    if is_narrowed(expr)
+        && let Expr::Cast { expr: inner, .. } = expr {
             *expr = (**inner).clone();
         }
-    }
 }
 
 impl VisitorMut for NarrowIntegerLiterals {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Value(value) = expr {
-            if let Value::Number(text, false) = &value.value {
-                if text.parse::<i32>().is_ok() {
+        if let Expr::Value(value) = expr
+            && let Value::Number(text, false) = &value.value
+                && text.parse::<i32>().is_ok() {
                     *expr = Expr::Cast {
                         kind: CastKind::DoubleColon,
                         expr: Box::new(expr.clone()),
@@ -58,8 +57,6 @@ impl VisitorMut for NarrowIntegerLiterals {
                         format: None,
                     };
                 }
-            }
-        }
         ControlFlow::Continue(())
     }
 
@@ -76,11 +73,10 @@ impl VisitorMut for NarrowIntegerLiterals {
     }
 
     fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if let Some(order_by) = &mut query.order_by {
-            if let OrderByKind::Expressions(items) = &mut order_by.kind {
+        if let Some(order_by) = &mut query.order_by
+            && let OrderByKind::Expressions(items) = &mut order_by.kind {
                 items.iter_mut().for_each(|item| restore(&mut item.expr));
             }
-        }
         match &mut query.limit_clause {
             Some(LimitClause::LimitOffset { limit, offset, .. }) => {
                 limit.iter_mut().for_each(restore);
@@ -92,11 +88,10 @@ impl VisitorMut for NarrowIntegerLiterals {
             }
             None => {}
         }
-        if let SetExpr::Select(select) = query.body.as_mut() {
-            if let GroupByExpr::Expressions(items, _) = &mut select.group_by {
+        if let SetExpr::Select(select) = query.body.as_mut()
+            && let GroupByExpr::Expressions(items, _) = &mut select.group_by {
                 items.iter_mut().for_each(restore);
             }
-        }
         ControlFlow::Continue(())
     }
 }
@@ -111,12 +106,11 @@ fn name_select_items(query: &mut Query) {
         return;
     };
     for item in &mut select.projection {
-        if let SelectItem::UnnamedExpr(expr) = item {
-            if !matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+        if let SelectItem::UnnamedExpr(expr) = item
+            && !matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
                 let name = Ident::with_quote('"', expr.to_string());
                 *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: name };
             }
-        }
     }
 }
 
