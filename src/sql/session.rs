@@ -68,6 +68,9 @@ pub struct Prepared {
     pub result_schema: Option<SchemaRef>,
 }
 
+/// Sorted runs below this size are sorted in place before the merge.
+const SORT_IN_PLACE_BYTES: usize = 32 << 20;
+
 pub struct Session {
     pub(crate) engine: Arc<Engine>,
     pub(crate) ctx: SessionContext,
@@ -93,6 +96,9 @@ impl Session {
         if let Some(bytes) = engine.sort_spill_reservation {
             options.execution.sort_spill_reservation_bytes = bytes;
         }
+        // Sorting larger runs in place costs little on rows that arrive sorted (bucket files
+        // are written sorted) and leaves the final merge fewer runs.
+        options.execution.sort_in_place_threshold_bytes = SORT_IN_PLACE_BYTES;
         // DataFusion's physical rules are replaced by our planner (`crate::planner`).
         let state = SessionStateBuilder::new()
             .with_config(config)
