@@ -172,7 +172,7 @@ async fn cancel_request_stops_a_running_query() {
         let (error, took) = cancel_after(&client, Duration::from_millis(500), extended).await;
         assert_eq!(sqlstate(&error), "57014", "{error}");
         assert_eq!(message(&error), "canceling statement due to user request");
-        assert!(took < Duration::from_secs(2), "the query ran on for {took:?} after the cancel");
+        assert!(took < Duration::from_secs(1), "the query ran on for {took:?} after the cancel");
         assert_eq!(text_rows(&client, "SELECT 'still here'").await, [["still here"]]);
     }
 }
@@ -192,7 +192,8 @@ async fn statement_timeout_stops_a_long_query() {
         .unwrap_err();
         assert_eq!(sqlstate(&error), "57014", "{error}");
         assert_eq!(message(&error), "canceling statement due to statement timeout");
-        assert!(started.elapsed() < Duration::from_secs(3), "stopped after {:?}", started.elapsed());
+        // 500 ms of timeout, stopped within a second of it.
+        assert!(started.elapsed() < Duration::from_millis(1500), "stopped after {:?}", started.elapsed());
         assert_eq!(text_rows(&client, "SELECT 'still here'").await, [["still here"]]);
     }
 
