@@ -3,21 +3,18 @@
 
 use std::sync::Arc;
 
-use datafusion::logical_expr::dml::InsertOp;
 use datafusion::arrow::array::RecordBatch;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::logical_expr::{DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp};
 
 use super::error::SqlError;
 use super::session::{Output, Session};
-use crate::catalog::metastore::{TableMeta, WriteMode};
+use crate::catalog::metastore::{DataFile, TableMeta, WriteMode};
 use crate::catalog::provider::{ParquetTable, table_schema};
 use crate::storage::commit::StagedWrite;
+use crate::storage::parquet_writer::StagedFile;
 use crate::storage::table_writer::{TableLayout, write_table};
-
-/// Spark's `spark.sql.sources.partitionOverwriteMode`: `static` replaces the whole table,
-/// `dynamic` only the partitions the write produces.
-pub const PARTITION_OVERWRITE_MODE: &str = "spark.sql.sources.partitionoverwritemode";
 
 pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlError> {
     let LogicalPlan::Dml(DmlStatement { target, op, input, .. }) = plan else {
@@ -30,16 +27,20 @@ pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlE
     let meta = table.meta();
     let mode = match op {
         WriteOp::Insert(InsertOp::Append) => WriteMode::Append,
-        WriteOp::Insert(InsertOp::Overwrite) => overwrite_mode(session, meta)?,
+        // Spark's `spark.sql.sources.partitionOverwriteMode`: `static` replaces the whole
+        // table, `dynamic` only the partitions the write produces.
+        WriteOp::Insert(InsertOp::Overwrite) if session.spark_conf().dynamic_partition_overwrite && !meta.partition_columns.is_empty() => {
+            WriteMode::OverwritePartitions
+        }
+        WriteOp::Insert(InsertOp::Overwrite) => WriteMode::Overwrite,
         other => return Err(SqlError::feature_not_supported(format!("{other} is not supported"))),
     };
-
-    let write = StagedWrite::new(&meta.location);
-    let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
-    let files = write_table(&session.ctx, Arc::unwrap_or_clone(input), &layout, &write).await?;
-    let rows = files.iter().map(|f| f.rows as usize).sum();
     let metastore = &session.engine.metastore;
-    write.publish(metastore, &files, |described| metastore.commit_write(meta.id, mode, described))?;
+    let files = write_and_publish(session, meta, Arc::unwrap_or_clone(input), |described| {
+        metastore.commit_write(meta.id, mode, described)
+    })
+    .await?;
+    let rows = files.iter().map(|f| f.rows as usize).sum();
     if mode != WriteMode::Append {
         session.engine.janitor.files_retired()?;
     }
@@ -48,21 +49,35 @@ pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlE
 
 /// Appends rows already shaped as the table's columns (COPY FROM), in one atomic commit.
 pub async fn append_batches(session: &Session, schema: &str, table: &str, batches: Vec<RecordBatch>) -> Result<usize, SqlError> {
-    let meta = session
-        .engine
-        .metastore
-        .table(schema, table)?
-        .ok_or_else(|| SqlError::undefined_table(format!("relation \"{schema}.{table}\" does not exist")))?;
-    let table_schema = table_schema(&meta)?;
-    let source = MemTable::try_new(Arc::clone(&table_schema), vec![batches])?;
+    let meta = existing_table(session, schema, table)?;
+    let source = MemTable::try_new(table_schema(&meta)?, vec![batches])?;
     let plan = LogicalPlanBuilder::scan(table, provider_as_source(Arc::new(source)), None)?.build()?;
+    let metastore = &session.engine.metastore;
+    let files = write_and_publish(session, &meta, plan, |described| metastore.commit_write(meta.id, WriteMode::Append, described)).await?;
+    Ok(files.iter().map(|f| f.rows as usize).sum())
+}
+
+/// Runs `plan` (the table's columns in order), writes its rows in the table's layout and
+/// publishes them with `commit`, which makes them part of the table.
+async fn write_and_publish(
+    session: &Session,
+    meta: &TableMeta,
+    plan: LogicalPlan,
+    commit: impl FnOnce(&[DataFile]) -> Result<(), SqlError>,
+) -> Result<Vec<StagedFile>, SqlError> {
     let write = StagedWrite::new(&meta.location);
     let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
     let files = write_table(&session.ctx, plan, &layout, &write).await?;
-    let rows = files.iter().map(|f| f.rows as usize).sum();
-    let metastore = &session.engine.metastore;
-    write.publish(metastore, &files, |described| metastore.commit_write(meta.id, WriteMode::Append, described))?;
-    Ok(rows)
+    write.publish(&session.engine.metastore, &files, commit)?;
+    Ok(files)
+}
+
+fn existing_table(session: &Session, schema: &str, table: &str) -> Result<TableMeta, SqlError> {
+    session
+        .engine
+        .metastore
+        .table(schema, table)?
+        .ok_or_else(|| SqlError::undefined_table(format!("relation \"{schema}.{table}\" does not exist")))
 }
 
 /// `OPTIMIZE t`: rewrites the table so that each (partition, bucket) is one file sorted on
@@ -70,18 +85,12 @@ pub async fn append_batches(session: &Session, schema: &str, table: &str, batche
 /// bucket, a bucketed scan can report its order
 /// (`spark.sql.legacy.bucketedTableScan.outputOrdering`) and sort-merge joins skip their sorts.
 pub async fn optimize(session: &Session, schema: &str, table: &str) -> Result<Output, SqlError> {
-    let meta = session
-        .engine
-        .metastore
-        .table(schema, table)?
-        .ok_or_else(|| SqlError::undefined_table(format!("relation \"{schema}.{table}\" does not exist")))?;
+    let meta = existing_table(session, schema, table)?;
     let snapshot = Arc::new(ParquetTable::new(meta.clone()));
     let plan = LogicalPlanBuilder::scan(table, provider_as_source(snapshot), None)?.build()?;
-    let write = StagedWrite::new(&meta.location);
-    let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
-    let files = write_table(&session.ctx, plan, &layout, &write).await?;
     let metastore = &session.engine.metastore;
-    write.publish(metastore, &files, |described| metastore.commit_rewrite(meta.id, &meta.files, described))?;
+    let files =
+        write_and_publish(session, &meta, plan, |described| metastore.commit_rewrite(meta.id, &meta.files, described)).await?;
     session.engine.janitor.files_retired()?;
     Ok(Output::Command { tag: "OPTIMIZE", rows: Some(files.len()) })
 }
@@ -90,9 +99,7 @@ pub async fn optimize(session: &Session, schema: &str, table: &str) -> Result<Ou
 /// file list, stored as Spark stores them.
 pub fn analyze(session: &Session, schema: &str, table: &str) -> Result<Output, SqlError> {
     let metastore = &session.engine.metastore;
-    let meta = metastore
-        .table(schema, table)?
-        .ok_or_else(|| SqlError::undefined_table(format!("relation \"{schema}.{table}\" does not exist")))?;
+    let meta = existing_table(session, schema, table)?;
     let bytes: u64 = meta.files.iter().map(|f| f.byte_size).sum();
     let rows: u64 = meta.files.iter().map(|f| f.row_count).sum();
     metastore.set_properties(meta.id, &[(STATISTICS_SIZE, bytes.to_string()), (STATISTICS_ROWS, rows.to_string())])?;
@@ -102,15 +109,3 @@ pub fn analyze(session: &Session, schema: &str, table: &str) -> Result<Output, S
 /// Spark's catalog keys for table statistics.
 pub const STATISTICS_SIZE: &str = "spark.sql.statistics.totalSize";
 pub const STATISTICS_ROWS: &str = "spark.sql.statistics.numRows";
-
-fn overwrite_mode(session: &Session, meta: &TableMeta) -> Result<WriteMode, SqlError> {
-    let setting = session.variable(PARTITION_OVERWRITE_MODE).unwrap_or_else(|| "static".to_string());
-    match setting.to_lowercase().as_str() {
-        "static" => Ok(WriteMode::Overwrite),
-        "dynamic" if meta.partition_columns.is_empty() => Ok(WriteMode::Overwrite),
-        "dynamic" => Ok(WriteMode::OverwritePartitions),
-        other => Err(SqlError::invalid_parameter(format!(
-            "spark.sql.sources.partitionOverwriteMode must be static or dynamic, not {other}"
-        ))),
-    }
-}

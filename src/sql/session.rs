@@ -314,7 +314,7 @@ impl Session {
         }
         let plan = self.plan(statement).await?.with_param_values(ParamValues::from(params))?;
         let physical = self.physical_plan(statement, &plan).await?;
-        let conf = SparkConf::from_settings(&self.lock_variables());
+        let conf = self.spark_conf();
         let context = ExplainContext {
             adaptive: conf.adaptive_enabled && mode != ExplainMode::Analyze,
             v2_bucketing_enabled: conf.v2_bucketing_enabled,
@@ -352,7 +352,7 @@ impl Session {
 
     /// The session's Spark settings, where scans and the planner read them.
     fn install_spark_conf(&self) {
-        let conf = SparkConf::from_settings(&self.lock_variables());
+        let conf = self.spark_conf();
         self.ctx.state_ref().write().config_mut().set_extension(Arc::new(conf));
     }
 
@@ -418,6 +418,11 @@ impl Session {
             None => variables.clear(),
         }
         Output::command("RESET")
+    }
+
+    /// The session's Spark settings over their defaults.
+    pub(crate) fn spark_conf(&self) -> SparkConf {
+        SparkConf::from_settings(&self.lock_variables())
     }
 
     /// A session setting, by its case-insensitive name.

@@ -22,6 +22,9 @@ pub struct SparkConf {
     pub legacy_bucketed_scan_output_ordering: bool,
     pub v2_bucketing_enabled: bool,
     pub shuffled_hash_join_factor: i64,
+    /// `spark.sql.sources.partitionOverwriteMode=dynamic`: INSERT OVERWRITE replaces only
+    /// the partitions it writes.
+    pub dynamic_partition_overwrite: bool,
 }
 
 impl Default for SparkConf {
@@ -40,6 +43,7 @@ impl Default for SparkConf {
             legacy_bucketed_scan_output_ordering: false,
             v2_bucketing_enabled: false,
             shuffled_hash_join_factor: 3,
+            dynamic_partition_overwrite: false,
         }
     }
 }
@@ -155,9 +159,11 @@ impl SparkConf {
                 parse_positive(key, value)?;
             }
             "spark.sql.sources.partitionOverwriteMode" => {
-                if !["static", "dynamic"].contains(&value.trim().to_ascii_lowercase().as_str()) {
-                    return Err(SqlError::invalid_parameter(format!("{key} should be STATIC or DYNAMIC, but was {value}")));
-                }
+                self.dynamic_partition_overwrite = match value.trim().to_ascii_lowercase().as_str() {
+                    "static" => false,
+                    "dynamic" => true,
+                    _ => return Err(SqlError::invalid_parameter(format!("{key} should be STATIC or DYNAMIC, but was {value}"))),
+                };
             }
             _ => unreachable!("every known key is handled"),
         }
