@@ -123,6 +123,11 @@ impl FileSourceScanExec {
         &self.request.table
     }
 
+    /// All of the table's columns, partition columns last.
+    pub fn table_schema(&self) -> &Schema {
+        &self.request.table_schema
+    }
+
     pub fn bucket_spec(&self) -> Option<&BucketSpec> {
         self.request.table.bucket_spec.as_ref()
     }

@@ -43,7 +43,7 @@ pub fn row_size(schema: &Schema) -> u128 {
 /// Estimated bytes a plan produces.
 pub fn size_in_bytes(plan: &dyn ExecutionPlan) -> u128 {
     if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
-        let table_width = row_size(&crate::catalog::provider::table_schema(scan.table()).expect("valid table schema"));
+        let table_width = row_size(scan.table_schema());
         return u128::from(scan.size_in_bytes()) * row_size(&plan.schema()) / table_width;
     }
     let children = plan.children();

@@ -169,14 +169,13 @@ impl Session {
             .into_iter()
             .enumerate()
             .map(|(i, value)| {
-                let target = prepared.planned_types.get(i).cloned().flatten().or_else(|| prepared.parameter_types.get(i).cloned().flatten());
-                (i, value, target)
-            })
-            .map(|(i, value, target)| match target {
-                Some(dt) if value.data_type() != dt => value.cast_to(&dt).map_err(|e| {
-                    SqlError::new("22P02", format!("invalid value for parameter ${}: {e}", i + 1))
-                }),
-                _ => Ok(value),
+                let planned = prepared.planned_types.get(i).cloned().flatten();
+                match planned.or_else(|| prepared.parameter_types.get(i).cloned().flatten()) {
+                    Some(dt) if value.data_type() != dt => value.cast_to(&dt).map_err(|e| {
+                        SqlError::new("22P02", format!("invalid value for parameter ${}: {e}", i + 1))
+                    }),
+                    _ => Ok(value),
+                }
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.execute(&prepared.statement, params).await
