@@ -14,9 +14,9 @@ use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 
-use crate::engine::{Engine, EngineOptions};
+use crate::sql::engine::{Engine, EngineOptions};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 use crate::sql::session::Session;
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::file_naming::bucket_id_of;
@@ -103,7 +103,7 @@ fn exchanges_and_bytes(plan: &Arc<dyn ExecutionPlan>) -> (usize, usize) {
 
 async fn execute(session: &Session, sql: &str) -> Result<(), SqlError> {
     for output in session.execute_sql(sql).await {
-        if let crate::sql::session::Output::Rows { mut stream, .. } = output? {
+        if let crate::sql::output::Output::Rows { mut stream, .. } = output? {
             use futures::StreamExt;
             while let Some(batch) = stream.next().await {
                 batch?;
@@ -186,7 +186,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json } = options;
     let accounts = (rows / 10).max(1);
     let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit })?;
-    let session = engine.new_session()?;
+    let session = Session::new(Arc::clone(&engine))?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("bucketsql bench: {rows} transactions, {accounts} accounts, {buckets} buckets, {cores} cores, median of {runs} runs after a warm-up");
 
@@ -208,7 +208,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     let bucketed_write = started.elapsed();
     execute(&session, &format!("CREATE TABLE acc USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO {buckets} BUCKETS AS SELECT * FROM acc_plain")).await?;
 
-    let tx_dir = engine.managed_location("default", "tx");
+    let tx_dir = engine.managed_location("default", "tx")?;
     let (files, checked) = check_layout(&tx_dir, buckets)?;
     println!(
         "write: plain {:.2}s ({:.0} rows/s), bucketed {:.2}s ({:.0} rows/s); layout: {files} files, {checked} rows, every row in its Spark bucket, every file sorted",

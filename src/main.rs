@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use bucketsql::engine::{Engine, EngineOptions};
+use bucketsql::sql::engine::{Engine, EngineOptions};
 use bucketsql::server::Server;
 use bucketsql::server::auth::{Authenticator, Passwords};
 

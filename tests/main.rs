@@ -1,15 +1,18 @@
 //! Integration tests: each starts the real `bucketsql` binary on an ephemeral port with its
 //! own data directory and talks to it over TCP like any PostgreSQL client.
 
+mod answers;
 mod bucketing;
 mod clients;
 mod common;
 mod copy;
 mod durability;
 mod executor;
+mod layers;
 mod fixtures;
 mod plans;
 mod psql;
+mod safety;
 mod security;
 mod spark;
 mod wire;

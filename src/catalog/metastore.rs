@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::migrations;
 use super::types::SparkType;
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 
 pub const DEFAULT_SCHEMA: &str = "default";
 
@@ -252,7 +252,7 @@ impl Metastore {
             };
             if !meta.external {
                 for file in &meta.files {
-                    retire(tx, &meta.file_path(file))?;
+                    retire(tx, meta.id, &meta.file_path(file))?;
                 }
             }
             tx.execute("DELETE FROM tables WHERE id = ?1", [meta.id])?;
@@ -311,7 +311,7 @@ impl Metastore {
                         "the table changed while it was being rewritten; run the statement again",
                     ));
                 }
-                retire(tx, &Path::new(&location).join(&file.path))?;
+                retire(tx, table_id, &Path::new(&location).join(&file.path))?;
             }
             commit_files(tx, table_id, Path::new(&location), WriteMode::Append, files)
         })
@@ -481,8 +481,20 @@ fn load_table(tx: &Transaction, schema: &str, name: &str) -> Result<Option<Table
     }))
 }
 
-fn retire(tx: &Transaction, path: &Path) -> Result<(), SqlError> {
-    tx.execute("INSERT OR IGNORE INTO retired_files (path) VALUES (?1)", [path.to_string_lossy()])?;
+/// Marks a file that table `owner` no longer lists for deletion, unless another table
+/// still lists it: external tables over one directory share its files, and `INSERT
+/// OVERWRITE` or `DROP TABLE` on one must not delete the others' rows.
+fn retire(tx: &Transaction, owner: i64, path: &Path) -> Result<(), SqlError> {
+    let path = path.to_string_lossy();
+    let shared: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM data_files f JOIN tables t ON t.id = f.table_id
+                        WHERE f.table_id != ?1 AND t.location || '/' || f.path = ?2)",
+        params![owner, path],
+        |row| row.get(0),
+    )?;
+    if !shared {
+        tx.execute("INSERT OR IGNORE INTO retired_files (path) VALUES (?1)", [path])?;
+    }
     Ok(())
 }
 
@@ -512,7 +524,7 @@ fn commit_files(
             stmt.query_map([table_id], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
         for (path, partition) in old {
             if mode == WriteMode::Overwrite || replaced.contains(&partition.as_str()) {
-                retire(tx, &location.join(&path))?;
+                retire(tx, table_id, &location.join(&path))?;
                 tx.execute("DELETE FROM data_files WHERE table_id = ?1 AND path = ?2", params![table_id, path])?;
             }
         }
@@ -589,6 +601,22 @@ mod tests {
         assert!(store.drop_table("default", "t").unwrap().is_some());
         assert!(store.table("default", "t").unwrap().is_none());
         assert_eq!(store.retired_files().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn files_another_table_lists_are_not_retired() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Metastore::open(&dir.path().join("m.sqlite")).unwrap();
+        let shared = |name: &str| NewTable { location: PathBuf::from("/lake/tx"), external: true, ..new_table(name) };
+        store.create_table(&shared("writer"), &[file("a.parquet", 2)]).unwrap();
+        store.create_table(&shared("reader"), &[file("a.parquet", 2)]).unwrap();
+        let writer = store.table("default", "writer").unwrap().unwrap();
+        store.commit_write(writer.id, WriteMode::Overwrite, &[file("b.parquet", 1)]).unwrap();
+        assert_eq!(store.retired_files().unwrap(), Vec::<PathBuf>::new());
+        // Once no table lists it, an overwrite retires it.
+        let reader = store.table("default", "reader").unwrap().unwrap();
+        store.commit_write(reader.id, WriteMode::Overwrite, &[file("c.parquet", 1)]).unwrap();
+        assert_eq!(store.retired_files().unwrap(), vec![PathBuf::from("/lake/tx/a.parquet")]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use rusqlite::Connection;
 
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 
 /// Every migration, in order; the version of migration `i` is `i + 1`.
 const MIGRATIONS: &[&str] = &[

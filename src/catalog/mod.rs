@@ -1,6 +1,5 @@
-//! What exists: the SQLite metastore, column types, and the DataFusion view of both.
+//! What exists: the SQLite metastore and the column types it records.
 
 pub mod metastore;
 pub mod migrations;
-pub mod provider;
 pub mod types;

@@ -7,7 +7,7 @@ use datafusion::sql::sqlparser::ast::{
     DataType as SqlType, ExactNumberInfo, ObjectName, TimezoneInfo,
 };
 
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 
 /// Spark's timestamp type (`TIMESTAMP`, `TIMESTAMP_LTZ`) is an instant: Parquet INT64
 /// micros adjusted to UTC, which Arrow reads as a UTC-zoned timestamp.

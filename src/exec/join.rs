@@ -20,7 +20,8 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec};
 use datafusion::physical_plan::metrics::MetricsSet;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 
 use super::broadcast_exchange::BroadcastExchangeExec;
 
@@ -164,8 +165,21 @@ fn build(spec: &JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn Execution
         (JoinStrategy::BroadcastNestedLoop, _) => {
             NestedLoopJoinExec::try_new(left, right, spec.filter.clone(), &spec.join_type, None)?.swap_inputs()?
         }
-        (JoinStrategy::Cartesian, _) => Arc::new(CrossJoinExec::new(left, right)),
+        // Spark pairs every left partition with every right partition (nl × nr tasks, each
+        // recomputing its inputs). We gather the left side once, held against the memory
+        // pool, and stream every right partition past it: the same pairs, nr tasks, and no
+        // input computed twice (which an exchange below could not do).
+        (JoinStrategy::Cartesian, _) => Arc::new(CrossJoinExec::new(gathered(left), right)),
     })
+}
+
+/// One partition of all of `plan`'s rows.
+fn gathered(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+    if plan.output_partitioning().partition_count() == 1 {
+        plan
+    } else {
+        Arc::new(CoalescePartitionsExec::new(plan))
+    }
 }
 
 impl DisplayAs for SparkJoinExec {

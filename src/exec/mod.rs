@@ -2,6 +2,7 @@
 //! scan and the exchanges that use Spark's hash.
 
 pub mod broadcast_exchange;
+pub mod expand;
 pub mod file_source_scan;
 pub mod join;
 pub mod shuffle_exchange;

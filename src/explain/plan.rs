@@ -27,7 +27,7 @@ use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
 use datafusion::physical_plan::{ExecutionPlan, Partitioning, WindowExpr, displayable};
 
 use super::expressions::{Attr, Columns, join, key, list, render, sort_order, spark_type, window_frame};
-use crate::catalog::provider::table_schema;
+use crate::planner::table_provider::table_schema;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
 use crate::exec::join::{BuildSide, JoinStrategy, SparkJoinExec, spark_join_type};

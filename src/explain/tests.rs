@@ -24,7 +24,7 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 
 use super::*;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile, TableMeta};
-use crate::catalog::provider::table_schema;
+use crate::planner::table_provider::table_schema;
 use crate::catalog::types::SparkType;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};

@@ -31,7 +31,7 @@ use super::distribution::{SparkDistribution, required_distributions, satisfies};
 use super::scan_lineage::{describe_keys, describe_side};
 use crate::exec::join::{JoinStrategy, SparkJoinExec};
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
-use crate::sql::spark_conf::SparkConf;
+use crate::config::SparkConf;
 
 pub fn ensure_requirements(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| ensure(node, conf)).map(|t| t.data)

@@ -22,7 +22,7 @@ use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};
 
 use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
-use crate::sql::spark_conf::SparkConf;
+use crate::config::SparkConf;
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::partition_path::partition_values;
 

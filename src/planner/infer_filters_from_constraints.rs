@@ -7,10 +7,12 @@
 //!
 //! Runs last among the logical rules, so that it sees filters already pushed into scans.
 
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::DFSchema;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction_owned};
-use datafusion::logical_expr::{BinaryExpr, Expr, Filter, LogicalPlan, Operator, TableScan};
+use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Filter, LogicalPlan, Operator, TableScan};
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
 #[derive(Debug, Default)]
@@ -30,11 +32,16 @@ fn compared_column(expr: &Expr) -> Option<&Expr> {
     }
 }
 
-/// `isnotnull(cast(k))` → `isnotnull(k)` for casts between numbers, which keep non-null values non-null.
-fn simplify(expr: Expr) -> Expr {
+/// `isnotnull(cast(k))` → `isnotnull(k)` for widening casts between numbers, which neither
+/// fail nor turn a value into NULL. Other casts keep their predicate: `cast(s as int)` of a
+/// string may fail or be NULL where `s` is not.
+fn simplify(expr: Expr, schema: &DFSchema) -> Expr {
     match expr {
         Expr::IsNotNull(inner) => match *inner {
-            Expr::Cast(cast) if matches!(cast.expr.as_ref(), Expr::Column(_)) && cast.field.data_type().is_numeric() => {
+            Expr::Cast(cast)
+                if matches!(cast.expr.as_ref(), Expr::Column(_))
+                    && cast.expr.get_type(schema).is_ok_and(|from| widens(&from, cast.field.data_type())) =>
+            {
                 Expr::IsNotNull(cast.expr)
             }
             other => Expr::IsNotNull(Box::new(other)),
@@ -43,13 +50,47 @@ fn simplify(expr: Expr) -> Expr {
     }
 }
 
+/// Whether every value of `from` has a value of `to`.
+fn widens(from: &DataType, to: &DataType) -> bool {
+    /// Decimal digits a type's values need before the point; `None` for non-integers.
+    fn integer_digits(t: &DataType) -> Option<(u8, bool)> {
+        Some(match t {
+            DataType::Int8 => (3, true),
+            DataType::Int16 => (5, true),
+            DataType::Int32 => (10, true),
+            DataType::Int64 => (19, true),
+            DataType::UInt8 => (3, false),
+            DataType::UInt16 => (5, false),
+            DataType::UInt32 => (10, false),
+            DataType::UInt64 => (20, false),
+            _ => return None,
+        })
+    }
+    let width = |t: &DataType| t.primitive_width();
+    match (from, to) {
+        _ if from == to => true,
+        (_, DataType::Float64) => from.is_integer() || from == &DataType::Float32,
+        (_, DataType::Float32) => from.is_integer(),
+        (_, DataType::Decimal128(p, s)) => {
+            integer_digits(from).is_some_and(|(digits, _)| i16::from(*p) - i16::from(*s) >= i16::from(digits))
+        }
+        _ if from.is_integer() && to.is_integer() => match (integer_digits(from), integer_digits(to)) {
+            (Some((_, from_signed)), Some((_, to_signed))) => {
+                (from_signed == to_signed && width(to) >= width(from)) || (!from_signed && to_signed && width(to) > width(from))
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// Adds `isnotnull(k)` before each comparison of `k` with a literal, unless already there.
-fn infer(predicates: Vec<Expr>) -> (Vec<Expr>, bool) {
+fn infer(predicates: Vec<Expr>, schema: &DFSchema) -> (Vec<Expr>, bool) {
     let mut out: Vec<Expr> = Vec::with_capacity(predicates.len() * 2);
     let mut changed = false;
     for predicate in predicates {
         let predicate = {
-            let simplified = simplify(predicate.clone());
+            let simplified = simplify(predicate.clone(), schema);
             changed |= simplified != predicate;
             simplified
         };
@@ -75,7 +116,7 @@ impl OptimizerRule for InferFiltersFromConstraints {
     fn rewrite(&self, plan: LogicalPlan, _config: &dyn OptimizerConfig) -> Result<Transformed<LogicalPlan>> {
         plan.transform_up(|node| match node {
             LogicalPlan::Filter(filter) => {
-                let (predicates, changed) = infer(split_conjunction_owned(filter.predicate.clone()));
+                let (predicates, changed) = infer(split_conjunction_owned(filter.predicate.clone()), filter.input.schema());
                 if !changed {
                     return Ok(Transformed::no(LogicalPlan::Filter(filter)));
                 }
@@ -83,7 +124,8 @@ impl OptimizerRule for InferFiltersFromConstraints {
                 Ok(Transformed::yes(LogicalPlan::Filter(Filter::try_new(predicate, filter.input)?)))
             }
             LogicalPlan::TableScan(scan) => {
-                let (filters, changed) = infer(scan.filters.clone());
+                let schema = DFSchema::try_from_qualified_schema(scan.table_name.clone(), &scan.source.schema())?;
+                let (filters, changed) = infer(scan.filters.clone(), &schema);
                 if !changed {
                     return Ok(Transformed::no(LogicalPlan::TableScan(scan)));
                 }

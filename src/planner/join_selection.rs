@@ -27,7 +27,7 @@ use super::statistics::size_in_bytes;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
-use crate::sql::spark_conf::SparkConf;
+use crate::config::SparkConf;
 
 type JoinKeys = Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>;
 
@@ -135,9 +135,14 @@ fn pick(left_ok: bool, right_ok: bool, left_size: u128, right_size: u128) -> Opt
 }
 
 pub fn join_selection(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
-    plan.transform_up(|node| match LogicalJoin::from_plan(node.as_ref()) {
-        Some(join) => Ok(Transformed::yes(select(inline_right_key_projection(normalized(join)), conf, hints)?)),
-        None => Ok(Transformed::no(node)),
+    plan.transform_up(|node| {
+        if let Some(join) = LogicalJoin::from_plan(node.as_ref()) {
+            return Ok(Transformed::yes(select(normalized(join), conf, hints)?));
+        }
+        match fold_right_key_projection(&node)? {
+            Some(folded) => Ok(Transformed::yes(folded)),
+            None => Ok(Transformed::no(node)),
+        }
     })
     .map(|t| t.data)
 }
@@ -158,28 +163,55 @@ fn normalized(mut join: LogicalJoin) -> LogicalJoin {
 }
 
 /// DataFusion computes join keys that are expressions (`cast(k as double)`) in a projection
-/// below the join; Spark keeps them in the join's keys. A right-side projection that only
-/// appends such key columns is folded into the keys, which leaves the join's other output
-/// columns where they were (the appended ones were last).
-fn inline_right_key_projection(mut join: LogicalJoin) -> LogicalJoin {
-    let Some(projection) = join.right.downcast_ref::<ProjectionExec>() else {
-        return join;
-    };
-    let input = Arc::clone(projection.input());
+/// below the join that appends them to the side's columns, and drops them again in a
+/// projection above the join; Spark keeps them in the join's keys. So where a projection
+/// sits on a join whose right side appends key columns that the projection does not read,
+/// those columns are folded into the join's keys. A projection the user wrote (`SELECT k,
+/// k + 1 AS k2`) whose columns are read above the join is left alone.
+fn fold_right_key_projection(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let Some(top) = node.downcast_ref::<ProjectionExec>() else { return Ok(None) };
+    let Some(join) = top.input().downcast_ref::<SparkJoinExec>() else { return Ok(None) };
+    let broadcast = join.right().downcast_ref::<BroadcastExchangeExec>();
+    let right = broadcast.map_or(join.right(), |b| b.input());
+    let Some(projection) = right.downcast_ref::<ProjectionExec>() else { return Ok(None) };
+    let input = projection.input();
     let width = input.schema().fields().len();
     let exprs: Vec<Arc<dyn PhysicalExpr>> = projection.expr().iter().map(|p| Arc::clone(&p.expr)).collect();
     let passes_through = exprs.len() > width
         && exprs[..width].iter().enumerate().all(|(i, e)| e.downcast_ref::<Column>().is_some_and(|c| c.index() == i));
-    if !passes_through || join.filter.is_some() {
-        return join;
+    if !passes_through || join.spec().filter.is_some() {
+        return Ok(None);
+    }
+    // Where the appended columns land in the join's output, if they are part of it.
+    let right_offset = match join.spec().join_type {
+        JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full => Some(join.left().schema().fields().len()),
+        _ => None,
+    };
+    if let Some(offset) = right_offset {
+        let appended = offset + width..offset + exprs.len();
+        let mut read = false;
+        for projected in top.expr() {
+            projected.expr.apply(|e| {
+                read |= e.downcast_ref::<Column>().is_some_and(|c| appended.contains(&c.index()));
+                Ok(if read { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+            })?;
+        }
+        if read {
+            return Ok(None);
+        }
     }
     let appended = |e: &Arc<dyn PhysicalExpr>| e.downcast_ref::<Column>().filter(|c| c.index() >= width).map(|c| Arc::clone(&exprs[c.index()]));
-    if !join.on.iter().all(|(_, r)| appended(r).is_some() || r.downcast_ref::<Column>().is_some_and(|c| c.index() < width)) {
-        return join;
+    let mut spec = join.spec().clone();
+    if !spec.on.iter().all(|(_, r)| appended(r).is_some() || r.downcast_ref::<Column>().is_some_and(|c| c.index() < width)) {
+        return Ok(None);
     }
-    join.on = join.on.into_iter().map(|(l, r)| (l, appended(&r).unwrap_or(r))).collect();
-    join.right = input;
-    join
+    spec.on = spec.on.into_iter().map(|(l, r)| (l, appended(&r).unwrap_or(r))).collect();
+    let right: Arc<dyn ExecutionPlan> = match broadcast {
+        Some(_) => Arc::new(BroadcastExchangeExec::new(Arc::clone(input), spec.on.iter().map(|(_, r)| Arc::clone(r)).collect())),
+        None => Arc::clone(input),
+    };
+    let join = Arc::new(SparkJoinExec::try_new(spec, Arc::clone(join.left()), right)?);
+    Ok(Some(Arc::new(ProjectionExec::try_new(top.expr().to_vec(), join)?)))
 }
 
 fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {

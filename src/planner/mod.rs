@@ -3,7 +3,8 @@
 //!
 //! DataFusion lowers the optimized logical plan without any of its own physical rules (its
 //! join selection and distribution enforcement assume its own hash function); then, in
-//! Spark's order: `JoinSelection`, `CoalesceBucketsInJoin`, `EnsureRequirements`,
+//! Spark's order: `ResolveGroupingAnalytics` (Spark's analyzer puts `Expand` under grouping
+//! sets), `JoinSelection`, `CoalesceBucketsInJoin`, `EnsureRequirements`,
 //! `DisableUnnecessaryBucketedScan`, followed by DataFusion rules that do not move rows
 //! between partitions (combining adjacent partial and final aggregates, limit pushdown,
 //! cooperative scheduling).
@@ -15,8 +16,10 @@ pub mod file_source_strategy;
 pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
+pub mod resolve_grouping_analytics;
 pub mod scan_lineage;
 pub mod statistics;
+pub mod table_provider;
 
 use std::sync::Arc;
 
@@ -29,18 +32,20 @@ use datafusion::physical_optimizer::ensure_coop::EnsureCooperative;
 use datafusion::physical_optimizer::limit_pushdown::LimitPushdown;
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::sql::spark_conf::SparkConf;
+use crate::config::SparkConf;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use ensure_requirements::ensure_requirements;
 use hints::QueryHints;
 use join_selection::join_selection;
+use resolve_grouping_analytics::resolve_grouping_analytics;
 
 /// Plans `plan` for execution. The session's [`SparkConf`] must be installed in `state`.
 pub async fn create_physical_plan(state: &SessionState, plan: &LogicalPlan, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
     let conf = state.config().get_extension::<SparkConf>().map(|c| (*c).clone()).unwrap_or_default();
     let lowered = state.create_physical_plan(plan).await?;
-    let plan = join_selection(lowered, &conf, hints)?;
+    let plan = resolve_grouping_analytics(lowered)?;
+    let plan = join_selection(plan, &conf, hints)?;
     let plan = coalesce_buckets_in_join(plan, &conf)?;
     let plan = ensure_requirements(plan, &conf)?;
     let options = state.config_options();

@@ -5,6 +5,8 @@
 //! child's size by `rowSize(output) / rowSize(input)` with `rowSize = 8 + Σ defaultSize`;
 //! a filter keeps the size; a join is the product of its sides (semi and anti joins keep the
 //! left side). Unary nodes above an empty relation report 1 byte, as Spark clamps them.
+//! Sizes saturate rather than overflow (Spark's are `BigInt`s), and a leaf of unknown size
+//! is `spark.sql.defaultSizeInBytes`, never small enough to broadcast.
 
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::common::JoinType;
@@ -12,9 +14,15 @@ use datafusion::physical_plan::aggregates::AggregateExec;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::GlobalLimitExec;
 use datafusion::physical_plan::union::UnionExec;
+use datafusion::common::stats::Precision;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 
 use crate::exec::file_source_scan::FileSourceScanExec;
+use crate::exec::range::range_rows;
 use crate::exec::join::SparkJoinExec;
 
 /// Spark's `DataType.defaultSize`.
@@ -55,25 +63,47 @@ pub fn size_in_bytes(plan: &dyn ExecutionPlan) -> u128 {
         };
     }
     if plan.downcast_ref::<UnionExec>().is_some() {
-        return children.iter().map(|c| size_in_bytes(c.as_ref())).sum();
+        return children.iter().fold(0u128, |total, c| total.saturating_add(size_in_bytes(c.as_ref())));
     }
     if let Some(limit) = plan.downcast_ref::<GlobalLimitExec>()
         && let Some(fetch) = limit.fetch() {
-            return (fetch as u128 * row_size(&plan.schema())).max(1);
+            return (fetch as u128).saturating_mul(row_size(&plan.schema())).max(1);
         }
     if let Some(aggregate) = plan.downcast_ref::<AggregateExec>()
         && aggregate.group_expr().is_empty() {
             return row_size(&plan.schema());
         }
     match children.as_slice() {
-        [] => 0,
+        [] => leaf_size(plan),
         [child] => {
             let input = size_in_bytes(child.as_ref());
             if plan.downcast_ref::<FilterExec>().is_some() {
                 return input.max(1);
             }
-            (input * row_size(&plan.schema()) / row_size(&child.schema()).max(1)).max(1)
+            (input.saturating_mul(row_size(&plan.schema())) / row_size(&child.schema()).max(1)).max(1)
         }
         many => many.iter().map(|c| size_in_bytes(c.as_ref())).fold(1u128, |a, b| a.saturating_mul(b)),
+    }
+}
+
+/// Spark's `spark.sql.defaultSizeInBytes`: the size of a relation nothing is known about, so
+/// large that it is never broadcast.
+pub const DEFAULT_SIZE_IN_BYTES: u128 = i64::MAX as u128;
+
+/// Leaves other than table scans: `VALUES` and other in-memory rows are `rowSize × rows`
+/// (Spark's `LocalRelation`), `range()` is 8 bytes a row (Spark's `Range`), `SELECT` without
+/// `FROM` is one byte (`OneRowRelation`); anything else is [`DEFAULT_SIZE_IN_BYTES`].
+fn leaf_size(plan: &dyn ExecutionPlan) -> u128 {
+    if plan.is::<PlaceholderRowExec>() {
+        return 1;
+    }
+    if let Some(rows) = range_rows(plan) {
+        return u128::from(rows).saturating_mul(8);
+    }
+    let in_memory = plan.is::<EmptyExec>()
+        || plan.downcast_ref::<DataSourceExec>().is_some_and(|s| s.data_source().downcast_ref::<MemorySourceConfig>().is_some());
+    match plan.partition_statistics(None).ok().map(|s| s.num_rows) {
+        Some(Precision::Exact(rows)) if in_memory => (rows as u128).saturating_mul(row_size(&plan.schema())),
+        _ => DEFAULT_SIZE_IN_BYTES,
     }
 }

@@ -27,7 +27,7 @@ use super::encoding::{encode_batch, field_infos, parse_bytea, user_error};
 use crate::catalog::types::SparkType;
 use crate::sql::copy::{CopyFormat, CopyIn, CopyOptions, CopyOut};
 use crate::sql::dml::append_batches;
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 use crate::sql::session::Session;
 
 /// Rows per batch handed to the table writer.

@@ -19,8 +19,9 @@ use super::auth::{Authenticator, Startup};
 use super::cancel::Interrupt;
 use super::copy::{CopyState, copy_out_response};
 use super::encoding::{arrow_type, decode_parameters, encode_batch, field_infos, pg_type, user_error};
-use crate::sql::error::SqlError;
-use crate::sql::session::{Output, Prepared, Session};
+use crate::error::SqlError;
+use crate::sql::output::{Output, Prepared};
+use crate::sql::session::Session;
 
 /// Everything pgwire asks of one connection.
 pub struct ConnectionHandlers {

@@ -5,7 +5,6 @@ pub mod cancel;
 pub mod copy;
 pub mod encoding;
 pub mod handler;
-pub mod pg_catalog;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -14,7 +13,8 @@ use std::sync::Arc;
 use pgwire::tokio::TlsAcceptor;
 use tokio::net::TcpListener;
 
-use crate::engine::Engine;
+use crate::sql::engine::Engine;
+use crate::sql::session::Session;
 use auth::Authenticator;
 use handler::ConnectionHandlers;
 
@@ -52,7 +52,7 @@ impl Server {
             let auth = Arc::clone(&self.auth);
             let tls = self.tls.clone();
             tokio::spawn(async move {
-                let session = match engine.new_session() {
+                let session = match Session::new(engine) {
                     Ok(session) => session,
                     Err(e) => {
                         tracing::error!(%peer, "could not start a session: {e}");

@@ -1,5 +1,5 @@
 //! `COPY`: which table or query, which direction, which format. The data itself moves on
-//! the wire (`crate::server::copy`), and rows copied in are appended in one commit by
+//! the wire front end, and rows copied in are appended in one commit by
 //! [`dml::append_batches`](super::dml::append_batches).
 
 use std::sync::Arc;
@@ -14,9 +14,11 @@ use datafusion::sql::sqlparser::ast::{
 use futures::{StreamExt, stream};
 
 use super::dialect::{BucketSqlStatement, parse_sql};
-use super::error::SqlError;
-use super::session::{Output, Session, table_name};
-use crate::catalog::provider::table_schema;
+use crate::error::SqlError;
+use super::output::Output;
+use super::session::Session;
+use super::statement::table_name;
+use crate::planner::table_provider::table_schema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopyFormat {

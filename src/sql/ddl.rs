@@ -11,22 +11,23 @@ use datafusion::sql::sqlparser::ast::{
     HiveDistributionStyle, HiveIOFormat, ObjectType, SqlOption, Statement, Value as SqlValue,
 };
 
-use super::error::SqlError;
-use super::session::{Output, Session, bool_column, rows_output, table_name};
+use crate::error::SqlError;
+use super::engine::valid_name;
+use super::output::{Output, bool_column, rows_output};
+use super::session::Session;
+use super::statement::table_name;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
 use crate::catalog::types::SparkType;
 use crate::storage::commit::StagedWrite;
 use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
-use crate::storage::table_writer::{TableLayout, write_table};
+use crate::sql::table_writer::{TableLayout, write_table};
 
 /// The only table format: Spark's default data source, and what its bucketing writes.
 const PARQUET: &str = "parquet";
 
-/// Spark's `spark.sql.sources.bucketing.maxBuckets`.
-pub const MAX_BUCKETS: u32 = 100_000;
-
 pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Output, SqlError> {
     let (schema, name) = table_name(&create.name)?;
+    valid_name(&name)?;
     let engine = &session.engine;
     if !engine.metastore.schema_exists(&schema)? {
         return Err(SqlError::undefined_schema(format!("schema \"{schema}\" does not exist")));
@@ -36,7 +37,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     // A table with LOCATION is EXTERNAL, as in Spark: DROP TABLE leaves its files alone.
     let (location, external) = match location {
         Some(dir) => (engine.external_location(dir)?, true),
-        None => (engine.managed_location(&schema, &name), false),
+        None => (engine.managed_location(&schema, &name)?, false),
     };
     if engine.metastore.table(&schema, &name)?.is_some() {
         if create.if_not_exists {
@@ -57,7 +58,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         _ => declared.clone(),
     };
     let partition_columns = partition_columns(create, &mut columns)?;
-    let bucket_spec = bucket_spec(create, &columns, &partition_columns)?;
+    let bucket_spec = bucket_spec(create, &columns, &partition_columns, session.spark_conf().max_buckets)?;
     let table = NewTable {
         location,
         schema,
@@ -72,7 +73,12 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     };
 
     let expected = ExpectedLayout {
-        data_columns: table.columns.iter().map(|c| c.name.as_str()).filter(|c| !table.partition_columns.iter().any(|p| p == c)).collect(),
+        data_columns: table
+            .columns
+            .iter()
+            .filter(|c| !table.partition_columns.contains(&c.name))
+            .map(|c| (c.name.as_str(), &c.ty))
+            .collect(),
         partition_columns: &table.partition_columns,
         bucket_spec: table.bucket_spec.as_ref(),
     };
@@ -138,8 +144,14 @@ fn partition_columns(create: &CreateTable, columns: &mut Vec<ColumnMeta>) -> Res
     Ok(names)
 }
 
-/// `CLUSTERED BY (cols) [SORTED BY (cols)] INTO n BUCKETS`, validated as Spark validates it.
-fn bucket_spec(create: &CreateTable, columns: &[ColumnMeta], partitions: &[String]) -> Result<Option<BucketSpec>, SqlError> {
+/// `CLUSTERED BY (cols) [SORTED BY (cols)] INTO n BUCKETS`, validated as Spark validates it
+/// (at most `spark.sql.sources.bucketing.maxBuckets` buckets).
+fn bucket_spec(
+    create: &CreateTable,
+    columns: &[ColumnMeta],
+    partitions: &[String],
+    max_buckets: u32,
+) -> Result<Option<BucketSpec>, SqlError> {
     let Some(clustered) = &create.clustered_by else {
         return Ok(None);
     };
@@ -148,13 +160,13 @@ fn bucket_spec(create: &CreateTable, columns: &[ColumnMeta], partitions: &[Strin
         _ => None,
     };
     let num_buckets = match num_buckets {
-        Some(n) if n > 0 && n <= i64::from(MAX_BUCKETS) => n as u32,
+        Some(n) if n > 0 && n <= i64::from(max_buckets) => n as u32,
         other => {
             let got = other.map_or_else(|| clustered.num_buckets.to_string(), |n| n.to_string());
             return Err(SqlError::new(
                 "22003",
                 format!(
-                    "Number of buckets should be greater than 0 but less than or equal to bucketing.maxBuckets (`{MAX_BUCKETS}`). Got `{got}`."
+                    "Number of buckets should be greater than 0 but less than or equal to bucketing.maxBuckets (`{max_buckets}`). Got `{got}`."
                 ),
             ));
         }

@@ -8,11 +8,12 @@ use chrono::DateTime;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use super::error::SqlError;
-use super::session::{Output, Session, rows_output};
+use crate::error::SqlError;
+use super::output::{Output, rows_output};
+use super::session::Session;
 use crate::catalog::metastore::TableMeta;
 use super::dml::{STATISTICS_ROWS, STATISTICS_SIZE};
-use crate::catalog::provider::CATALOG_NAME;
+use crate::planner::table_provider::CATALOG_NAME;
 
 pub fn describe_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![

@@ -8,13 +8,14 @@ use datafusion::logical_expr::dml::InsertOp;
 use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::logical_expr::{DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp};
 
-use super::error::SqlError;
-use super::session::{Output, Session};
+use crate::error::SqlError;
+use super::output::Output;
+use super::session::Session;
 use crate::catalog::metastore::{DataFile, TableMeta, WriteMode};
-use crate::catalog::provider::{ParquetTable, table_schema};
+use crate::planner::table_provider::{ParquetTable, table_schema};
 use crate::storage::commit::StagedWrite;
 use crate::storage::parquet_writer::StagedFile;
-use crate::storage::table_writer::{TableLayout, write_table};
+use crate::sql::table_writer::{TableLayout, write_table};
 
 pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlError> {
     let LogicalPlan::Dml(DmlStatement { target, op, input, .. }) = plan else {

@@ -1,13 +1,18 @@
-//! What was asked: our SQL dialect, per-connection sessions and statement dispatch.
+//! What was asked: our SQL dialect, per-connection sessions and statement dispatch, the
+//! PostgreSQL catalog clients query, and writing a statement's rows into a table.
 
 pub mod copy;
 pub mod ddl;
 pub mod describe;
 pub mod dialect;
 pub mod dml;
-pub mod error;
+pub mod engine;
 pub mod functions;
 pub mod interrupt;
+pub mod pg_catalog;
 pub mod rewrite;
+pub mod output;
 pub mod session;
-pub mod spark_conf;
+pub mod statement;
+pub mod table_writer;
+pub mod variables;

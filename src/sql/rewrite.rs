@@ -4,6 +4,8 @@
 //!   reads every integer literal as BIGINT). This is what makes `hash(1)` Spark's `hash(1)`
 //!   and lets `date_add(d, 3)` find Spark's INT signature. Ordinals (`ORDER BY 1`,
 //!   `GROUP BY 1`) and `LIMIT` / `OFFSET` keep their literals.
+//! - `row_number()`, `rank()`, `dense_rank()` and `ntile(n)` are `INT`, as Spark types them
+//!   (DataFusion's are unsigned 64-bit), so that they compare, hash and shuffle as Spark's do.
 //! - Unaliased expressions in the outermost SELECT are named by their SQL text, as Spark
 //!   names them (`1`, `CAST(x AS STRING)`, `count(*)`), instead of DataFusion's internal
 //!   display (`Int64(1)`).
@@ -25,6 +27,32 @@ pub fn rewrite(statement: &mut Statement) {
         _ => {}
     }
     let _ = statement.visit(&mut NarrowIntegerLiterals);
+    let _ = statement.visit(&mut IntRankingFunctions);
+}
+
+/// Spark's ranking window functions, which return `INT`.
+const RANKING_FUNCTIONS: [&str; 4] = ["row_number", "rank", "dense_rank", "ntile"];
+
+struct IntRankingFunctions;
+
+impl VisitorMut for IntRankingFunctions {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Function(function) = expr
+            && function.over.is_some()
+            && RANKING_FUNCTIONS.iter().any(|name| function.name.to_string().eq_ignore_ascii_case(name))
+        {
+            *expr = Expr::Cast {
+                kind: CastKind::Cast,
+                expr: Box::new(expr.clone()),
+                data_type: DataType::Int(None),
+                array: false,
+                format: None,
+            };
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 struct NarrowIntegerLiterals;
@@ -145,6 +173,14 @@ mod tests {
         assert_eq!(
             rewritten("SELECT hash(1), 3000000000 AS big FROM t GROUP BY 1 ORDER BY 1 LIMIT 5"),
             "SELECT hash(1::INT) AS \"hash(1)\", 3000000000 AS big FROM t GROUP BY 1 ORDER BY 1 LIMIT 5"
+        );
+    }
+
+    #[test]
+    fn ranking_window_functions_are_int() {
+        assert_eq!(
+            rewritten("SELECT rank() OVER (ORDER BY a) AS r, sum(b) OVER () AS s FROM t"),
+            "SELECT CAST(rank() OVER (ORDER BY a) AS INT) AS r, sum(b) OVER () AS s FROM t"
         );
     }
 

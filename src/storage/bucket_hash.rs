@@ -8,13 +8,16 @@
 //! byte-at-a-time tail handling for strings and binaries, or Spark would read our buckets as
 //! holding the wrong keys.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, GenericByteArray, GenericByteViewArray};
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    ByteArrayType, ByteViewType, DataType, Date32Type, Decimal128Type, Float32Type, Float64Type,
-    Int8Type, Int16Type, Int32Type, Int64Type, TimeUnit, TimestampMicrosecondType,
-    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+    ByteArrayType, ByteViewType, DataType, Date32Type, Decimal128Type, Decimal256Type, DurationMicrosecondType,
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, IntervalMonthDayNanoType, IntervalUnit,
+    IntervalYearMonthType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use datafusion::common::{exec_err, not_impl_err};
 use datafusion::error::Result;
@@ -118,30 +121,17 @@ fn hash_big_decimal(unscaled: i128, seed: i32) -> i32 {
     hash_bytes(&unscaled.to_be_bytes()[16 - len..], seed)
 }
 
-/// Whether [`hash_columns`] can hash a column of this type.
+/// Whether [`hash_columns`] can hash a column of this type: every type a query can produce
+/// but unions and run-end or view-encoded lists, which no Spark type maps to.
 pub fn is_hashable(data_type: &DataType) -> bool {
     match data_type {
         DataType::Dictionary(_, value) => is_hashable(value),
-        _ => matches!(
-            data_type,
-            DataType::Null
-                | DataType::Boolean
-                | DataType::Int8
-                | DataType::Int16
-                | DataType::Int32
-                | DataType::Int64
-                | DataType::Float32
-                | DataType::Float64
-                | DataType::Decimal128(_, _)
-                | DataType::Utf8
-                | DataType::LargeUtf8
-                | DataType::Utf8View
-                | DataType::Binary
-                | DataType::LargeBinary
-                | DataType::BinaryView
-                | DataType::Date32
-                | DataType::Timestamp(_, _)
-        ),
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {
+            is_hashable(f.data_type())
+        }
+        DataType::Struct(fields) => fields.iter().all(|f| is_hashable(f.data_type())),
+        DataType::Union(..) | DataType::RunEndEncoded(..) | DataType::ListView(_) | DataType::LargeListView(_) => false,
+        _ => true,
     }
 }
 
@@ -252,7 +242,108 @@ fn hash_column(hashes: &mut [i32], array: &dyn Array) -> Result<()> {
         DataType::Dictionary(_, value_type) if is_hashable(value_type) => {
             hash_column(hashes, cast(array, value_type)?.as_ref())?;
         }
+        // Types Spark does not have hash as the Spark type that holds their values: unsigned
+        // integers as Spark reads them from Parquet (UINT_8/16 → int, UINT_32 → long,
+        // UINT_64 → decimal(20, 0)), other decimal widths as `decimal`, half floats as `float`,
+        // `Date64` as `date`, times as Spark 4's `time` (nanoseconds of the day), durations
+        // as a day-time interval (microseconds), intervals as `CalendarInterval`.
+        DataType::UInt8 => {
+            let values = array.as_primitive::<UInt8Type>().values();
+            update_values(hashes, values, nulls, |v, h| hash_int(v.into(), h));
+        }
+        DataType::UInt16 => {
+            let values = array.as_primitive::<UInt16Type>().values();
+            update_values(hashes, values, nulls, |v, h| hash_int(v.into(), h));
+        }
+        DataType::UInt32 => {
+            let values = array.as_primitive::<UInt32Type>().values();
+            update_values(hashes, values, nulls, |v, h| hash_long(v.into(), h));
+        }
+        DataType::UInt64 => {
+            let values = array.as_primitive::<UInt64Type>().values();
+            update_values(hashes, values, nulls, |v, h| hash_big_decimal(v.into(), h));
+        }
+        DataType::Float16 => hash_column(hashes, cast(array, &DataType::Float32)?.as_ref())?,
+        DataType::Decimal32(precision, scale) | DataType::Decimal64(precision, scale) => {
+            hash_column(hashes, cast(array, &DataType::Decimal128(*precision, *scale))?.as_ref())?
+        }
+        DataType::Decimal256(..) => {
+            let values = array.as_primitive::<Decimal256Type>().values();
+            update_values(hashes, values, nulls, |v, h| {
+                let bytes = v.to_be_bytes();
+                let sign = if v.is_negative() { 0xff } else { 0x00 };
+                // Minimal two's complement, as `BigInteger.toByteArray()`.
+                let skip = bytes
+                    .iter()
+                    .zip(&bytes[1..])
+                    .take_while(|(b, next)| **b == sign && (**next & 0x80) == (sign & 0x80))
+                    .count();
+                hash_bytes(&bytes[skip..], h)
+            });
+        }
+        DataType::Date64 => hash_column(hashes, cast(array, &DataType::Date32)?.as_ref())?,
+        DataType::Time32(_) | DataType::Time64(_) => {
+            let nanos = cast(array, &DataType::Time64(TimeUnit::Nanosecond))?;
+            let values = nanos.as_primitive::<Time64NanosecondType>().values();
+            update_values(hashes, values, nulls, hash_long);
+        }
+        DataType::Duration(_) => {
+            let micros = cast(array, &DataType::Duration(TimeUnit::Microsecond))?;
+            let values = micros.as_primitive::<DurationMicrosecondType>().values();
+            update_values(hashes, values, nulls, hash_long);
+        }
+        DataType::Interval(IntervalUnit::YearMonth) => {
+            let values = array.as_primitive::<IntervalYearMonthType>().values();
+            update_values(hashes, values, nulls, hash_int);
+        }
+        DataType::Interval(_) => {
+            let intervals = cast(array, &DataType::Interval(IntervalUnit::MonthDayNano))?;
+            let values = intervals.as_primitive::<IntervalMonthDayNanoType>().values();
+            update_values(hashes, values, nulls, |v, h| {
+                hash_int(v.months, hash_int(v.days, hash_long(v.nanoseconds.div_euclid(1_000), h)))
+            });
+        }
+        DataType::FixedSizeBinary(_) => {
+            let binary = array.as_fixed_size_binary();
+            update(hashes, nulls, |i, h| hash_bytes(binary.value(i), h));
+        }
+        // Spark hashes an array's elements, a struct's fields and a map's keys and values in
+        // order, each seeded with the previous result; NULL elements and fields leave it as is.
+        DataType::Struct(_) => {
+            let before: Vec<i32> = hashes.to_vec();
+            for column in array.as_struct().columns() {
+                hash_column(hashes, column.as_ref())?;
+            }
+            if let Some(nulls) = nulls {
+                for i in (0..hashes.len()).filter(|i| nulls.is_null(*i)) {
+                    hashes[i] = before[i];
+                }
+            }
+        }
+        DataType::List(_) => hash_elements(hashes, nulls, array.as_list::<i32>().iter())?,
+        DataType::LargeList(_) => hash_elements(hashes, nulls, array.as_list::<i64>().iter())?,
+        DataType::FixedSizeList(..) => hash_elements(hashes, nulls, array.as_fixed_size_list().iter())?,
+        DataType::Map(..) => {
+            let map = array.as_map();
+            let entries: ArrayRef = Arc::new(map.entries().clone());
+            let offsets = map.value_offsets();
+            let rows = offsets.windows(2).map(|w| Some(entries.slice(w[0] as usize, (w[1] - w[0]) as usize)));
+            hash_elements(hashes, nulls, rows)?
+        }
         other => return not_impl_err!("Spark hash (Murmur3) of type {other} is not supported"),
+    }
+    Ok(())
+}
+
+/// Chains the hash of each element of every non-null row's collection, in order.
+fn hash_elements(hashes: &mut [i32], nulls: Option<&NullBuffer>, rows: impl Iterator<Item = Option<ArrayRef>>) -> Result<()> {
+    for (i, elements) in rows.enumerate() {
+        let Some(elements) = elements.filter(|_| nulls.is_none_or(|n| n.is_valid(i))) else { continue };
+        let mut seed = [hashes[i]];
+        for j in 0..elements.len() {
+            hash_column(&mut seed, elements.slice(j, 1).as_ref())?;
+        }
+        hashes[i] = seed[0];
     }
     Ok(())
 }
@@ -314,12 +405,11 @@ fn update_byte_view<T: ByteViewType>(
 mod tests {
     use super::*;
     use datafusion::arrow::array::{
-        BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, PrimitiveArray,
-        StringArray, TimestampNanosecondArray, new_null_array,
+        BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, ListArray, PrimitiveArray, StringArray,
+        StructArray, TimestampNanosecondArray, UInt32Array, UInt64Array, new_null_array,
     };
-    use datafusion::arrow::datatypes::{ArrowPrimitiveType, Field, Fields};
+    use datafusion::arrow::datatypes::{ArrowPrimitiveType, Field, Fields, UnionFields, UnionMode};
     use datafusion::error::DataFusionError;
-    use std::sync::Arc;
 
     const VECTORS: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -637,55 +727,87 @@ mod tests {
     }
 
     #[test]
-    fn supported_types_hash_nulls_as_seed_and_others_are_rejected() {
-        let supported = [
+    fn every_type_a_query_makes_hashes_with_nulls_as_seed() {
+        let types = [
             DataType::Null,
             DataType::Boolean,
             DataType::Int8,
             DataType::Int16,
             DataType::Int32,
             DataType::Int64,
+            DataType::UInt8,
+            DataType::UInt16,
+            DataType::UInt32,
+            DataType::UInt64,
+            DataType::Float16,
             DataType::Float32,
             DataType::Float64,
+            DataType::Decimal32(5, 2),
+            DataType::Decimal64(10, 2),
             DataType::Decimal128(10, 2),
             DataType::Decimal128(38, 10),
+            DataType::Decimal256(40, 0),
             DataType::Utf8,
             DataType::LargeUtf8,
             DataType::Utf8View,
             DataType::Binary,
             DataType::LargeBinary,
             DataType::BinaryView,
+            DataType::FixedSizeBinary(4),
             DataType::Date32,
+            DataType::Date64,
+            DataType::Time64(TimeUnit::Microsecond),
+            DataType::Duration(TimeUnit::Millisecond),
+            DataType::Interval(IntervalUnit::MonthDayNano),
             DataType::Timestamp(TimeUnit::Second, None),
             DataType::Timestamp(TimeUnit::Millisecond, None),
             DataType::Timestamp(TimeUnit::Microsecond, Some("+02:00".into())),
             DataType::Timestamp(TimeUnit::Nanosecond, None),
             DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
-        ];
-        for dt in &supported {
-            assert!(is_hashable(dt), "{dt}");
-            assert_eq!(
-                hash_columns(&[new_null_array(dt, 3)], 3).unwrap(),
-                vec![42; 3],
-                "{dt}"
-            );
-        }
-        let unsupported = [
-            DataType::UInt32,
-            DataType::Float16,
-            DataType::Date64,
-            DataType::Decimal256(40, 0),
             DataType::Struct(Fields::from(vec![Field::new("a", DataType::Int32, true)])),
-            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::UInt8)),
+            DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true))),
         ];
-        for dt in &unsupported {
-            assert!(!is_hashable(dt), "{dt}");
-            let err = hash_columns(&[new_null_array(dt, 1)], 1).unwrap_err();
-            assert!(
-                matches!(&err, DataFusionError::NotImplemented(m) if m.contains(&dt.to_string())),
-                "{err}"
-            );
+        for dt in &types {
+            assert!(is_hashable(dt), "{dt}");
+            assert_eq!(hash_columns(&[new_null_array(dt, 3)], 3).unwrap(), vec![42; 3], "{dt}");
         }
+    }
+
+    #[test]
+    fn other_types_hash_as_the_spark_type_that_holds_their_values() {
+        let unsigned: ArrayRef = Arc::new(UInt64Array::from(vec![7, u64::MAX]));
+        let as_decimal = cast(&unsigned, &DataType::Decimal128(20, 0)).unwrap();
+        assert_eq!(hash_columns(&[unsigned], 2).unwrap(), hash_columns(&[as_decimal], 2).unwrap());
+        let small: ArrayRef = Arc::new(UInt32Array::from(vec![7, u32::MAX]));
+        let as_long = cast(&small, &DataType::Int64).unwrap();
+        assert_eq!(hash_columns(&[small], 2).unwrap(), hash_columns(&[as_long], 2).unwrap());
+        let longs: ArrayRef = Arc::new(Int64Array::from(vec![-129, 0, i64::MAX]));
+        let wide = cast(&longs, &DataType::Decimal256(40, 0)).unwrap();
+        let narrow = cast(&wide, &DataType::Decimal128(38, 0)).unwrap();
+        assert_eq!(hash_columns(&[wide], 3).unwrap(), hash_columns(&[narrow], 3).unwrap());
+        // An array hashes its elements in order: [1, 2] as hash(2, hash(1, seed)).
+        let list: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(1), Some(2)]),
+            Some(vec![Some(1), None]),
+            None,
+        ]));
+        assert_eq!(hash_columns(&[list], 3).unwrap(), vec![hash_int(2, hash_int(1, 42)), hash_int(1, 42), 42]);
+        // A struct hashes its fields in order; a NULL struct leaves the seed.
+        let fields: Vec<ArrayRef> = vec![Arc::new(Int32Array::from(vec![1, 3])), Arc::new(Int64Array::from(vec![2, 4]))];
+        let structs: ArrayRef = Arc::new(StructArray::new(
+            Fields::from(vec![Field::new("a", DataType::Int32, true), Field::new("b", DataType::Int64, true)]),
+            fields,
+            Some(NullBuffer::from(vec![true, false])),
+        ));
+        assert_eq!(hash_columns(&[structs], 2).unwrap(), vec![hash_long(2, hash_int(1, 42)), 42]);
+    }
+
+    #[test]
+    fn unions_are_rejected() {
+        let union = DataType::Union(UnionFields::empty(), UnionMode::Sparse);
+        assert!(!is_hashable(&union));
+        let err = hash_columns(&[new_null_array(&union, 1)], 1).unwrap_err();
+        assert!(matches!(&err, DataFusionError::NotImplemented(m) if m.contains("Union")), "{err}");
     }
 
     #[test]

@@ -7,9 +7,14 @@
 //! 3. One SQLite transaction adds them to the table's file list and clears the pending
 //!    records. Until then no reader sees them.
 //!
+//! Each file is fsynced when written and each directory whose entries changed is fsynced
+//! after the renames, before the SQLite commit (itself `synchronous = FULL`): once a write is
+//! acknowledged, its files survive a power loss as well as a crash.
+//!
 //! A failure before step 3 removes the moved files again; a crash leaves pending records and
 //! staging directories that [`super::janitor::FileJanitor::recover`] deletes at the next start.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
@@ -17,7 +22,7 @@ use uuid::Uuid;
 use super::file_naming::STAGING_DIR;
 use super::parquet_writer::StagedFile;
 use crate::catalog::metastore::{DataFile, Metastore};
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 
 /// One write's private staging area; dropping it (on failure or cancellation) removes
 /// everything that was not published.
@@ -72,12 +77,27 @@ impl StagedWrite {
         Ok(())
     }
 
+    /// Renames the staged files into the table directory, then syncs every directory whose
+    /// entries changed (and those that were created), so that the renames are durable before
+    /// the metastore commits them. The files' contents were synced when they were written.
     fn move_into_place(&self, files: &[StagedFile], finals: &[PathBuf]) -> Result<(), SqlError> {
+        let mut changed = BTreeSet::new();
         for (file, target) in files.iter().zip(finals) {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)?;
+                // A new partition directory is itself an entry of its parent, up to the table.
+                let mut dir = parent;
+                while dir.starts_with(&self.table_location) && changed.insert(dir.to_path_buf()) {
+                    dir = dir.parent().unwrap_or(dir);
+                }
             }
             std::fs::rename(&file.staged, target)?;
+        }
+        if let Some(parent) = self.table_location.parent() {
+            changed.insert(parent.to_path_buf());
+        }
+        for dir in changed {
+            sync_dir(&dir)?;
         }
         Ok(())
     }
@@ -93,4 +113,10 @@ impl Drop for StagedWrite {
         // Only succeeds once no other write is staging here.
         let _ = std::fs::remove_dir(staging_root);
     }
+}
+
+/// `fsync` on a directory makes the entries created or renamed in it durable.
+pub fn sync_dir(dir: &Path) -> Result<(), SqlError> {
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
 }

@@ -11,7 +11,8 @@ use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::file_naming::bucket_id_of;
 use crate::catalog::metastore::{BucketSpec, DataFile};
-use crate::sql::error::SqlError;
+use crate::catalog::types::SparkType;
+use crate::error::SqlError;
 
 /// Names Spark and Hadoop give to files that are not data (`_SUCCESS`, `.crc`, staging).
 fn is_hidden(name: &str) -> bool {
@@ -20,8 +21,8 @@ fn is_hidden(name: &str) -> bool {
 
 /// The table a directory is registered as.
 pub struct ExpectedLayout<'a> {
-    /// Columns stored in the files (not the partition columns).
-    pub data_columns: Vec<&'a str>,
+    /// Columns stored in the files (not the partition columns), with their declared types.
+    pub data_columns: Vec<(&'a str, &'a SparkType)>,
     pub partition_columns: &'a [String],
     pub bucket_spec: Option<&'a BucketSpec>,
 }
@@ -98,14 +99,35 @@ fn describe(location: &Path, path: &Path, partition: String, expected: &Expected
     };
     let reader = open(path)?;
     let schema = arrow_schema(&reader)?;
-    for column in &expected.data_columns {
-        if !schema.fields().iter().any(|f| f.name().eq_ignore_ascii_case(column)) {
-            return Err(SqlError::undefined_column(format!("column {column} is missing from data file {}", path.display())));
+    for (column, declared) in &expected.data_columns {
+        let field = schema
+            .fields()
+            .iter()
+            .find(|f| f.name().eq_ignore_ascii_case(column))
+            .ok_or_else(|| SqlError::undefined_column(format!("column {column} is missing from data file {}", path.display())))?;
+        // A column read as another type than it was written hashes differently, so a shuffled
+        // side would no longer meet the rows in the files' buckets.
+        let stored = SparkType::from_arrow(field.data_type());
+        if !stored.as_ref().is_ok_and(|stored| same_values(stored, declared)) {
+            let stored = stored.map_or_else(|_| field.data_type().to_string(), |t| t.as_str().to_string());
+            return Err(SqlError::datatype_mismatch(format!(
+                "column {column} is declared {} but data file {} stores it as {stored}",
+                declared.as_str(),
+                path.display()
+            )));
         }
     }
     let row_count = reader.metadata().file_metadata().num_rows() as u64;
     let byte_size = std::fs::metadata(path)?.len();
     Ok(DataFile { path: relative, partition, bucket, row_count, byte_size })
+}
+
+/// Whether a column stored as `stored` reads as `declared` unchanged. Timestamps written
+/// as Parquet's INT96 (Spark's default) carry no time zone, so either timestamp type is
+/// accepted for them; both hold microseconds and hash alike.
+fn same_values(stored: &SparkType, declared: &SparkType) -> bool {
+    let timestamp = |t: &SparkType| matches!(t.as_str(), "timestamp" | "timestamp_ntz");
+    stored == declared || (timestamp(stored) && timestamp(declared))
 }
 
 fn open(path: &Path) -> Result<SerializedFileReader<std::fs::File>, SqlError> {

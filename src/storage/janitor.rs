@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use super::file_naming::STAGING_DIR;
 use crate::catalog::metastore::Metastore;
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 
 pub struct FileJanitor {
     metastore: Arc<Metastore>,

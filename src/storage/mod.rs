@@ -8,4 +8,3 @@ pub mod file_naming;
 pub mod janitor;
 pub mod parquet_writer;
 pub mod partition_path;
-pub mod table_writer;

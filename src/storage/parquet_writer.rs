@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 use super::file_naming::data_file_name;
 use super::partition_path::partition_path;
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 
 /// A file written into the staging directory, not yet part of any table.
 #[derive(Debug, Clone)]
@@ -203,7 +203,11 @@ impl SplittingWriter {
         if let Some(open) = self.open.take() {
             open.writer.close().await?;
             let mut file = open.file;
-            file.bytes = tokio::fs::metadata(&file.staged).await?.len();
+            // On disk before the commit names it: a power loss must not leave the metastore
+            // listing a file whose bytes were still in the page cache.
+            let written = File::open(&file.staged).await?;
+            written.sync_all().await?;
+            file.bytes = written.metadata().await?.len();
             self.done.push(file);
         }
         Ok(())

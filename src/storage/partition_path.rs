@@ -7,7 +7,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::ScalarValue;
 
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
@@ -36,16 +36,22 @@ pub fn unescape(text: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len()
-            && let Ok(byte) = u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                out.push(byte);
-                i += 3;
-                continue;
-            }
+        // Bytes, not `str` slices: what follows a `%` may be any UTF-8 character.
+        if bytes[i] == b'%'
+            && let (Some(high), Some(low)) = (bytes.get(i + 1).and_then(hex_digit), bytes.get(i + 2).and_then(hex_digit))
+        {
+            out.push(high << 4 | low);
+            i += 3;
+            continue;
+        }
         out.push(bytes[i]);
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex_digit(byte: &u8) -> Option<u8> {
+    char::from(*byte).to_digit(16).map(|d| d as u8)
 }
 
 /// The directory of one row, from single-row arrays of its partition values.
@@ -105,5 +111,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(parsed, vec![ScalarValue::Date32(Some(20454)), ScalarValue::from("a/b=c d"), ScalarValue::Int64(None)]);
+    }
+
+    #[test]
+    fn stray_percent_signs_before_multibyte_characters_stay_text() {
+        assert_eq!(unescape("%aé"), "%aé");
+        assert_eq!(unescape("%é%2F%"), "%é/%");
+        assert_eq!(unescape("a%2"), "a%2");
     }
 }

@@ -36,8 +36,21 @@ impl TestServer {
 
     /// Starts a server with extra `serve` arguments (e.g. `--allow-location DIR`).
     pub fn start_with_args(data_dir: &Path, args: &[&str]) -> Self {
+        Self::start_under(&[], data_dir, args)
+    }
+
+    /// Starts a server as the last argument of `wrapper` (e.g. `strace -f -o log`).
+    pub fn start_under(wrapper: &[&str], data_dir: &Path, args: &[&str]) -> Self {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_bucketsql"))
+        let mut command = match wrapper {
+            [program, wrapper_args @ ..] => {
+                let mut command = Command::new(program);
+                command.args(wrapper_args).arg(env!("CARGO_BIN_EXE_bucketsql"));
+                command
+            }
+            [] => Command::new(env!("CARGO_BIN_EXE_bucketsql")),
+        };
+        let child = command
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
             .arg(data_dir)
             .args(args)

@@ -17,7 +17,7 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitio
 
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::{BuildSide, JoinStrategy, SparkJoinExec};
-use crate::sql::spark_conf::SparkConf;
+use crate::config::SparkConf;
 
 pub fn coalesce_buckets_in_join(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
     if !conf.coalesce_buckets_in_join {

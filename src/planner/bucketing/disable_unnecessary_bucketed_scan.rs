@@ -19,7 +19,7 @@ use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::distribution::required_distributions;
-use crate::sql::spark_conf::SparkConf;
+use crate::config::SparkConf;
 
 pub fn disable_unnecessary_bucketed_scan(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
     if !conf.bucketing_enabled || !conf.auto_bucketed_scan {

@@ -22,12 +22,12 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 use datafusion::prelude::SessionContext;
 
-use super::commit::StagedWrite;
-use super::parquet_writer::{StagedFile, WriteLayout, write_partitions};
+use crate::storage::commit::StagedWrite;
+use crate::storage::parquet_writer::{StagedFile, WriteLayout, write_partitions};
 use crate::catalog::metastore::{BucketSpec, ColumnMeta};
 use crate::planner::create_physical_plan;
 use crate::planner::hints::QueryHints;
-use crate::sql::error::SqlError;
+use crate::error::SqlError;
 use crate::sql::functions::spark_hash::spark_hash_udf;
 
 const BUCKET_ID_COLUMN: &str = "__bucket_id";

@@ -23,7 +23,7 @@ use datafusion::prelude::SessionContext;
 use super::tables::{Relation, Scan};
 use super::*;
 use crate::catalog::metastore::DEFAULT_SCHEMA;
-use crate::sql::spark_conf;
+use crate::config;
 
 /// What `version()` answers: PostgreSQL's shape, so that clients parsing it (SQLAlchemy's
 /// `PostgreSQL (\d+)\.?(\d+)?`) read the version the server reports at startup.
@@ -230,7 +230,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
             let mut out = Vec::with_capacity(names.len());
             for (name, value) in names.iter().zip(values.iter()) {
                 if let (Some(name), Some(value)) = (name, value) {
-                    spark_conf::validate(&name.to_lowercase(), value).map_err(|e| DataFusionError::External(Box::new(e)))?;
+                    config::validate(&name.to_lowercase(), value).map_err(|e| DataFusionError::External(Box::new(e)))?;
                     settings.lock().insert(name.to_lowercase(), value.to_string());
                 }
                 out.push(value.map(str::to_string));

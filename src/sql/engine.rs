@@ -1,6 +1,8 @@
 //! What all connections share: the data directory, the metastore, the file janitor and
 //! DataFusion's runtime (memory pool, caches).
 
+use std::fs::{File, TryLockError};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,16 +12,18 @@ use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 
 use crate::catalog::metastore::Metastore;
-use crate::catalog::provider::MetastoreCatalog;
-use crate::server::pg_catalog;
-use crate::sql::error::SqlError;
-use crate::sql::session::Session;
+use crate::planner::table_provider::MetastoreCatalog;
+use crate::sql::pg_catalog;
+use crate::error::SqlError;
 use crate::storage::janitor::FileJanitor;
 
 pub const METASTORE_FILE: &str = "metastore.sqlite";
 pub const WAREHOUSE_DIR: &str = "warehouse";
 
 pub const SPILL_DIR: &str = "spill";
+
+/// Locked by the server that owns the data directory; holds its process id.
+pub const LOCK_FILE: &str = "bucketsql.lock";
 
 /// Server-wide settings from the command line.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +45,8 @@ pub struct Engine {
     pub runtime: Arc<RuntimeEnv>,
     warehouse: PathBuf,
     allowed_locations: Vec<PathBuf>,
+    /// Held while the engine lives: one server per data directory.
+    _lock: File,
 }
 
 impl Engine {
@@ -49,6 +55,7 @@ impl Engine {
     pub fn open(data_dir: &Path, options: EngineOptions) -> Result<Arc<Self>, SqlError> {
         std::fs::create_dir_all(data_dir)?;
         let data_dir = data_dir.canonicalize()?;
+        let lock = lock_data_dir(&data_dir)?;
         let warehouse = data_dir.join(WAREHOUSE_DIR);
         std::fs::create_dir_all(&warehouse)?;
         let spill = data_dir.join(SPILL_DIR);
@@ -80,6 +87,7 @@ impl Engine {
             runtime: runtime.build_arc()?,
             warehouse,
             allowed_locations,
+            _lock: lock,
         }))
     }
 
@@ -113,12 +121,47 @@ impl Engine {
         }
     }
 
-    /// Where a managed table's files live: `<data-dir>/warehouse/<schema>/<table>`.
-    pub fn managed_location(&self, schema: &str, table: &str) -> PathBuf {
-        self.warehouse.join(schema).join(table)
+    /// Where a managed table's files live: `<data-dir>/warehouse/<schema>/<table>`. Names
+    /// that are not plain identifiers never become paths.
+    pub fn managed_location(&self, schema: &str, table: &str) -> Result<PathBuf, SqlError> {
+        Ok(self.warehouse.join(valid_name(schema)?).join(valid_name(table)?))
     }
+}
 
-    pub fn new_session(self: &Arc<Self>) -> Result<Session, SqlError> {
-        Session::new(Arc::clone(self))
+/// Spark's `SessionCatalog.validateName`: schema and table names are letters, digits and
+/// `_`, so that a name can never be a path of its own (`/etc`, `..`, `a/b`).
+pub fn valid_name(name: &str) -> Result<&str, SqlError> {
+    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        Ok(name)
+    } else {
+        Err(SqlError::new(
+            "42602",
+            format!("`{name}` is not a valid name for tables/schemas. Valid names only contain alphabet characters, numbers and _."),
+        ))
     }
+}
+
+/// Takes the data directory's lock file, so that a second server on the same directory
+/// stops before it touches anything (its start-up cleanup would delete the first one's
+/// spill files and pending writes).
+fn lock_data_dir(data_dir: &Path) -> Result<File, SqlError> {
+    let path = data_dir.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let by = if holder.is_empty() { String::new() } else { format!(" (process {holder})") };
+            return Err(SqlError::new(
+                "55006",
+                format!("data directory {} is in use by another bucketsql server{by}", data_dir.display()),
+            ));
+        }
+        Err(TryLockError::Error(e)) => return Err(e.into()),
+    }
+    file.set_len(0)?;
+    file.write_all(std::process::id().to_string().as_bytes())?;
+    Ok(file)
 }

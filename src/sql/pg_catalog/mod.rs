@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use datafusion::catalog::SchemaProvider;
 
 use crate::catalog::metastore::{DEFAULT_SCHEMA, Metastore, TableMeta};
-use crate::catalog::provider::{CATALOG_NAME, MetastoreCatalog, MetastoreHandle};
-use crate::sql::error::SqlError;
+use crate::planner::table_provider::{CATALOG_NAME, MetastoreCatalog, MetastoreHandle};
+use crate::error::SqlError;
 
 pub use functions::register_functions;
 
@@ -67,7 +67,7 @@ impl Settings {
         self.lock()
             .get(&name)
             .cloned()
-            .or_else(|| crate::sql::session::server_setting(&name).map(str::to_string))
+            .or_else(|| crate::sql::variables::server_setting(&name).map(str::to_string))
     }
 }
 

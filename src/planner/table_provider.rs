@@ -12,9 +12,9 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
-use super::metastore::{Metastore, TableMeta};
-use crate::planner::file_source_strategy::{is_partition_filter, plan_scan};
-use crate::sql::error::SqlError;
+use crate::catalog::metastore::{Metastore, TableMeta};
+use super::file_source_strategy::{is_partition_filter, plan_scan};
+use crate::error::SqlError;
 
 /// The catalog name Spark gives its session catalog; plans and DESCRIBE print it.
 pub const CATALOG_NAME: &str = "spark_catalog";

@@ -1,0 +1,208 @@
+//! The Spark SQL settings the planner honours, with Spark's names, defaults and validation,
+//! and the one PostgreSQL setting that changes how statements run (`statement_timeout`).
+//! `SET k=v` on a known key checks the value (SQLSTATE 22023 when it does not parse); other
+//! keys are kept as text, as Spark keeps them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::error::SqlError;
+
+/// Declares Spark's settings once: each becomes a typed field of [`SparkConf`], a key that
+/// `SET` validates and `SET k` shows (with its default), and a parser shared by both.
+macro_rules! spark_settings {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty = $key:literal, $default:literal, $parse:ident;)*) => {
+        /// The settings of one session, as typed values.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct SparkConf {
+            $($(#[$doc])* pub $field: $ty,)*
+        }
+
+        impl Default for SparkConf {
+            fn default() -> Self {
+                SparkConf { $($field: $parse($key, $default).expect("a valid default"),)* }
+            }
+        }
+
+        /// Every key the planner reads: (Spark's spelling, default shown by `SET k`).
+        pub const KNOWN_KEYS: &[(&str, &str)] = &[$(($key, $default),)*];
+
+        impl SparkConf {
+            fn apply(&mut self, key: &str, value: &str) -> Result<(), SqlError> {
+                match canonical_key(key) {
+                    $(Some($key) => self.$field = $parse($key, value)?,)*
+                    _ => {}
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+spark_settings! {
+    auto_broadcast_join_threshold: i64 = "spark.sql.autoBroadcastJoinThreshold", "10485760", parse_bytes;
+    shuffle_partitions: usize = "spark.sql.shuffle.partitions", "200", parse_positive;
+    bucketing_enabled: bool = "spark.sql.sources.bucketing.enabled", "true", parse_bool;
+    coalesce_buckets_in_join: bool = "spark.sql.bucketing.coalesceBucketsInJoin.enabled", "false", parse_bool;
+    coalesce_max_bucket_ratio: u32 = "spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio", "4", parse_positive;
+    auto_bucketed_scan: bool = "spark.sql.sources.bucketing.autoBucketedScan.enabled", "true", parse_bool;
+    prefer_sort_merge_join: bool = "spark.sql.join.preferSortMergeJoin", "true", parse_bool;
+    require_all_cluster_keys_for_co_partition: bool = "spark.sql.requireAllClusterKeysForCoPartition", "true", parse_bool;
+    require_all_cluster_keys_for_distribution: bool = "spark.sql.requireAllClusterKeysForDistribution", "false", parse_bool;
+    adaptive_enabled: bool = "spark.sql.adaptive.enabled", "true", parse_bool;
+    legacy_bucketed_scan_output_ordering: bool = "spark.sql.legacy.bucketedTableScan.outputOrdering", "false", parse_bool;
+    v2_bucketing_enabled: bool = "spark.sql.sources.v2.bucketing.enabled", "false", parse_bool;
+    shuffled_hash_join_factor: i64 = "spark.sql.shuffledHashJoinFactor", "3", parse_positive;
+    max_buckets: u32 = "spark.sql.sources.bucketing.maxBuckets", "100000", parse_positive;
+    /// `spark.sql.sources.partitionOverwriteMode=dynamic`: INSERT OVERWRITE replaces only
+    /// the partitions it writes.
+    dynamic_partition_overwrite: bool = "spark.sql.sources.partitionOverwriteMode", "static", parse_overwrite_mode;
+}
+
+/// Spark's spelling of a key given in any case, for known keys.
+pub fn canonical_key(name: &str) -> Option<&'static str> {
+    KNOWN_KEYS.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(k, _)| *k)
+}
+
+pub fn default_value(name: &str) -> Option<&'static str> {
+    KNOWN_KEYS.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, SqlError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(SqlError::invalid_parameter(format!("{key} should be boolean, but was {value}"))),
+    }
+}
+
+/// Spark's byte strings: `10485760`, `10MB`, `10m`, `1g`, and `-1` for "off".
+fn parse_bytes(key: &str, value: &str) -> Result<i64, SqlError> {
+    let text = value.trim().to_ascii_lowercase();
+    let invalid = || SqlError::invalid_parameter(format!("{key} should be a size in bytes (e.g. 10485760 or 10MB), but was {value}"));
+    if let Ok(n) = text.parse::<i64>() {
+        return Ok(n);
+    }
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(invalid)?;
+    let (number, unit) = text.split_at(split);
+    let number: i64 = number.parse().map_err(|_| invalid())?;
+    let scale: i64 = match unit {
+        "b" => 1,
+        "k" | "kb" => 1 << 10,
+        "m" | "mb" => 1 << 20,
+        "g" | "gb" => 1 << 30,
+        "t" | "tb" => 1 << 40,
+        _ => return Err(invalid()),
+    };
+    number.checked_mul(scale).ok_or_else(invalid)
+}
+
+/// A positive integer that fits the setting's type.
+fn parse_positive<T: TryFrom<i64>>(key: &str, value: &str) -> Result<T, SqlError> {
+    match value.trim().parse::<i64>() {
+        Ok(n) if n > 0 => T::try_from(n).map_err(|_| SqlError::invalid_parameter(format!("{key} is too large"))),
+        _ => Err(SqlError::invalid_parameter(format!("{key} should be a positive integer, but was {value}"))),
+    }
+}
+
+/// `static` or `dynamic`, as `true` for dynamic.
+fn parse_overwrite_mode(key: &str, value: &str) -> Result<bool, SqlError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "static" => Ok(false),
+        "dynamic" => Ok(true),
+        _ => Err(SqlError::invalid_parameter(format!("{key} should be STATIC or DYNAMIC, but was {value}"))),
+    }
+}
+
+/// Checks a value for a known key — Spark's settings and PostgreSQL's `statement_timeout` —
+/// wherever it is set (`SET`, `set_config()`, the startup packet); unknown keys take any text.
+pub fn validate(key: &str, value: &str) -> Result<(), SqlError> {
+    if key.eq_ignore_ascii_case("statement_timeout") {
+        return parse_statement_timeout(value).map(|_| ());
+    }
+    let mut conf = SparkConf::default();
+    conf.apply(key, value)
+}
+
+/// PostgreSQL's largest `statement_timeout` (`INT_MAX` milliseconds).
+const MAX_MILLIS: f64 = i32::MAX as f64;
+
+/// The `statement_timeout` that `value` sets, read as PostgreSQL reads it: milliseconds, or
+/// a number with one of the units `us`, `ms`, `s`, `min`, `h`, `d`; `None` (`0`) is off.
+pub fn parse_statement_timeout(value: &str) -> Result<Option<Duration>, SqlError> {
+    let text = value.trim();
+    let (number, unit) = text.split_at(text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len()));
+    let invalid = || SqlError::invalid_parameter(format!("invalid value for parameter \"statement_timeout\": \"{value}\""));
+    let number: f64 = number.trim().parse().map_err(|_| invalid())?;
+    let unit_millis = match unit {
+        "" | "ms" => 1.0,
+        "us" => 1e-3,
+        "s" => 1e3,
+        "min" => 6e4,
+        "h" => 3.6e6,
+        "d" => 8.64e7,
+        _ => return Err(invalid()),
+    };
+    let millis = (number * unit_millis).round();
+    if !(0.0..=MAX_MILLIS).contains(&millis) {
+        return Err(SqlError::invalid_parameter(format!(
+            "{value} is outside the valid range for parameter \"statement_timeout\" (0 .. {MAX_MILLIS})"
+        )));
+    }
+    Ok((millis > 0.0).then(|| Duration::from_millis(millis as u64)))
+}
+
+
+impl SparkConf {
+    /// The session's settings over the defaults. Values were validated when set.
+    pub fn from_settings(settings: &BTreeMap<String, String>) -> Self {
+        let mut conf = SparkConf::default();
+        for (key, value) in settings {
+            let _ = conf.apply(key, value);
+        }
+        conf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse_as_spark_parses_them() {
+        let settings: BTreeMap<String, String> = [
+            ("spark.sql.autobroadcastjointhreshold".to_string(), "-1".to_string()),
+            ("spark.sql.shuffle.partitions".to_string(), "8".to_string()),
+            ("spark.sql.bucketing.coalescebucketsinjoin.enabled".to_string(), "TRUE".to_string()),
+        ]
+        .into();
+        let conf = SparkConf::from_settings(&settings);
+        assert_eq!(conf.auto_broadcast_join_threshold, -1);
+        assert_eq!(conf.shuffle_partitions, 8);
+        assert!(conf.coalesce_buckets_in_join);
+        assert_eq!(parse_bytes("k", "10MB").unwrap(), 10 * 1024 * 1024);
+    }
+
+    #[test]
+    fn statement_timeout_units_as_postgresql_reads_them() {
+        assert_eq!(parse_statement_timeout("1000").unwrap(), Some(Duration::from_secs(1)));
+        assert_eq!(parse_statement_timeout("1s").unwrap(), Some(Duration::from_secs(1)));
+        assert_eq!(parse_statement_timeout(" 500ms ").unwrap(), Some(Duration::from_millis(500)));
+        assert_eq!(parse_statement_timeout("1.5min").unwrap(), Some(Duration::from_secs(90)));
+        assert_eq!(parse_statement_timeout("0").unwrap(), None);
+        assert_eq!(parse_statement_timeout("0s").unwrap(), None);
+        for bad in ["abc", "", "1 sec", "10S", "-1", "1e3", "30d"] {
+            assert_eq!(parse_statement_timeout(bad).unwrap_err().code, "22023", "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert_eq!(validate("spark.sql.shuffle.partitions", "0").unwrap_err().code, "22023");
+        assert_eq!(validate("spark.sql.adaptive.enabled", "maybe").unwrap_err().code, "22023");
+        assert_eq!(validate("spark.sql.autoBroadcastJoinThreshold", "lots").unwrap_err().code, "22023");
+        assert!(validate("spark.some.unknown.key", "anything").is_ok());
+        assert_eq!(validate("statement_timeout", "soon").unwrap_err().code, "22023");
+        assert!(validate("STATEMENT_TIMEOUT", "5s").is_ok());
+    }
+}

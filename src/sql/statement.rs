@@ -1,0 +1,318 @@
+//! Statement dispatch: runs each parsed statement of a session, in the simple and the
+//! extended protocol, under the session's `statement_timeout`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
+use datafusion::sql::sqlparser::ast::{
+    DescribeAlias, HiveDescribeFormat, ObjectName, ShowCreateObject, Statement,
+};
+use futures::StreamExt;
+use tokio::time::Instant;
+
+use super::dialect::{BucketSqlStatement, explain_mode, parse_sql};
+use super::output::{Output, Prepared, rows_output};
+use super::session::Session;
+use super::variables::variables_schema;
+use super::{copy, ddl, describe, dml, interrupt};
+use crate::catalog::metastore::DEFAULT_SCHEMA;
+use crate::error::SqlError;
+use crate::explain::{self, ExplainContext, ExplainMode};
+use crate::planner::table_provider::CATALOG_NAME;
+
+impl Session {
+    /// Runs every statement of a simple-protocol query string, stopping at the first error
+    /// (which comes last in the returned list).
+    pub async fn execute_sql(&self, sql: &str) -> Vec<Result<Output, SqlError>> {
+        let statements = match parse_sql(sql) {
+            Ok(s) => s,
+            Err(e) => return vec![Err(SqlError::from(e))],
+        };
+        let mut outputs = Vec::with_capacity(statements.len());
+        for statement in statements {
+            let result = self.execute(&statement, Vec::new()).await;
+            let failed = result.is_err();
+            outputs.push(result);
+            if failed {
+                break;
+            }
+        }
+        outputs
+    }
+
+    /// Parses one statement and works out its parameter and result types (extended protocol).
+    /// `declared` holds the types the client gave for `$1..$n`.
+    pub async fn prepare(&self, sql: &str, declared: &[Option<DataType>]) -> Result<Option<Prepared>, SqlError> {
+        let mut statements = parse_sql(sql)?;
+        if statements.len() > 1 {
+            return Err(SqlError::syntax("cannot insert multiple commands into a prepared statement"));
+        }
+        let Some(statement) = statements.pop() else {
+            return Ok(None);
+        };
+        let (planned_types, result_schema) = match &statement {
+            BucketSqlStatement::Sql(stmt) if plans_through_datafusion(stmt) => {
+                let plan = self.plan(stmt).await?;
+                let schema = match stmt {
+                    Statement::Insert(_) => None,
+                    _ => Some(Arc::new(plan.schema().as_arrow().clone())),
+                };
+                (parameter_types(&plan)?, schema)
+            }
+            other => (Vec::new(), self.describe_command(other)),
+        };
+        let parameter_types = (0..declared.len().max(planned_types.len()))
+            .map(|i| declared.get(i).cloned().flatten().or_else(|| planned_types.get(i).cloned().flatten()))
+            .collect();
+        Ok(Some(Prepared { statement, parameter_types, planned_types, result_schema }))
+    }
+
+    /// Runs a prepared statement with bound parameter values. The statement is planned
+    /// again here, so it reads the tables as they are now, not as they were at Parse.
+    pub async fn execute_prepared(&self, prepared: &Prepared, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+        let params = params
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| {
+                let planned = prepared.planned_types.get(i).cloned().flatten();
+                match planned.or_else(|| prepared.parameter_types.get(i).cloned().flatten()) {
+                    Some(dt) if value.data_type() != dt => value.cast_to(&dt).map_err(|e| {
+                        SqlError::new("22P02", format!("invalid value for parameter ${}: {e}", i + 1))
+                    }),
+                    _ => Ok(value),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.execute(&prepared.statement, params).await
+    }
+
+    /// Runs one statement under the session's `statement_timeout`, which covers its rows too.
+    async fn execute(&self, statement: &BucketSqlStatement, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+        let deadline = self.statement_timeout().map(|timeout| Instant::now() + timeout);
+        Ok(match interrupt::within(deadline, self.execute_untimed(statement, params)).await? {
+            Output::Rows { schema, stream } => Output::Rows { schema, stream: interrupt::limit(stream, deadline) },
+            other => other,
+        })
+    }
+
+    async fn execute_untimed(&self, statement: &BucketSqlStatement, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+        let guard = self.engine.janitor.begin_statement();
+        let output = match statement {
+            BucketSqlStatement::Sql(stmt) => self.execute_sql_statement(stmt, params).await?,
+            BucketSqlStatement::SetVariable { name, value } => self.set_variable(name, value.as_deref())?,
+            BucketSqlStatement::ShowVariable { name } => self.show_variable(name.as_deref())?,
+            BucketSqlStatement::Reset { name } => self.reset(name.as_deref()),
+            BucketSqlStatement::ShowPartitions { table, partition_spec } => {
+                if !partition_spec.is_empty() {
+                    return Err(SqlError::feature_not_supported("SHOW PARTITIONS with a PARTITION spec"));
+                }
+                let (schema, name) = table_name(table)?;
+                describe::show_partitions(self, &schema, &name)?
+            }
+        };
+        Ok(match output {
+            Output::Rows { schema, stream } => {
+                // The guard lives as long as the stream: retired files stay until it is read.
+                let stream = stream.map(move |batch| {
+                    let _ = &guard;
+                    batch
+                });
+                Output::Rows { schema: Arc::clone(&schema), stream: Box::pin(RecordBatchStreamAdapter::new(schema, stream)) }
+            }
+            other => other,
+        })
+    }
+
+    async fn execute_sql_statement(&self, stmt: &Statement, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+        match stmt {
+            Statement::CreateTable(create) => ddl::create_table(self, create).await,
+            Statement::Drop { .. } => ddl::drop(self, stmt),
+            Statement::ShowTables { show_options, .. } => {
+                let schema = match &show_options.show_in {
+                    Some(show_in) => show_in.parent_name.as_ref().map(schema_of).transpose()?,
+                    None => None,
+                };
+                ddl::show_tables(self, schema.as_deref().unwrap_or(DEFAULT_SCHEMA))
+            }
+            Statement::Insert(_) => {
+                let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
+                dml::insert(self, plan).await
+            }
+            Statement::ExplainTable { describe_alias: DescribeAlias::Describe | DescribeAlias::Desc, hive_format, table_name: name, .. } => {
+                let (schema, table) = table_name(name)?;
+                let extended = matches!(hive_format, Some(HiveDescribeFormat::Extended | HiveDescribeFormat::Formatted));
+                describe::describe(self, &schema, &table, extended)
+            }
+            Statement::ShowCreate { obj_type: ShowCreateObject::Table, obj_name } => {
+                let (schema, table) = table_name(obj_name)?;
+                describe::show_create_table(self, &schema, &table)
+            }
+            Statement::ShowVariable { variable } => {
+                let name: Vec<&str> = variable.iter().map(|i| i.value.as_str()).collect();
+                self.show_variable(Some(&name.join(".")))
+            }
+            Statement::OptimizeTable { name, .. } => {
+                let (schema, table) = table_name(name)?;
+                dml::optimize(self, &schema, &table).await
+            }
+            Statement::Analyze(analyze) => {
+                let name = analyze.table_name.as_ref().ok_or_else(|| SqlError::syntax("ANALYZE needs TABLE name"))?;
+                let (schema, table) = table_name(name)?;
+                dml::analyze(self, &schema, &table)
+            }
+            Statement::Copy { .. } => copy::copy(self, stmt).await,
+            // Drivers close prepared statements and reset sessions this way; nothing is kept
+            // server-side beyond pgwire's own statement store.
+            Statement::Deallocate { .. } => Ok(Output::command("DEALLOCATE")),
+            Statement::Discard { .. } => Ok(Output::command("DISCARD ALL")),
+            // Savepoints are accepted like transactions: every statement has committed already.
+            Statement::Savepoint { .. } => Ok(Output::command("SAVEPOINT")),
+            Statement::ReleaseSavepoint { .. } => Ok(Output::command("RELEASE")),
+            Statement::StartTransaction { .. } => Ok(Output::TransactionStart("BEGIN")),
+            Statement::Commit { .. } => Ok(Output::TransactionEnd("COMMIT")),
+            Statement::Rollback { savepoint: Some(_), .. } => Ok(Output::command("ROLLBACK")),
+            Statement::Rollback { .. } => Ok(Output::TransactionEnd("ROLLBACK")),
+            Statement::Query(_) => {
+                let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
+                self.run_query(stmt, plan).await
+            }
+            Statement::Explain { statement, .. } => {
+                let mode = explain_mode(stmt).unwrap_or(ExplainMode::Simple);
+                self.explain(statement, mode, params).await
+            }
+            other => Err(SqlError::feature_not_supported(format!(
+                "statement not supported: {}",
+                statement_kind(other)
+            ))),
+        }
+    }
+
+    /// Parses and plans one query, for callers that run the plan themselves.
+    pub async fn plan_query(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
+        let statements = parse_sql(sql)?;
+        let [BucketSqlStatement::Sql(stmt @ Statement::Query(_))] = statements.as_slice() else {
+            return Err(SqlError::syntax("expected exactly one query"));
+        };
+        let plan = self.plan(stmt).await?;
+        self.physical_plan(stmt, &plan).await
+    }
+
+    /// EXPLAIN in Spark's formats, rendered from the plan that would run. EXPLAIN ANALYZE
+    /// runs it and adds what each operator measured.
+    async fn explain(&self, statement: &Statement, mode: ExplainMode, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+        if !matches!(statement, Statement::Query(_)) {
+            return Err(SqlError::feature_not_supported("EXPLAIN is supported for queries"));
+        }
+        let plan = self.plan(statement).await?.with_param_values(ParamValues::from(params))?;
+        let physical = self.physical_plan(statement, &plan).await?;
+        let conf = self.spark_conf();
+        let context = ExplainContext {
+            adaptive: conf.adaptive_enabled && mode != ExplainMode::Analyze,
+            v2_bucketing_enabled: conf.v2_bucketing_enabled,
+            logical: Some(plan.display_indent().to_string()),
+        };
+        let text = if mode == ExplainMode::Analyze {
+            let started = std::time::Instant::now();
+            // Rows are counted as they stream past, never held.
+            let mut stream = execute_stream(Arc::clone(&physical), self.ctx.task_ctx())?;
+            let mut rows = 0;
+            while let Some(batch) = stream.next().await {
+                rows += batch?.num_rows();
+            }
+            let mut text = explain::render(&physical, ExplainMode::Formatted, &context);
+            text.push_str(&explain::analyze::metrics_section(&physical, rows, started.elapsed()));
+            text
+        } else {
+            explain::render(&physical, mode, &context)
+        };
+        let schema = Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)]));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(StringArray::from(vec![text])) as ArrayRef])?;
+        Ok(rows_output(schema, vec![batch]))
+    }
+
+    /// Plans with our planner and runs a query.
+    async fn run_query(&self, stmt: &Statement, plan: LogicalPlan) -> Result<Output, SqlError> {
+        let physical = self.physical_plan(stmt, &plan).await?;
+        let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+        let stream = execute_stream(physical, self.ctx.task_ctx())?;
+        Ok(Output::Rows { schema, stream })
+    }
+
+    /// The row shape of statements answered here rather than by DataFusion.
+    fn describe_command(&self, statement: &BucketSqlStatement) -> Option<SchemaRef> {
+        match statement {
+            BucketSqlStatement::Sql(Statement::ShowTables { .. }) => Some(ddl::show_tables_schema()),
+            BucketSqlStatement::ShowVariable { .. } | BucketSqlStatement::Sql(Statement::ShowVariable { .. }) => {
+                Some(variables_schema())
+            }
+            BucketSqlStatement::ShowPartitions { .. } => Some(describe::show_partitions_schema()),
+            BucketSqlStatement::Sql(Statement::ExplainTable { .. }) => Some(describe::describe_schema()),
+            BucketSqlStatement::Sql(Statement::ShowCreate { .. }) => Some(describe::show_create_schema()),
+            BucketSqlStatement::Sql(Statement::Explain { .. }) => {
+                Some(Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)])))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Statements DataFusion plans: queries, and INSERT (whose source we then write ourselves).
+fn plans_through_datafusion(stmt: &Statement) -> bool {
+    matches!(stmt, Statement::Query(_) | Statement::Insert(_))
+}
+
+/// `$1..$n` in order, from the plan's placeholder map.
+fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>, SqlError> {
+    let found: HashMap<String, Option<DataType>> = plan.get_parameter_types()?;
+    let mut types = Vec::new();
+    for (name, ty) in found {
+        let index: usize = name
+            .trim_start_matches('$')
+            .parse()
+            .map_err(|_| SqlError::syntax(format!("parameter {name} is not of the form $n")))?;
+        if index == 0 {
+            return Err(SqlError::syntax("parameters are numbered from $1"));
+        }
+        if types.len() < index {
+            types.resize(index, None);
+        }
+        types[index - 1] = ty;
+    }
+    Ok(types)
+}
+
+/// `[schema.]name` → (schema, table), lower-cased as Spark's case-insensitive catalog does.
+pub(crate) fn table_name(name: &ObjectName) -> Result<(String, String), SqlError> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| p.as_ident().map(|i| i.value.to_lowercase()).ok_or_else(|| SqlError::syntax(format!("invalid name {name}"))))
+        .collect::<Result<_, _>>()?;
+    match parts.as_slice() {
+        [table] => Ok((DEFAULT_SCHEMA.to_string(), table.clone())),
+        [schema, table] => Ok((schema.clone(), table.clone())),
+        [catalog, schema, table] if catalog == CATALOG_NAME => Ok((schema.clone(), table.clone())),
+        _ => Err(SqlError::syntax(format!("invalid table name {name}"))),
+    }
+}
+
+fn schema_of(name: &ObjectName) -> Result<String, SqlError> {
+    match name.0.as_slice() {
+        [part] => part
+            .as_ident()
+            .map(|i| i.value.to_lowercase())
+            .ok_or_else(|| SqlError::syntax(format!("invalid schema name {name}"))),
+        _ => Err(SqlError::syntax(format!("invalid schema name {name}"))),
+    }
+}
+
+fn statement_kind(stmt: &Statement) -> String {
+    let text = stmt.to_string();
+    text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+}

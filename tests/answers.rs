@@ -1,0 +1,175 @@
+//! Queries whose plans once moved rows wrongly, run over the wire with their expected rows
+//! computed here from the generating formula, never from the server's own output.
+
+use std::collections::BTreeMap;
+
+use tokio_postgres::Client;
+
+use crate::common::{TestServer, sqlstate, text_rows};
+
+const ROWS: i64 = 2000;
+
+/// `facts`: k = id % 7 (NULL for every 11th id), v = id, bucketed by k into 4 buckets.
+async fn facts(client: &Client) {
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE facts (k INT, v BIGINT) USING parquet CLUSTERED BY (k) INTO 4 BUCKETS; \
+             INSERT INTO facts SELECT CASE WHEN id % 11 = 0 THEN NULL ELSE CAST(id % 7 AS INT) END, id FROM range({ROWS})"
+        ))
+        .await
+        .unwrap();
+}
+
+fn fact_rows() -> impl Iterator<Item = (Option<i64>, i64)> {
+    (0..ROWS).map(|id| ((id % 11 != 0).then_some(id % 7), id))
+}
+
+fn sorted(mut rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    rows.sort();
+    rows
+}
+
+fn text(value: Option<i64>) -> String {
+    value.map_or_else(|| "NULL".to_string(), |v| v.to_string())
+}
+
+/// Every setting that changes where rows move, one bundle at a time.
+const SETTINGS: &[&str] = &[
+    "RESET ALL",
+    "SET spark.sql.shuffle.partitions = 3",
+    "SET spark.sql.sources.bucketing.enabled = false",
+    "SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.adaptive.enabled = false",
+];
+
+#[tokio::test]
+async fn grouping_sets_shuffle_on_the_keys_and_the_grouping_id() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    let mut sums: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+    for (k, v) in fact_rows() {
+        *sums.entry(k).or_default() += v;
+    }
+    let total: i64 = sums.values().sum();
+    // ROLLUP(k): one row per k (NULL keys included), and the grand total with grouping id 1.
+    let mut rollup: Vec<Vec<String>> = sums.iter().map(|(k, s)| vec![text(*k), s.to_string(), "0".into()]).collect();
+    rollup.push(vec!["NULL".into(), total.to_string(), "1".into()]);
+    for setting in SETTINGS {
+        client.batch_execute(setting).await.unwrap();
+        for (sql, expected) in [
+            ("SELECT k, sum(v), grouping(k) FROM facts GROUP BY ROLLUP(k)", &rollup),
+            ("SELECT k, sum(v), grouping(k) FROM facts GROUP BY CUBE(k)", &rollup),
+            ("SELECT k, sum(v), grouping(k) FROM facts GROUP BY GROUPING SETS ((k), ())", &rollup),
+        ] {
+            assert_eq!(sorted(text_rows(&client, sql).await), sorted(expected.clone()), "{setting}: {sql}");
+        }
+        // After a join partitioned on k, too.
+        let joined = text_rows(
+            &client,
+            "SELECT a.k, count(*) FROM facts a JOIN facts b ON a.k = b.k AND a.v = b.v GROUP BY ROLLUP(a.k)",
+        )
+        .await;
+        let mut counts: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+        for (k, _) in fact_rows().filter(|(k, _)| k.is_some()) {
+            *counts.entry(k).or_default() += 1;
+        }
+        let mut expected: Vec<Vec<String>> = counts.iter().map(|(k, c)| vec![text(*k), c.to_string()]).collect();
+        expected.push(vec!["NULL".into(), counts.values().sum::<i64>().to_string()]);
+        assert_eq!(sorted(joined), sorted(expected), "{setting}");
+    }
+    let plan = text_rows(&client, "EXPLAIN SELECT k, sum(v) FROM facts GROUP BY ROLLUP(k)").await.remove(0).remove(0);
+    assert!(plan.contains("Expand"), "{plan}");
+    assert!(plan.contains("spark_grouping_id"), "{plan}");
+}
+
+#[tokio::test]
+async fn cartesian_products_run_over_many_partitions() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    client.batch_execute("SET spark.sql.autoBroadcastJoinThreshold = -1").await.unwrap();
+    let plan = text_rows(&client, "EXPLAIN SELECT count(*) FROM facts a CROSS JOIN range(300) b").await.remove(0).remove(0);
+    assert!(plan.contains("CartesianProduct"), "{plan}");
+    let rows = text_rows(&client, "SELECT count(*), sum(a.v + b.id) FROM facts a CROSS JOIN range(300) b").await;
+    let sum_v: i64 = fact_rows().map(|(_, v)| v).sum();
+    let expected_sum = sum_v * 300 + ROWS * (0..300).sum::<i64>();
+    assert_eq!(rows, vec![vec![(ROWS * 300).to_string(), expected_sum.to_string()]]);
+}
+
+#[tokio::test]
+async fn ranking_results_are_int_and_shuffle_as_keys() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    let sql = "SELECT r, count(*) FROM (SELECT rank() OVER (PARTITION BY k ORDER BY v) AS r FROM facts) x GROUP BY r";
+    for setting in SETTINGS {
+        client.batch_execute(setting).await.unwrap();
+        let mut per_k: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+        let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
+        for (k, _) in fact_rows() {
+            let rank = per_k.entry(k).or_default();
+            *rank += 1;
+            *expected.entry(*rank).or_default() += 1;
+        }
+        let expected: Vec<Vec<String>> = expected.iter().map(|(r, c)| vec![r.to_string(), c.to_string()]).collect();
+        assert_eq!(sorted(text_rows(&client, sql).await), sorted(expected), "{setting}");
+    }
+    let typed = client.query_one("SELECT row_number() OVER (ORDER BY v) FROM facts LIMIT 1", &[]).await.unwrap();
+    assert_eq!(typed.columns()[0].type_(), &tokio_postgres::types::Type::INT4);
+}
+
+#[tokio::test]
+async fn a_users_computed_column_stays_in_a_join_on_it() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    client.batch_execute("CREATE TABLE small (k INT); INSERT INTO small SELECT CAST(id AS INT) FROM range(20)").await.unwrap();
+    let mut expected = Vec::new();
+    for (k, v) in fact_rows().filter(|(_, v)| *v < 50) {
+        if let Some(k) = k.filter(|k| (1..=20).contains(k)) {
+            expected.push(vec![v.to_string(), (k - 1).to_string(), k.to_string()]);
+        }
+    }
+    for setting in SETTINGS {
+        client.batch_execute(setting).await.unwrap();
+        let rows = text_rows(
+            &client,
+            "SELECT a.v, b.k, b.k2 FROM facts a JOIN (SELECT k, k + 1 AS k2 FROM small) b ON a.k = b.k2 WHERE a.v < 50",
+        )
+        .await;
+        assert_eq!(sorted(rows), sorted(expected.clone()), "{setting}");
+    }
+}
+
+#[tokio::test]
+async fn a_failing_cast_in_a_filter_still_fails() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE words (s STRING); INSERT INTO words VALUES ('1'), ('two'), (NULL)").await.unwrap();
+    let err = client.batch_execute("SELECT * FROM words WHERE CAST(s AS INT) > 0").await.unwrap_err();
+    assert!(["22P02", "22018"].contains(&sqlstate(&err).as_str()), "{err:?}");
+    let plan = text_rows(&client, "EXPLAIN FORMATTED SELECT * FROM words WHERE CAST(s AS INT) > 0").await.remove(0).remove(0);
+    assert!(!plan.contains("IsNotNull(s)"), "the cast's predicate became isnotnull(s):\n{plan}");
+}
+
+#[tokio::test]
+async fn sizes_saturate_and_unknown_leaves_are_large() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    // Sixteen ranges: their estimated product overflows 128 bits.
+    let from: Vec<String> = (0..16).map(|i| format!("range(100000) t{i}")).collect();
+    let plan = text_rows(&client, &format!("EXPLAIN SELECT count(*) FROM {}", from.join(", "))).await.remove(0).remove(0);
+    assert!(plan.contains("CartesianProduct") || plan.contains("BroadcastNestedLoopJoin"), "{plan}");
+    // Two ranges of 100M rows are 800 MB each: no broadcast.
+    let plan = text_rows(&client, "EXPLAIN SELECT count(*) FROM range(100000000) a JOIN range(100000000) b ON a.id = b.id")
+        .await
+        .remove(0)
+        .remove(0);
+    assert!(plan.contains("SortMergeJoin"), "{plan}");
+    // A small VALUES list is sized by its rows and is broadcast.
+    let plan = text_rows(&client, "EXPLAIN SELECT count(*) FROM range(100000000) a JOIN (VALUES (1), (2)) v(x) ON a.id = v.x")
+        .await
+        .remove(0)
+        .remove(0);
+    assert!(plan.contains("BroadcastHashJoin"), "{plan}");
+}
