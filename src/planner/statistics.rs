@@ -22,7 +22,7 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 
 use crate::exec::file_source_scan::FileSourceScanExec;
-use crate::exec::range::range_rows;
+use crate::exec::range::range_splits;
 use crate::exec::join::SparkJoinExec;
 
 /// Spark's `DataType.defaultSize`.
@@ -97,8 +97,8 @@ fn leaf_size(plan: &dyn ExecutionPlan) -> u128 {
     if plan.is::<PlaceholderRowExec>() {
         return 1;
     }
-    if let Some(rows) = range_rows(plan) {
-        return u128::from(rows).saturating_mul(8);
+    if let Some(range) = range_splits(plan) {
+        return range.rows.saturating_mul(8);
     }
     let in_memory = plan.is::<EmptyExec>()
         || plan.downcast_ref::<DataSourceExec>().is_some_and(|s| s.data_source().downcast_ref::<MemorySourceConfig>().is_some());

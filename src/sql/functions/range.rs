@@ -1,25 +1,16 @@
-//! Spark's `range(end)` / `range(start, end[, step])`: one BIGINT column `id`, `end`
-//! exclusive. (DataFusion's own `range` names its column `value`.) Rows are generated lazily
-//! in as many partitions as the session runs in parallel, so `range(10000000)` costs no
-//! memory up front and feeds every core.
+//! Spark's `range(end)` / `range(start, end[, step])` table function: its integer literal
+//! arguments give the [`RangeTable`] it reads, one BIGINT column `id`. (DataFusion's own
+//! `range` names its column `value`.)
 
-use std::any::Any;
-use std::fmt;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use datafusion::arrow::array::Int64Array;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
-use datafusion::logical_expr::{Expr, TableType};
-use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::memory::{LazyBatchGenerator, LazyMemoryExec};
-use parking_lot::RwLock;
+use datafusion::logical_expr::Expr;
 
-const BATCH_ROWS: i64 = 8192;
+use crate::exec::range::RangeTable;
 
 #[derive(Debug)]
 pub struct SparkRange;
@@ -41,12 +32,8 @@ impl TableFunctionImpl for SparkRange {
         if step == 0 {
             return plan_err!("range: the step must not be 0");
         }
-        Ok(Arc::new(RangeTable { start, end, step, schema: range_schema() }))
+        Ok(Arc::new(RangeTable::new(start, end, step)))
     }
-}
-
-fn range_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]))
 }
 
 fn integer_literal(expr: &Expr, position: usize) -> Result<i64> {
@@ -65,131 +52,5 @@ fn integer_literal(expr: &Expr, position: usize) -> Result<i64> {
     match value.cast_to(&DataType::Int64)? {
         ScalarValue::Int64(Some(v)) if value.data_type().is_integer() => Ok(v),
         _ => plan_err!("range: argument {position} must be an integer, got {value}"),
-    }
-}
-
-#[derive(Debug)]
-struct RangeTable {
-    start: i64,
-    end: i64,
-    step: i64,
-    schema: SchemaRef,
-}
-
-impl RangeTable {
-    /// Number of rows, computed in 128 bits so extreme bounds cannot overflow.
-    fn len(&self) -> u64 {
-        let span = i128::from(self.end) - i128::from(self.start);
-        let step = i128::from(self.step);
-        if span == 0 || (span > 0) != (step > 0) {
-            return 0;
-        }
-        ((span.abs() + step.abs() - 1) / step.abs()) as u64
-    }
-}
-
-#[async_trait]
-impl TableProvider for RangeTable {
-    fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::Temporary
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let rows = limit.map_or(self.len(), |l| self.len().min(l as u64));
-        let partitions = (state.config().target_partitions() as u64).clamp(1, rows.max(1));
-        let per_partition = rows.div_ceil(partitions);
-        let generators = (0..partitions)
-            .map(|p| {
-                let first = p * per_partition;
-                let count = per_partition.min(rows.saturating_sub(first));
-                Arc::new(RwLock::new(RangeGenerator {
-                    first_value: i128::from(self.start) + i128::from(first) * i128::from(self.step),
-                    step: self.step,
-                    remaining: count,
-                    next: 0,
-                    schema: Arc::clone(&self.schema),
-                })) as Arc<RwLock<dyn LazyBatchGenerator>>
-            })
-            .collect();
-        let exec = LazyMemoryExec::try_new(Arc::clone(&self.schema), generators)?;
-        let exec: Arc<dyn ExecutionPlan> = Arc::new(exec);
-        match projection {
-            Some(p) if p.is_empty() => {
-                // count(*) asks for no column; a zero-column batch still carries its row count.
-                Ok(Arc::new(datafusion::physical_plan::projection::ProjectionExec::try_new(
-                    Vec::<datafusion::physical_plan::projection::ProjectionExpr>::new(),
-                    exec,
-                )?))
-            }
-            _ => Ok(exec),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct RangeGenerator {
-    first_value: i128,
-    step: i64,
-    remaining: u64,
-    next: u64,
-    schema: SchemaRef,
-}
-
-impl fmt::Display for RangeGenerator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Range: start={}, step={}, rows={}", self.first_value, self.step, self.remaining)
-    }
-}
-
-impl LazyBatchGenerator for RangeGenerator {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn generate_next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        if self.next >= self.remaining {
-            return Ok(None);
-        }
-        let n = (self.remaining - self.next).min(BATCH_ROWS as u64);
-        let base = self.first_value + i128::from(self.next) * i128::from(self.step);
-        let values: Int64Array = (0..n)
-            .map(|i| (base + i128::from(i) * i128::from(self.step)) as i64)
-            .collect::<Vec<i64>>()
-            .into();
-        self.next += n;
-        Ok(Some(RecordBatch::try_new(Arc::clone(&self.schema), vec![Arc::new(values)])?))
-    }
-
-    fn reset_state(&self) -> Arc<RwLock<dyn LazyBatchGenerator>> {
-        Arc::new(RwLock::new(RangeGenerator { next: 0, ..self.clone() }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table(start: i64, end: i64, step: i64) -> RangeTable {
-        RangeTable { start, end, step, schema: range_schema() }
-    }
-
-    #[test]
-    fn row_counts_follow_spark() {
-        assert_eq!(table(0, 10, 1).len(), 10);
-        assert_eq!(table(0, 10, 3).len(), 4);
-        assert_eq!(table(10, 0, -2).len(), 5);
-        assert_eq!(table(0, 10, -1).len(), 0);
-        assert_eq!(table(5, 5, 1).len(), 0);
-        assert_eq!(table(i64::MIN, i64::MAX, i64::MAX).len(), 3);
     }
 }

@@ -1,0 +1,176 @@
+//! The conversion of a DataFusion plan into Spark's operators: expression ids handed out as
+//! values appear, the dispatch by operator type, and DataFusion's plumbing, which Spark has
+//! no operator for, skipped. The operators themselves are converted in one file per family.
+
+mod aggregate;
+mod exchange;
+mod join;
+mod limit;
+mod project;
+mod relation;
+mod scan;
+mod sort;
+mod window;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::physical_plan::aggregates::AggregateExec;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::coop::CooperativeExec;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
+use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
+use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
+use datafusion::physical_plan::{ExecutionPlan, Partitioning, displayable};
+
+use super::{Node, field};
+use crate::exec::broadcast_exchange::BroadcastExchangeExec;
+use crate::exec::file_source_scan::FileSourceScanExec;
+use crate::exec::join::SparkJoinExec;
+use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::explain::expressions::Attr;
+use relation::{local_rows, range_arguments};
+use window::window_parts;
+
+/// Where a node sits, for the few operators Spark prints differently by context.
+#[derive(Debug, Clone, Copy, Default)]
+pub(in crate::explain) struct Position {
+    /// The root of the query: a limit there is Spark's `CollectLimit`.
+    pub root: bool,
+    /// Feeds a join directly or through its sort: sort and partitioning keys are the
+    /// join keys, which Spark normalizes when they are floating-point.
+    pub join_child: bool,
+}
+
+/// Converts a DataFusion plan bottom-up, handing out expression ids as values appear.
+#[derive(Default)]
+pub(in crate::explain) struct Converter {
+    next_id: u64,
+    next_plan_id: u64,
+    /// The input attributes of each partial aggregate, by address, for its final aggregate.
+    partial_inputs: HashMap<usize, Vec<Attr>>,
+}
+
+impl Converter {
+    fn fresh(&mut self, name: &str, data_type: DataType, nullable: bool) -> Attr {
+        self.next_id += 1;
+        // DataFusion's grouping-set id is Spark's BIGINT `spark_grouping_id`.
+        let (name, data_type) = match name {
+            "__grouping_id" => (aggregate::SPARK_GROUPING_ID, DataType::Int64),
+            _ => (name, data_type),
+        };
+        Attr { name: name.to_string(), id: self.next_id, data_type, nullable }
+    }
+
+    fn fresh_field(&mut self, field: &Field) -> Attr {
+        self.fresh(field.name(), field.data_type().clone(), field.is_nullable())
+    }
+
+    fn fresh_schema(&mut self, schema: &Schema) -> Vec<Attr> {
+        schema.fields().iter().map(|f| self.fresh_field(f)).collect()
+    }
+
+    fn plan_id(&mut self) -> u64 {
+        self.next_plan_id += 1;
+        self.next_plan_id
+    }
+
+    pub fn convert(&mut self, plan: &Arc<dyn ExecutionPlan>, at: Position) -> Node {
+        if let Some(inner) = transparent(plan) {
+            return self.convert(inner, at);
+        }
+        if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
+            self.scan(scan)
+        } else if let Some(exchange) = plan.downcast_ref::<ShuffleExchangeExec>() {
+            self.shuffle(exchange, at)
+        } else if let Some(broadcast) = plan.downcast_ref::<BroadcastExchangeExec>() {
+            self.broadcast(broadcast)
+        } else if let Some(join) = plan.downcast_ref::<SparkJoinExec>() {
+            self.join(join)
+        } else if let Some(filter) = plan.downcast_ref::<FilterExec>() {
+            self.filter(filter)
+        } else if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
+            self.projection(projection, at)
+        } else if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
+            self.aggregate(aggregate, &[])
+        } else if let Some(sort) = plan.downcast_ref::<SortExec>() {
+            self.sort(sort, at)
+        } else if let Some(merge) = plan.downcast_ref::<SortPreservingMergeExec>() {
+            self.sort_preserving_merge(merge)
+        } else if let Some(coalesce) = plan.downcast_ref::<CoalescePartitionsExec>() {
+            self.coalesce(coalesce, at)
+        } else if let Some(limit) = plan.downcast_ref::<GlobalLimitExec>() {
+            self.global_limit(limit, at)
+        } else if let Some(limit) = plan.downcast_ref::<LocalLimitExec>() {
+            self.local_limit(limit)
+        } else if let Some(window) = window_parts(plan) {
+            self.window(window, &plan.schema(), &[])
+        } else if plan.is::<UnionExec>() || plan.is::<InterleaveExec>() {
+            let children: Vec<Node> =
+                plan.children().into_iter().map(|c| self.convert(c, Position::default())).collect();
+            let output = children.first().map(|c| c.output.clone()).unwrap_or_default();
+            Node::new("Union", "Union", output, children)
+        } else if let Some(range) = range_arguments(plan.as_ref()) {
+            self.range(&plan.schema(), range)
+        } else if let Some(rows) = local_rows(plan) {
+            self.local_table(&plan.schema(), rows)
+        } else if plan.is::<PlaceholderRowExec>() {
+            self.one_row(&plan.schema())
+        } else {
+            self.unknown(plan)
+        }
+    }
+
+    /// An operator Spark has no name for, shown under DataFusion's.
+    fn unknown(&mut self, plan: &Arc<dyn ExecutionPlan>) -> Node {
+        let children: Vec<Node> = plan.children().into_iter().map(|c| self.convert(c, Position::default())).collect();
+        let schema = plan.schema();
+        let output = match children.as_slice() {
+            [child]
+                if child.output.len() == schema.fields().len()
+                    && child.output.iter().zip(schema.fields()).all(|(a, f)| a.name == *f.name()) =>
+            {
+                child.output.clone()
+            }
+            _ => self.fresh_schema(&schema),
+        };
+        let line = displayable(plan.as_ref()).one_line().to_string();
+        let line = line.trim();
+        let arguments = line.split_once(": ").map(|(_, a)| a.to_string());
+        let mut details = match children.as_slice() {
+            [] => vec![field("Output", &output)],
+            [child] => vec![field("Input", &child.output)],
+            _ => Vec::new(),
+        };
+        details.extend(arguments.map(|a| format!("Arguments: {a}")));
+        Node::new(plan.name(), line, output, children).details(details)
+    }
+}
+
+/// DataFusion's plumbing that Spark has no operator for: cooperative scheduling, batch
+/// coalescing and round-robin spreading of batches over cores.
+fn transparent(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
+    if let Some(cooperative) = plan.downcast_ref::<CooperativeExec>() {
+        return Some(cooperative.input());
+    }
+    if let Some(repartition) = plan.downcast_ref::<RepartitionExec>() {
+        return matches!(repartition.partitioning(), Partitioning::RoundRobinBatch(_)).then(|| repartition.input());
+    }
+    match plan.children().as_slice() {
+        [child] if plan.name() == "CoalesceBatchesExec" => Some(*child),
+        _ => None,
+    }
+}
+
+fn below_plumbing(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {
+    while let Some(inner) = transparent(plan) {
+        plan = inner;
+    }
+    plan
+}

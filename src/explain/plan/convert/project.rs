@@ -1,0 +1,128 @@
+//! Spark's `Filter` and `Project`: the columns a condition makes non-null, projections that
+//! pass their input through dropped, and aggregate and window results named after the
+//! select list's aliases.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::physical_expr::expressions::{Column, IsNotNullExpr};
+use datafusion::physical_expr::{PhysicalExpr, split_conjunction};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateOutputMode};
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+
+use super::window::window_parts;
+use super::{Converter, Position, below_plumbing};
+use crate::explain::expressions::{Attr, Columns, list, render};
+use crate::explain::plan::{Codegen, Node, field};
+
+impl Converter {
+    /// Spark's `Project` of a DataFusion projection, its aliases naming the results below it.
+    pub(super) fn projection(&mut self, projection: &ProjectionExec, at: Position) -> Node {
+        let child = self.convert_named(projection.input(), at, &column_aliases(projection));
+        let exprs = projection.expr().iter().map(|p| (Arc::clone(&p.expr), p.alias.clone())).collect();
+        self.project(child, exprs, &projection.input().schema())
+    }
+
+    /// Converts the input of a projection. Spark names aggregate and window results after
+    /// the select list's aliases, where DataFusion renames them in the projection above.
+    fn convert_named(&mut self, plan: &Arc<dyn ExecutionPlan>, at: Position, names: &[Option<String>]) -> Node {
+        let inner = below_plumbing(plan);
+        if let Some(aggregate) = inner.downcast_ref::<AggregateExec>()
+            && aggregate.mode().output_mode() == AggregateOutputMode::Final
+        {
+            self.aggregate(aggregate, names)
+        } else if let Some(window) = window_parts(inner) {
+            self.window(window, &inner.schema(), names)
+        } else {
+            self.convert(plan, at)
+        }
+    }
+
+    pub(super) fn filter(&mut self, filter: &FilterExec) -> Node {
+        let child = self.convert(filter.input(), Position::default());
+        let condition = render(filter.predicate(), &Columns::Attrs(&child.output));
+        // Spark's FilterExec: columns the condition requires to be non-null are non-null above it.
+        let non_null: Vec<usize> = split_conjunction(filter.predicate())
+            .into_iter()
+            .filter_map(|c| c.downcast_ref::<IsNotNullExpr>()?.arg().downcast_ref::<Column>().map(Column::index))
+            .collect();
+        let output: Vec<Attr> = child
+            .output
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Attr { nullable: a.nullable && !non_null.contains(&i), ..a.clone() })
+            .collect();
+        let details = vec![field("Input", &child.output), format!("Condition : {condition}")];
+        let node = Node::new("Filter", format!("Filter {condition}"), output, vec![child])
+            .details(details)
+            .codegen(Codegen::Yes);
+        match filter.projection() {
+            Some(projection) => {
+                let schema = filter.input().schema();
+                let exprs = projection
+                    .iter()
+                    .map(|i| {
+                        (
+                            Arc::new(Column::new(schema.field(*i).name(), *i)) as Arc<dyn PhysicalExpr>,
+                            schema.field(*i).name().clone(),
+                        )
+                    })
+                    .collect();
+                self.project(node, exprs, &schema)
+            }
+            None => node,
+        }
+    }
+
+    /// Spark's `Project`, or its child when it passes the child's columns through unchanged
+    /// (`RemoveRedundantProjects`).
+    fn project(&mut self, child: Node, exprs: Vec<(Arc<dyn PhysicalExpr>, String)>, input: &Schema) -> Node {
+        let passthrough: Vec<Option<Attr>> = exprs
+            .iter()
+            .map(|(expr, alias)| {
+                expr.downcast_ref::<Column>()
+                    .and_then(|c| child.output.get(c.index()))
+                    .filter(|a| a.name == *alias)
+                    .cloned()
+            })
+            .collect();
+        let identity = passthrough.len() == child.output.len()
+            && passthrough.iter().zip(&child.output).all(|(p, a)| p.as_ref().is_some_and(|p| p.id == a.id));
+        if identity {
+            return child;
+        }
+        let mut output = Vec::new();
+        let mut projected = Vec::new();
+        for ((expr, alias), passed) in exprs.iter().zip(passthrough) {
+            match passed {
+                Some(attr) => {
+                    projected.push(attr.to_string());
+                    output.push(attr);
+                }
+                None => {
+                    let data_type = expr.data_type(input).unwrap_or(DataType::Null);
+                    let attr = self.fresh(alias, data_type, expr.nullable(input).unwrap_or(true));
+                    projected.push(format!("{} AS {attr}", render(expr, &Columns::Attrs(&child.output))));
+                    output.push(attr);
+                }
+            }
+        }
+        let details = vec![field("Output", &output), field("Input", &child.output)];
+        Node::new("Project", format!("Project {}", list(&projected)), output, vec![child])
+            .details(details)
+            .codegen(Codegen::Yes)
+    }
+}
+
+/// The name a projection gives each of its input's columns, by input position.
+fn column_aliases(projection: &ProjectionExec) -> Vec<Option<String>> {
+    let mut names = vec![None; projection.input().schema().fields().len()];
+    for p in projection.expr() {
+        if let Some(name) = p.expr.downcast_ref::<Column>().and_then(|c| names.get_mut(c.index())) {
+            name.get_or_insert_with(|| p.alias.clone());
+        }
+    }
+    names
+}
