@@ -23,7 +23,9 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 
 use super::cancel::Interrupt;
-use super::encoding::{encode_batch, field_infos, parse_bytea, user_error};
+use super::encoding::{
+    BinaryError, decode_binary, encode_batch, field_infos, numeric_binary_text, parse_bytea, pg_type, user_error,
+};
 use crate::catalog::types::SparkType;
 use crate::sql::copy::{CopyFormat, CopyIn, CopyOptions, CopyOut};
 use crate::sql::dml::append_batches;
@@ -33,9 +35,6 @@ use crate::sql::session::Session;
 /// Rows per batch handed to the table writer.
 const BATCH_ROWS: usize = 8192;
 const BINARY_SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
-/// Days and microseconds from the Unix epoch to PostgreSQL's binary epoch, 2000-01-01.
-const PG_EPOCH_DAYS: i32 = 10_957;
-const PG_EPOCH_USECS: i64 = PG_EPOCH_DAYS as i64 * 86_400_000_000;
 
 /// The connection's COPY FROM STDIN in progress, if any.
 pub struct CopyState {
@@ -454,64 +453,27 @@ impl<'a> Reader<'a> {
 /// A value in the binary format of the type the column is described as (see
 /// `encoding::pg_type`), as the column's Arrow value.
 fn binary_value(dt: &DataType, raw: &[u8]) -> Result<ScalarValue, String> {
-    fn exact<const N: usize>(raw: &[u8]) -> Result<[u8; N], String> {
-        raw.try_into().map_err(|_| format!("incorrect binary data format: {} bytes, expected {N}", raw.len()))
+    let unsupported = || format!("binary COPY into a column of type {dt} is not supported");
+    // Decimals are cast from their text, as in the text format, so the column's scale rounds the exact value.
+    if let DataType::Decimal128(..) = dt {
+        return match numeric_binary_text(raw)?.as_str() {
+            "NaN" | "Infinity" | "-Infinity" => Err("NaN and infinite numerics cannot be stored".to_string()),
+            text => ScalarValue::try_from_string(text.to_string(), dt).map_err(|_| "numeric field overflow".to_string()),
+        };
     }
-    Ok(match dt {
-        DataType::Boolean => ScalarValue::Boolean(Some(exact::<1>(raw)?[0] != 0)),
-        DataType::Int8 => ScalarValue::Int8(Some(
-            i8::try_from(i16::from_be_bytes(exact(raw)?)).map_err(|_| "tinyint out of range".to_string())?,
-        )),
-        DataType::Int16 => ScalarValue::Int16(Some(i16::from_be_bytes(exact(raw)?))),
-        DataType::Int32 => ScalarValue::Int32(Some(i32::from_be_bytes(exact(raw)?))),
-        DataType::Int64 => ScalarValue::Int64(Some(i64::from_be_bytes(exact(raw)?))),
-        DataType::Float32 => ScalarValue::Float32(Some(f32::from_be_bytes(exact(raw)?))),
-        DataType::Float64 => ScalarValue::Float64(Some(f64::from_be_bytes(exact(raw)?))),
-        DataType::Utf8 => ScalarValue::Utf8(Some(utf8(raw.to_vec()).map_err(|(_, m)| m)?)),
-        DataType::Binary => ScalarValue::Binary(Some(raw.to_vec())),
-        DataType::Date32 => ScalarValue::Date32(Some(
-            i32::from_be_bytes(exact(raw)?).checked_add(PG_EPOCH_DAYS).ok_or("date out of range")?,
-        )),
-        DataType::Timestamp(TimeUnit::Microsecond, tz) => ScalarValue::TimestampMicrosecond(
-            Some(i64::from_be_bytes(exact(raw)?).checked_add(PG_EPOCH_USECS).ok_or("timestamp out of range")?),
-            tz.clone(),
-        ),
-        DataType::Decimal128(..) => {
-            ScalarValue::try_from_string(numeric_text(raw)?, dt).map_err(|_| "numeric field overflow".to_string())?
+    let ty = pg_type(dt).map_err(|_| unsupported())?;
+    let value = decode_binary(&ty, raw).map_err(|e| match e {
+        BinaryError::Invalid(message) => message,
+        BinaryError::Unsupported => unsupported(),
+    })?;
+    match (dt, value) {
+        (_, value) if value.data_type() == *dt => Ok(value),
+        (DataType::Int8, value) => value.cast_to(dt).map_err(|_| "tinyint out of range".to_string()),
+        (DataType::Timestamp(TimeUnit::Microsecond, tz), ScalarValue::TimestampMicrosecond(micros, _)) => {
+            Ok(ScalarValue::TimestampMicrosecond(micros, tz.clone()))
         }
-        other => return Err(format!("binary COPY into a column of type {other} is not supported")),
-    })
-}
-
-/// PostgreSQL's binary numeric (base-10000 digits, weight, sign, display scale) as text.
-fn numeric_text(raw: &[u8]) -> Result<String, String> {
-    let mut reader = Reader(raw);
-    let bad = || "invalid numeric in binary COPY data".to_string();
-    let (ndigits, weight) = (reader.i16().ok_or_else(bad)?, reader.i16().ok_or_else(bad)?);
-    let (sign, scale) = (reader.i16().ok_or_else(bad)? as u16, reader.i16().ok_or_else(bad)?);
-    let digits: Vec<i16> = (0..ndigits).map(|_| reader.i16().ok_or_else(bad)).collect::<Result<_, _>>()?;
-    if sign != 0 && sign != 0x4000 {
-        return Err("NaN and infinite numerics cannot be stored".to_string());
+        _ => Err(unsupported()),
     }
-    let digit = |i: i32| usize::try_from(i).ok().and_then(|i| digits.get(i)).copied().unwrap_or(0);
-    let mut text = String::from(if sign == 0x4000 { "-" } else { "" });
-    if weight < 0 {
-        text.push('0');
-    }
-    for i in 0..=i32::from(weight) {
-        text += &if i == 0 { digit(i).to_string() } else { format!("{:04}", digit(i)) };
-    }
-    if scale > 0 {
-        let mut fraction = String::new();
-        let mut i = i32::from(weight) + 1;
-        while fraction.len() < scale as usize {
-            fraction += &format!("{:04}", digit(i));
-            i += 1;
-        }
-        fraction.truncate(scale as usize);
-        text = format!("{text}.{fraction}");
-    }
-    Ok(text)
 }
 
 /// Answers a `COPY ... TO STDOUT`: each row rendered as the text a query would return
@@ -721,16 +683,5 @@ mod tests {
         let csv = options(CopyFormat::Csv);
         write_row(&mut out, &[Some(b"a,\"b\""), None, Some(b""), Some(b"x")], &csv);
         assert_eq!(&out[..], b"a\\tb\\\\\t\\N\t\n\"a,\"\"b\"\"\",,\"\",x\n");
-    }
-
-    #[test]
-    fn binary_numerics_read_as_text() {
-        // 12345.678: digits 1, 2345, 6780; weight 1; scale 3.
-        let raw: Vec<u8> = [3i16, 1, 0, 3, 1, 2345, 6780].iter().flat_map(|v| v.to_be_bytes()).collect();
-        assert_eq!(numeric_text(&raw).unwrap(), "12345.678");
-        let raw: Vec<u8> = [1i16, -1, 0x4000, 2, 500].iter().flat_map(|v| v.to_be_bytes()).collect();
-        assert_eq!(numeric_text(&raw).unwrap(), "-0.05");
-        let raw: Vec<u8> = [0i16, 0, 0, 0].iter().flat_map(|v| v.to_be_bytes()).collect();
-        assert_eq!(numeric_text(&raw).unwrap(), "0");
     }
 }

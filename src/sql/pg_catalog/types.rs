@@ -2,8 +2,6 @@
 
 use datafusion::arrow::datatypes::DataType;
 
-use crate::server::encoding::pg_type;
-
 /// A built-in base type; each also has an array type `_name`.
 pub struct PgType {
     pub oid: i32,
@@ -35,10 +33,22 @@ const fn base(
     PgType { oid, name, sql_name, len, by_value, category, align, storage, preferred, array_oid }
 }
 
+impl PgType {
+    /// The OID of this type, or of its array type.
+    pub fn oid_of(&self, array: bool) -> i32 {
+        if array { self.array_oid } else { self.oid }
+    }
+
+    /// `typlen` of this type, or of its array type, which like every varlena type has -1.
+    pub fn len_of(&self, array: bool) -> i16 {
+        if array { -1 } else { self.len }
+    }
+}
+
 pub const NUMERIC: i32 = 1700;
 pub const TEXT: i32 = 25;
 
-/// Every type `encoding::pg_type` can give a column.
+/// Every type [`sent_as`] can give a column.
 pub const TYPES: &[PgType] = &[
     base(16, "bool", "boolean", 1, "B", "c", 1000),
     base(17, "bytea", "bytea", -1, "U", "i", 1001),
@@ -63,16 +73,57 @@ pub fn lookup(oid: i32) -> Option<(&'static PgType, bool)> {
         .find_map(|t| if t.oid == oid { Some((t, false)) } else if t.array_oid == oid { Some((t, true)) } else { None })
 }
 
+/// The type a column of this Arrow type is sent as, and whether as its array type (for a list).
+/// Only built-in types, since drivers that meet an unknown OID start catalog introspection
+/// this server cannot answer; `None` for what PostgreSQL has no type for (nested lists, structs, ...).
+pub fn sent_as(dt: &DataType) -> Option<(&'static PgType, bool)> {
+    let name = match dt {
+        DataType::List(f) | DataType::LargeList(f) => {
+            return match sent_as(f.data_type())? {
+                (element, false) => Some((element, true)),
+                (_, true) => None,
+            };
+        }
+        DataType::Dictionary(_, values) => return sent_as(values),
+        DataType::Boolean => "bool",
+        // Widened so every value fits; Int8 must not go out as postgres-types' 1-byte `"char"`.
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => "int2",
+        DataType::Int32 | DataType::UInt16 => "int4",
+        DataType::Int64 | DataType::UInt32 => "int8",
+        DataType::UInt64 | DataType::Decimal32(..) | DataType::Decimal64(..) | DataType::Decimal128(..) | DataType::Decimal256(..) => {
+            "numeric"
+        }
+        DataType::Float16 | DataType::Float32 => "float4",
+        DataType::Float64 => "float8",
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => "text",
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => "bytea",
+        DataType::Date32 | DataType::Date64 => "date",
+        DataType::Time32(_) | DataType::Time64(_) => "time",
+        DataType::Timestamp(_, None) => "timestamp",
+        DataType::Timestamp(_, Some(_)) => "timestamptz",
+        DataType::Interval(_) | DataType::Duration(_) => "interval",
+        _ => return None,
+    };
+    TYPES.iter().find(|t| t.name == name).map(|t| (t, false))
+}
+
+/// `atttypmod` of a column of this Arrow type, as PostgreSQL's `make_numeric_typmod` builds it for
+/// numeric and arrays of numeric: clients derive display precision and scale from it, and -1 means "none".
+pub fn type_modifier(dt: &DataType) -> i32 {
+    match dt {
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
+            ((i32::from(*p) << 16) | (i32::from(*s) & 0x7ff)) + 4
+        }
+        DataType::List(f) | DataType::LargeList(f) => type_modifier(f.data_type()),
+        DataType::Dictionary(_, values) => type_modifier(values),
+        _ => -1,
+    }
+}
+
 /// The type OID and type modifier a column of this Arrow type goes out with.
 pub fn column_type(dt: &DataType) -> (i32, i32) {
-    let oid = pg_type(dt).map(|t| t.oid() as i32).unwrap_or(TEXT);
-    let typmod = match dt {
-        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
-            ((i32::from(*p) << 16) | i32::from(*s)) + 4
-        }
-        _ => -1,
-    };
-    (oid, typmod)
+    let oid = sent_as(dt).map_or(TEXT, |(ty, array)| ty.oid_of(array));
+    (oid, type_modifier(dt))
 }
 
 /// PostgreSQL's `format_type(oid, typmod)`; `None` for an unknown OID.
@@ -123,6 +174,8 @@ mod tests {
         assert_eq!(column_type(&DataType::Decimal128(10, 2)), (1700, (10 << 16 | 2) + 4));
         assert_eq!(column_type(&DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))), (1184, -1));
         assert_eq!(column_type(&DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))), (1009, -1));
+        let numerics = DataType::List(Arc::new(Field::new("item", DataType::Decimal128(10, 2), true)));
+        assert_eq!(column_type(&numerics), (1231, (10 << 16 | 2) + 4));
     }
 
     #[test]
