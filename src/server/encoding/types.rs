@@ -9,7 +9,7 @@ use pgwire::api::results::{FieldFormat, FieldInfo};
 use pgwire::error::{PgWireError, PgWireResult};
 
 use super::user_error;
-use crate::server::pg_catalog::types as pg_types;
+use crate::sql::pg_catalog::types as pg_types;
 
 pub(super) fn unsupported_type(dt: &DataType) -> PgWireError {
     user_error(
