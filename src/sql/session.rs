@@ -24,8 +24,8 @@ use datafusion::sql::sqlparser::ast::{
 use futures::StreamExt;
 use tokio::time::Instant;
 
-use super::dialect::{BucketSqlStatement, ExplainMode, explain_mode, parse_sql};
-use crate::explain::{self, ExplainContext};
+use super::dialect::{BucketSqlStatement, explain_mode, parse_sql};
+use crate::explain::{self, ExplainContext, ExplainMode};
 use super::error::SqlError;
 use super::spark_conf::{self, SparkConf};
 use super::{copy, ddl, describe, dml, functions, interrupt, rewrite};
