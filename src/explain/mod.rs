@@ -12,6 +12,7 @@ mod bucketing;
 mod codegen;
 mod cost;
 mod expressions;
+mod mode;
 mod plan;
 mod tree;
 
@@ -22,8 +23,8 @@ use std::sync::Arc;
 
 use datafusion::physical_plan::ExecutionPlan;
 
-pub use crate::sql::dialect::ExplainMode;
 use expressions::{join, spark_type};
+pub use mode::ExplainMode;
 use plan::{Converter, Node, Position, Role};
 
 /// What the rendering depends on besides the physical plan.

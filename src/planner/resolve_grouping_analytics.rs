@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 
 use crate::exec::expand::ExpandExec;
@@ -23,7 +23,7 @@ pub fn resolve_grouping_analytics(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dy
             return Ok(Transformed::no(node));
         }
         let expand: Arc<dyn ExecutionPlan> = Arc::new(ExpandExec::new(Arc::clone(aggregate.input())));
-        Ok(Transformed::yes(Arc::clone(&node).with_new_children(vec![expand])?))
+        Ok(Transformed::yes(replace_children_if_necessary(node, vec![expand])?))
     })
     .map(|t| t.data)
 }

@@ -14,7 +14,6 @@ use datafusion::physical_plan::aggregates::AggregateExec;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::GlobalLimitExec;
 use datafusion::physical_plan::union::UnionExec;
-use datafusion::common::stats::Precision;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
@@ -100,10 +99,15 @@ fn leaf_size(plan: &dyn ExecutionPlan) -> u128 {
     if let Some(range) = range_splits(plan) {
         return range.rows.saturating_mul(8);
     }
-    let in_memory = plan.is::<EmptyExec>()
-        || plan.downcast_ref::<DataSourceExec>().is_some_and(|s| s.data_source().downcast_ref::<MemorySourceConfig>().is_some());
-    match plan.partition_statistics(None).ok().map(|s| s.num_rows) {
-        Some(Precision::Exact(rows)) if in_memory => (rows as u128).saturating_mul(row_size(&plan.schema())),
-        _ => DEFAULT_SIZE_IN_BYTES,
+    if plan.is::<EmptyExec>() {
+        return 0;
+    }
+    let memory = plan.downcast_ref::<DataSourceExec>().and_then(|s| s.data_source().downcast_ref::<MemorySourceConfig>());
+    match memory {
+        Some(memory) => {
+            let rows: usize = memory.partitions().iter().flatten().map(|b| b.num_rows()).sum();
+            (rows as u128).saturating_mul(row_size(&plan.schema()))
+        }
+        None => DEFAULT_SIZE_IN_BYTES,
     }
 }

@@ -411,3 +411,61 @@ pub fn show_tables(session: &Session, schema: &str) -> Result<Output, SqlError> 
         RecordBatch::try_new(show_tables_schema(), vec![namespace, table, bool_column(names.iter().map(|_| false))])?;
     Ok(rows_output(show_tables_schema(), vec![batch]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::dialect::parse_one;
+
+    /// The type of the one column of `CREATE TABLE t (c <ddl_type>)`, as the metastore stores it.
+    fn column_type(ddl_type: &str) -> Result<SparkType, SqlError> {
+        let sql = format!("CREATE TABLE t (c {ddl_type})");
+        let Statement::CreateTable(create) = parse_one(&sql) else {
+            panic!("not a CREATE TABLE: {sql}");
+        };
+        declared_columns(&create.columns).map(|mut columns| columns.remove(0).ty)
+    }
+
+    #[test]
+    fn spark_and_postgres_spellings_map_to_spark_types() {
+        let cases = [
+            ("STRING", "string"),
+            ("TEXT", "string"),
+            ("VARCHAR(20)", "string"),
+            ("BIGINT", "bigint"),
+            ("LONG", "bigint"),
+            ("INT", "int"),
+            ("INTEGER", "int"),
+            ("SMALLINT", "smallint"),
+            ("TINYINT", "tinyint"),
+            ("DOUBLE", "double"),
+            ("DOUBLE PRECISION", "double"),
+            ("FLOAT", "float"),
+            ("REAL", "float"),
+            ("DECIMAL(10,2)", "decimal(10,2)"),
+            ("NUMERIC(38,10)", "decimal(38,10)"),
+            ("DECIMAL", "decimal(10,0)"),
+            ("DATE", "date"),
+            ("TIMESTAMP", "timestamp"),
+            ("TIMESTAMP_NTZ", "timestamp_ntz"),
+            ("TIMESTAMP WITHOUT TIME ZONE", "timestamp_ntz"),
+            ("BOOLEAN", "boolean"),
+            ("BINARY", "binary"),
+            ("BYTEA", "binary"),
+        ];
+        for (ddl, expected) in cases {
+            let ty = column_type(ddl).unwrap_or_else(|e| panic!("{ddl}: {e}"));
+            assert_eq!(ty.as_str(), expected, "{ddl}");
+            assert_eq!(SparkType::parse(ty.as_str()).unwrap(), ty);
+            let arrow = ty.to_arrow().unwrap();
+            assert_eq!(SparkType::from_arrow(&arrow).unwrap(), ty, "{ddl} round trip");
+        }
+    }
+
+    #[test]
+    fn invalid_decimals_and_unknown_types_are_refused() {
+        assert_eq!(column_type("DECIMAL(39,2)").unwrap_err().code, "22023");
+        assert_eq!(column_type("DECIMAL(5,6)").unwrap_err().code, "22023");
+        assert_eq!(column_type("WIDGET").unwrap_err().code, "42704");
+    }
+}

@@ -57,6 +57,8 @@ pub fn until<T: Send + 'static>(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[tokio::test]

@@ -1,0 +1,357 @@
+//! The SQL dialect of bucketsql: PostgreSQL-style queries plus the Spark SQL statements that
+//! define and inspect bucketed tables.
+//!
+//! Parsing goes through [`parse_sql`], which returns [`BucketSqlStatement`]s. Almost everything
+//! becomes a plain sqlparser [`Statement`]; the Spark-specific encodings are:
+//!
+//! | SQL | AST |
+//! | --- | --- |
+//! | `CREATE [EXTERNAL] TABLE .. USING/PARTITIONED BY/CLUSTERED BY/..` | [`Statement::CreateTable`], see [`BucketSqlDialect`] |
+//! | `EXPLAIN EXTENDED/FORMATTED/COST/CODEGEN stmt` | [`Statement::Explain`] with one [`UtilityOption`] named after the mode; read it with [`explain_mode`] |
+//! | `EXPLAIN [ANALYZE] [VERBOSE] stmt` | [`Statement::Explain`] with sqlparser's `analyze`/`verbose` flags; also read with [`explain_mode`] |
+//! | `DESCRIBE/DESC [TABLE] [EXTENDED/FORMATTED] t` | [`Statement::ExplainTable`] with `hive_format` |
+//! | `SET key = value`, `SET key TO value`, `SET TIME ZONE value` | [`BucketSqlStatement::SetVariable`] with `value: Some(..)` |
+//! | `SET key` | [`BucketSqlStatement::SetVariable`] with `value: None` (Spark: show the value) |
+//! | `SET`, `SHOW ALL`, `SHOW name`, `SHOW TRANSACTION ISOLATION LEVEL` | [`BucketSqlStatement::ShowVariable`] |
+//! | `RESET`, `RESET ALL`, `RESET key` | [`BucketSqlStatement::Reset`] |
+//! | `SHOW PARTITIONS t [PARTITION (..)]` | [`BucketSqlStatement::ShowPartitions`] |
+//!
+//! Other forms that stock sqlparser already parses (`INSERT OVERWRITE`, `SHOW TABLES`,
+//! `SHOW CREATE TABLE`, `ANALYZE TABLE`, `OPTIMIZE`, transactions, PostgreSQL's other `SET`
+//! statements, ...) keep the AST of the default parser.
+//!
+//! [`UtilityOption`]: datafusion::sql::sqlparser::ast::UtilityOption
+
+mod create_table;
+mod describe;
+mod explain;
+mod show_partitions;
+#[cfg(test)]
+mod tests;
+mod variables;
+
+use std::any::TypeId;
+use std::fmt;
+
+use datafusion::sql::sqlparser::ast::{
+    Expr, Ident, ObjectName, Reset, ResetStatement, Set, Statement,
+};
+use datafusion::sql::sqlparser::dialect::{Dialect, GenericDialect};
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
+
+use create_table::{is_create_table, parse_create_table};
+use describe::parse_describe_table;
+use explain::{parse_spark_explain, spark_explain_mode};
+pub use explain::explain_mode;
+use show_partitions::parse_show_partitions;
+use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable};
+
+/// sqlparser dialect for bucketsql.
+///
+/// It behaves exactly like [`GenericDialect`] (which is what DataFusion parses with, and which
+/// accepts PostgreSQL queries: `$1`, `::`, `E''` strings, `/*+ hints */`) with these additions:
+///
+/// * `CREATE [EXTERNAL] TABLE` is parsed with Spark's grammar: after the optional column list,
+///   `USING`, `PARTITIONED BY`, `CLUSTERED BY .. [SORTED BY ..] INTO n BUCKETS`, `STORED AS`,
+///   `LOCATION`, `COMMENT`, `TBLPROPERTIES` and `OPTIONS` may come in any order, each at most once,
+///   followed by an optional `[AS] query`. Statements using clauses outside that grammar (for
+///   example PostgreSQL's `PARTITION BY RANGE`, or `LIKE`) fall back to the default parser.
+/// * `EXPLAIN EXTENDED|FORMATTED|COST|CODEGEN` and `DESCRIBE TABLE [EXTENDED|FORMATTED] t` parse
+///   (see the module documentation for their AST), and a bare `RESET` becomes
+///   [`Statement::Reset`] with [`Reset::ALL`].
+/// * `LONG` is a column type (`BIGINT`), as in Spark.
+///
+/// The resulting `CREATE TABLE` AST:
+/// * `columns`: the column list (empty when omitted, e.g. for CTAS);
+/// * `hive_distribution`: [`HiveDistributionStyle::PARTITIONED`] with the partition columns;
+///   `data_type` is [`DataType::Unspecified`](datafusion::sql::sqlparser::ast::DataType::Unspecified)
+///   for Spark's names-only form and the declared type for the Hive form `(col type, ..)`;
+/// * `clustered_by`: bucket columns, `sorted_by` with the direction as written
+///   (`options.asc == Some(false)` for `DESC`) and `num_buckets` as [`Value::Number`] (not
+///   validated);
+/// * `hive_formats`: `storage` is [`HiveIOFormat::Using`] for `USING provider` (dotted provider
+///   names are kept as one identifier) or [`HiveIOFormat::FileFormat`] for `STORED AS`;
+///   `location` holds `LOCATION`; `serde_properties` holds `OPTIONS (..)`, which Spark keeps as
+///   storage properties, separate from table properties;
+/// * `table_options`: [`CreateTableOptions::TableProperties`] for `TBLPROPERTIES (..)`;
+/// * `comment`: [`CommentDef::WithoutEq`]; `query`: the CTAS query; `external`, `if_not_exists`.
+///
+/// Property lists accept Spark's `key [=] value` entries where the key is an identifier, a dotted
+/// identifier or a string; each becomes a [`SqlOption::KeyValue`] whose key `value` is the
+/// unquoted key text.
+///
+/// [`HiveDistributionStyle::PARTITIONED`]: datafusion::sql::sqlparser::ast::HiveDistributionStyle::PARTITIONED
+/// [`Value::Number`]: datafusion::sql::sqlparser::ast::Value::Number
+/// [`HiveIOFormat::Using`]: datafusion::sql::sqlparser::ast::HiveIOFormat::Using
+/// [`HiveIOFormat::FileFormat`]: datafusion::sql::sqlparser::ast::HiveIOFormat::FileFormat
+/// [`CreateTableOptions::TableProperties`]: datafusion::sql::sqlparser::ast::CreateTableOptions::TableProperties
+/// [`CommentDef::WithoutEq`]: datafusion::sql::sqlparser::ast::CommentDef::WithoutEq
+/// [`SqlOption::KeyValue`]: datafusion::sql::sqlparser::ast::SqlOption::KeyValue
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BucketSqlDialect;
+
+/// Forwards boolean feature switches to [`GenericDialect`], so that queries parse exactly as they
+/// do in DataFusion's default dialect.
+macro_rules! generic_features {
+    ($($feature:ident),* $(,)?) => {
+        $(
+            fn $feature(&self) -> bool {
+                GenericDialect.$feature()
+            }
+        )*
+    };
+}
+
+impl Dialect for BucketSqlDialect {
+    /// Reports the identity of [`GenericDialect`]: sqlparser gates some syntax on the dialect
+    /// type rather than on feature switches (`CLUSTERED BY .. INTO n BUCKETS` and other
+    /// Hive/Generic-only paths), and those must stay enabled.
+    fn dialect(&self) -> TypeId {
+        TypeId::of::<GenericDialect>()
+    }
+
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        GenericDialect.is_delimited_identifier_start(ch)
+    }
+
+    fn is_identifier_start(&self, ch: char) -> bool {
+        GenericDialect.is_identifier_start(ch)
+    }
+
+    fn is_identifier_part(&self, ch: char) -> bool {
+        GenericDialect.is_identifier_part(ch)
+    }
+
+    fn supports_long_type_as_bigint(&self) -> bool {
+        true
+    }
+
+    generic_features! {
+        supports_unicode_string_literal,
+        supports_partition_by_after_order_by,
+        supports_array_join_syntax,
+        supports_group_by_expr,
+        supports_group_by_with_modifier,
+        supports_left_associative_joins_without_parens,
+        supports_connect_by,
+        supports_match_recognize,
+        supports_pipe_operator,
+        supports_start_transaction_modifier,
+        supports_window_function_null_treatment_arg,
+        supports_dictionary_syntax,
+        supports_window_clause_named_window_reference,
+        supports_parenthesized_set_variables,
+        supports_select_wildcard_except,
+        support_map_literal_syntax,
+        allow_extract_custom,
+        allow_extract_single_quotes,
+        supports_extract_comma_syntax,
+        supports_create_view_comment_syntax,
+        supports_parens_around_table_factor,
+        supports_values_as_table_factor,
+        supports_create_index_with_clause,
+        supports_explain_with_utility_options,
+        supports_limit_comma,
+        supports_update_order_by,
+        supports_from_first_select,
+        supports_projection_trailing_commas,
+        supports_asc_desc_in_column_definition,
+        supports_try_convert,
+        supports_bitwise_shift_operators,
+        supports_comment_on,
+        supports_load_extension,
+        supports_named_fn_args_with_assignment_operator,
+        supports_struct_literal,
+        supports_empty_projections,
+        supports_nested_comments,
+        supports_multiline_comment_hints,
+        supports_user_host_grantee,
+        supports_string_escape_constant,
+        supports_array_typedef_with_brackets,
+        supports_match_against,
+        supports_set_names,
+        supports_comma_separated_set_assignments,
+        supports_filter_during_aggregation,
+        supports_select_wildcard_exclude,
+        supports_data_type_signed_suffix,
+        supports_interval_options,
+        supports_quote_delimited_string,
+        supports_select_wildcard_replace,
+        supports_select_wildcard_ilike,
+        supports_select_wildcard_rename,
+        supports_optimize_table,
+        supports_install,
+        supports_detach,
+        supports_prewhere,
+        supports_with_fill,
+        supports_limit_by,
+        supports_interpolate,
+        supports_settings,
+        supports_select_format,
+        supports_comment_optimizer_hint,
+        supports_constraint_keyword_without_name,
+        supports_key_column_option,
+        supports_comma_separated_trim,
+        supports_cte_without_as,
+        supports_select_item_multi_column_alias,
+        supports_xml_expressions,
+    }
+
+    fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        let keyword = match &parser.peek_token_ref().token {
+            Token::Word(word) => word.keyword,
+            _ => return None,
+        };
+        match keyword {
+            Keyword::CREATE if is_create_table(parser) => Some(parse_create_table(parser)),
+            Keyword::EXPLAIN => {
+                spark_explain_mode(parser).map(|mode| parse_spark_explain(parser, mode))
+            }
+            Keyword::DESCRIBE | Keyword::DESC if next_is_keyword(parser, 1, Keyword::TABLE) => {
+                Some(parse_describe_table(parser))
+            }
+            Keyword::RESET if is_statement_end(parser.peek_nth_token_ref(1)) => {
+                parser.next_token();
+                Some(Ok(Statement::Reset(ResetStatement { reset: Reset::ALL })))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A parsed bucketsql statement: a sqlparser [`Statement`], or a session-configuration or Spark
+/// command whose sqlparser AST would be missing or lossy.
+///
+/// Configuration names are the dotted key as written (identifier quotes removed, case kept).
+#[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "nearly every statement is `Sql`, and sqlparser hands out `Statement` by value"
+)]
+pub enum BucketSqlStatement {
+    /// Any other statement.
+    Sql(Statement),
+    /// `SET name = value` / `SET name TO value`, or Spark's `SET name` (`value: None`), which
+    /// shows the current value. As in Spark, the value is the raw text up to the end of the
+    /// statement, trimmed (`SET spark.sql.files.maxPartitionBytes=128MB` gives `128MB`,
+    /// `SET a = 1, b = 2` gives `1, b = 2`); a value that is a single quoted string is unquoted.
+    /// `SET TIME ZONE value` sets `timezone`.
+    SetVariable { name: String, value: Option<String> },
+    /// Lists every setting (`name: None`: Spark's bare `SET`, PostgreSQL's `SHOW ALL`) or shows
+    /// one (PostgreSQL's `SHOW name`; `SHOW TRANSACTION ISOLATION LEVEL` is
+    /// `transaction_isolation`).
+    ShowVariable { name: Option<String> },
+    /// `RESET name`, or `RESET` / `RESET ALL` (`name: None`).
+    Reset { name: Option<String> },
+    /// `SHOW PARTITIONS table [PARTITION (col = value, ...)]`.
+    ShowPartitions {
+        /// The table whose partitions are listed.
+        table: ObjectName,
+        /// The optional, possibly partial, partition spec restricting the listing.
+        partition_spec: Vec<(Ident, Expr)>,
+    },
+}
+
+impl fmt::Display for BucketSqlStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BucketSqlStatement::Sql(statement) => write!(f, "{statement}"),
+            BucketSqlStatement::SetVariable { name, value: None } => write!(f, "SET {name}"),
+            BucketSqlStatement::SetVariable {
+                name,
+                value: Some(value),
+            } => write!(f, "SET {name} = {value}"),
+            BucketSqlStatement::ShowVariable { name: None } => write!(f, "SHOW ALL"),
+            BucketSqlStatement::ShowVariable { name: Some(name) } => write!(f, "SHOW {name}"),
+            BucketSqlStatement::Reset { name: None } => write!(f, "RESET"),
+            BucketSqlStatement::Reset { name: Some(name) } => write!(f, "RESET {name}"),
+            BucketSqlStatement::ShowPartitions {
+                table,
+                partition_spec,
+            } => {
+                write!(f, "SHOW PARTITIONS {table}")?;
+                if !partition_spec.is_empty() {
+                    let spec: Vec<String> = partition_spec
+                        .iter()
+                        .map(|(column, value)| format!("{column} = {value}"))
+                        .collect();
+                    write!(f, " PARTITION ({})", spec.join(", "))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Parses one or more `;`-separated statements with [`BucketSqlDialect`].
+pub fn parse_sql(sql: &str) -> Result<Vec<BucketSqlStatement>, ParserError> {
+    let dialect = BucketSqlDialect;
+    let mut parser = Parser::new(&dialect).try_with_sql(sql)?;
+    let mut statements = Vec::new();
+    let mut expecting_delimiter = false;
+    loop {
+        while parser.consume_token(&Token::SemiColon) {
+            expecting_delimiter = false;
+        }
+        if parser.peek_token_ref().token == Token::EOF {
+            return Ok(statements);
+        }
+        if expecting_delimiter {
+            return parser.expected_ref("end of statement", parser.peek_token_ref());
+        }
+        statements.push(parse_statement(&mut parser)?);
+        expecting_delimiter = true;
+    }
+}
+
+/// Parses one statement: the forms that need [`BucketSqlStatement`] here, everything else with
+/// the parser (and so with [`BucketSqlDialect::parse_statement`]).
+fn parse_statement(parser: &mut Parser) -> Result<BucketSqlStatement, ParserError> {
+    if parser.peek_keyword(Keyword::SET)
+        && let Some(set) = parser.maybe_parse(parse_set_variable)?
+    {
+        return Ok(set);
+    }
+    if parser.parse_keywords(&[Keyword::SHOW, Keyword::PARTITIONS]) {
+        return parse_show_partitions(parser);
+    }
+    Ok(match parser.parse_statement()? {
+        Statement::Set(Set::SetTimeZone { value, .. }) => set_time_zone(value),
+        Statement::Reset(ResetStatement { reset }) => reset_variable(reset),
+        Statement::ShowVariable { variable } => show_variable(variable),
+        statement => BucketSqlStatement::Sql(statement),
+    })
+}
+
+/// The parts of a name joined with dots, without identifier quotes: configuration keys such as
+/// `spark.sql.shuffle.partitions` and Spark providers or property keys are single dotted names.
+fn dotted_name(name: &ObjectName) -> String {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|part| match part.as_ident() {
+            Some(ident) => ident.value.clone(),
+            None => part.to_string(),
+        })
+        .collect();
+    parts.join(".")
+}
+
+fn is_statement_end(token: &TokenWithSpan) -> bool {
+    matches!(token.token, Token::EOF | Token::SemiColon)
+}
+
+fn next_is_keyword(parser: &Parser, n: usize, keyword: Keyword) -> bool {
+    matches!(&parser.peek_nth_token_ref(n).token, Token::Word(w) if w.keyword == keyword)
+}
+
+/// The one plain SQL statement of `sql`, for tests of AST rewrites.
+#[cfg(test)]
+pub fn parse_one(sql: &str) -> Statement {
+    match tests::bucket_statement(sql) {
+        BucketSqlStatement::Sql(statement) => statement,
+        other => panic!("expected a sqlparser statement for {sql:?}, got {other:?}"),
+    }
+}

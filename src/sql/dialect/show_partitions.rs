@@ -1,0 +1,61 @@
+//! Spark's `SHOW PARTITIONS t [PARTITION (col = value, ...)]`, which sqlparser does not parse:
+//! becomes [`BucketSqlStatement::ShowPartitions`].
+
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+use super::BucketSqlStatement;
+
+/// `SHOW PARTITIONS` (already consumed) `table [PARTITION (col = value, ...)]`.
+pub(super) fn parse_show_partitions(parser: &mut Parser) -> Result<BucketSqlStatement, ParserError> {
+    let table = parser.parse_object_name(false)?;
+    let mut partition_spec = Vec::new();
+    if parser.parse_keyword(Keyword::PARTITION) {
+        parser.expect_token(&Token::LParen)?;
+        partition_spec = parser.parse_comma_separated(|p| {
+            let column = p.parse_identifier()?;
+            p.expect_token(&Token::Eq)?;
+            Ok((column, p.parse_expr()?))
+        })?;
+        parser.expect_token(&Token::RParen)?;
+    }
+    Ok(BucketSqlStatement::ShowPartitions {
+        table,
+        partition_spec,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::sql::sqlparser::ast::{Ident, ObjectName};
+
+    use super::*;
+    use crate::sql::dialect::tests::{bucket_statement, error, pairs};
+
+    #[test]
+    fn show_partitions_forms() {
+        assert_eq!(
+            bucket_statement("SHOW PARTITIONS s.t"),
+            BucketSqlStatement::ShowPartitions {
+                table: ObjectName::from(vec![Ident::new("s"), Ident::new("t")]),
+                partition_spec: vec![],
+            }
+        );
+        let partitions = bucket_statement("show partitions t PARTITION (d = '2024-01-01', h = 3)");
+        let BucketSqlStatement::ShowPartitions {
+            table,
+            partition_spec,
+        } = &partitions
+        else {
+            panic!("expected SHOW PARTITIONS, got {partitions:?}");
+        };
+        assert_eq!(table.to_string(), "t");
+        let spec: Vec<(String, String)> = partition_spec
+            .iter()
+            .map(|(c, v)| (c.value.clone(), v.to_string()))
+            .collect();
+        assert_eq!(spec, pairs(&[("d", "'2024-01-01'"), ("h", "3")]));
+        assert!(error("SHOW PARTITIONS").contains("Expected: identifier"));
+    }
+}

@@ -1,0 +1,369 @@
+//! Tests of the dialect as a whole: statement splitting, dispatch and display, the forms stock
+//! sqlparser parses unchanged, and parity with [`GenericDialect`] for ordinary queries; with the
+//! helpers the tests of each statement family share.
+
+use datafusion::sql::sqlparser::ast::{DataType, Select, SetExpr, ShowStatementInClause, Value};
+
+use super::*;
+
+/// The one statement of `sql`.
+pub(super) fn bucket_statement(sql: &str) -> BucketSqlStatement {
+    let mut statements = parse_sql(sql).unwrap_or_else(|e| panic!("failed to parse {sql:?}: {e}"));
+    assert_eq!(statements.len(), 1, "{sql}");
+    statements.remove(0)
+}
+
+/// The parse error of `sql`.
+pub(super) fn error(sql: &str) -> String {
+    match parse_sql(sql) {
+        Ok(statements) => panic!("expected an error for {sql:?}, got {statements:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+pub(super) fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+pub(super) fn set(name: &str, value: Option<&str>) -> BucketSqlStatement {
+    BucketSqlStatement::SetVariable {
+        name: name.to_string(),
+        value: value.map(str::to_string),
+    }
+}
+
+pub(super) fn show(name: Option<&str>) -> BucketSqlStatement {
+    BucketSqlStatement::ShowVariable {
+        name: name.map(str::to_string),
+    }
+}
+
+pub(super) fn reset(name: Option<&str>) -> BucketSqlStatement {
+    BucketSqlStatement::Reset {
+        name: name.map(str::to_string),
+    }
+}
+
+fn select_of(statement: &Statement) -> &Select {
+    let Statement::Query(query) = statement else {
+        panic!("expected a query, got {statement:?}");
+    };
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        panic!("expected a SELECT, got {query:?}");
+    };
+    select
+}
+
+
+#[test]
+fn insert_forms() {
+    for (sql, overwrite, table, columns, source) in [
+        (
+            "INSERT OVERWRITE TABLE t SELECT * FROM s",
+            true,
+            "t",
+            vec![],
+            "SELECT * FROM s",
+        ),
+        (
+            "INSERT OVERWRITE t SELECT 1, 2",
+            true,
+            "t",
+            vec![],
+            "SELECT 1, 2",
+        ),
+        (
+            "INSERT OVERWRITE TABLE t (a, b) SELECT 1, 2",
+            true,
+            "t",
+            vec!["a", "b"],
+            "SELECT 1, 2",
+        ),
+        (
+            "INSERT INTO t VALUES (1, 'x'), (2, 'y')",
+            false,
+            "t",
+            vec![],
+            "VALUES (1, 'x'), (2, 'y')",
+        ),
+        (
+            "INSERT INTO TABLE s.t (a) VALUES (1)",
+            false,
+            "s.t",
+            vec!["a"],
+            "VALUES (1)",
+        ),
+        (
+            "INSERT INTO TABLE t SELECT a FROM u",
+            false,
+            "t",
+            vec![],
+            "SELECT a FROM u",
+        ),
+    ] {
+        let Statement::Insert(insert) = parse_one(sql) else {
+            panic!("expected INSERT for {sql}");
+        };
+        assert_eq!(insert.overwrite, overwrite, "{sql}");
+        assert_eq!(insert.table.to_string(), table, "{sql}");
+        let insert_columns: Vec<String> =
+            insert.columns.iter().map(|c| c.to_string()).collect();
+        assert_eq!(insert_columns, columns, "{sql}");
+        assert_eq!(insert.source.expect("source").to_string(), source, "{sql}");
+    }
+}
+
+
+#[test]
+fn show_forms() {
+    let Statement::ShowTables { show_options, .. } = parse_one("SHOW TABLES") else {
+        panic!("expected SHOW TABLES");
+    };
+    assert!(show_options.show_in.is_none());
+    for (sql, clause) in [
+        ("SHOW TABLES IN s", ShowStatementInClause::IN),
+        ("SHOW TABLES FROM s", ShowStatementInClause::FROM),
+    ] {
+        let Statement::ShowTables { show_options, .. } = parse_one(sql) else {
+            panic!("expected SHOW TABLES for {sql}");
+        };
+        let show_in = show_options.show_in.expect("IN");
+        assert_eq!(show_in.clause, clause);
+        assert_eq!(show_in.parent_name.expect("schema").to_string(), "s");
+    }
+    let Statement::ShowCreate { obj_type, obj_name } = parse_one("SHOW CREATE TABLE s.t")
+    else {
+        panic!("expected SHOW CREATE TABLE");
+    };
+    assert_eq!(
+        obj_type,
+        datafusion::sql::sqlparser::ast::ShowCreateObject::Table
+    );
+    assert_eq!(obj_name.to_string(), "s.t");
+}
+
+#[test]
+fn analyze_forms() {
+    for (sql, noscan, for_columns, columns) in [
+        ("ANALYZE TABLE t COMPUTE STATISTICS", false, false, vec![]),
+        (
+            "ANALYZE TABLE t COMPUTE STATISTICS NOSCAN",
+            true,
+            false,
+            vec![],
+        ),
+        (
+            "ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS a, b",
+            false,
+            true,
+            vec!["a", "b"],
+        ),
+    ] {
+        let Statement::Analyze(analyze) = parse_one(sql) else {
+            panic!("expected ANALYZE for {sql}");
+        };
+        assert_eq!(analyze.table_name.expect("table").to_string(), "t", "{sql}");
+        assert!(analyze.compute_statistics, "{sql}");
+        assert_eq!(analyze.noscan, noscan, "{sql}");
+        assert_eq!(analyze.for_columns, for_columns, "{sql}");
+        let analyzed: Vec<&str> = analyze.columns.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(analyzed, columns, "{sql}");
+    }
+}
+
+#[test]
+fn dialect_parses_bare_reset() {
+    assert_eq!(
+        Parser::parse_sql(&BucketSqlDialect, "RESET").unwrap(),
+        [Statement::Reset(ResetStatement { reset: Reset::ALL })]
+    );
+}
+
+
+#[test]
+fn display() {
+    for (sql, text) in [
+        ("SET k = 'v'", "SET k = v"),
+        ("SET k", "SET k"),
+        ("SET", "SHOW ALL"),
+        ("SHOW x", "SHOW x"),
+        ("RESET", "RESET"),
+        ("RESET k", "RESET k"),
+        ("SHOW PARTITIONS t", "SHOW PARTITIONS t"),
+        (
+            "SHOW PARTITIONS t PARTITION (d = '2024-01-01', h = 3)",
+            "SHOW PARTITIONS t PARTITION (d = '2024-01-01', h = 3)",
+        ),
+        ("select 1", "SELECT 1"),
+    ] {
+        assert_eq!(bucket_statement(sql).to_string(), text, "{sql}");
+    }
+}
+
+#[test]
+fn several_statements() {
+    let statements = parse_sql("SET; SET k; RESET;; SELECT 1; SHOW PARTITIONS t;").unwrap();
+    assert_eq!(statements.len(), 5);
+    assert_eq!(statements[0], show(None));
+    assert_eq!(statements[1], set("k", None));
+    assert_eq!(statements[2], reset(None));
+    assert!(matches!(
+        statements[3],
+        BucketSqlStatement::Sql(Statement::Query(_))
+    ));
+    assert!(matches!(
+        statements[4],
+        BucketSqlStatement::ShowPartitions { .. }
+    ));
+    let statements = parse_sql(
+        "CREATE TABLE t (k INT) USING parquet CLUSTERED BY (k) INTO 2 BUCKETS; SELECT 1;",
+    )
+    .unwrap();
+    assert_eq!(statements.len(), 2);
+    assert!(matches!(
+        &statements[0],
+        BucketSqlStatement::Sql(Statement::CreateTable(ct)) if ct.clustered_by.is_some()
+    ));
+    assert!(parse_sql("").unwrap().is_empty());
+    assert!(error("SELECT 1 SELECT 2").contains("Expected: end of statement"));
+}
+
+#[test]
+fn optimize_and_transactions() {
+    let Statement::OptimizeTable { name, .. } = parse_one("OPTIMIZE s.t") else {
+        panic!("expected OPTIMIZE");
+    };
+    assert_eq!(name.to_string(), "s.t");
+    assert!(matches!(
+        parse_one("BEGIN"),
+        Statement::StartTransaction { begin: true, .. }
+    ));
+    assert!(matches!(
+        parse_one("START TRANSACTION"),
+        Statement::StartTransaction { begin: false, .. }
+    ));
+    assert!(matches!(parse_one("COMMIT"), Statement::Commit { .. }));
+    assert!(matches!(
+        parse_one("ROLLBACK"),
+        Statement::Rollback { .. }
+    ));
+}
+
+
+#[test]
+fn literals_and_identifiers() {
+    let stmt = parse_one(
+        "SELECT $1, x::text, E'a\\nb', \"Mixed Case\", `spark col` FROM \"S\".`t`",
+    );
+    let select = select_of(&stmt);
+    let items: Vec<&Expr> = select
+        .projection
+        .iter()
+        .map(|item| match item {
+            datafusion::sql::sqlparser::ast::SelectItem::UnnamedExpr(expr) => expr,
+            other => panic!("unexpected select item {other:?}"),
+        })
+        .collect();
+    assert!(
+        matches!(items[0], Expr::Value(v) if v.value == Value::Placeholder("$1".to_string()))
+    );
+    assert!(matches!(
+        items[1],
+        Expr::Cast {
+            data_type: DataType::Text,
+            ..
+        }
+    ));
+    assert!(matches!(
+        items[2],
+        Expr::Value(v) if v.value == Value::EscapedStringLiteral("a\nb".to_string())
+    ));
+    assert_eq!(
+        items[3],
+        &Expr::Identifier(Ident::with_quote('"', "Mixed Case"))
+    );
+    assert_eq!(
+        items[4],
+        &Expr::Identifier(Ident::with_quote('`', "spark col"))
+    );
+    assert_eq!(select.from[0].relation.to_string(), "\"S\".`t`");
+}
+
+/// Ordinary PostgreSQL and Spark queries parse, and exactly as with `GenericDialect` (hint
+/// comments included, which the planner reads from the AST).
+#[test]
+fn postgres_queries_parse_as_with_generic_dialect() {
+    for sql in [
+        "SELECT a.id, b.name FROM a INNER JOIN b ON a.id = b.id LEFT JOIN c USING (id) \
+         WHERE a.x > 1 AND b.y IS NOT NULL ORDER BY 1 DESC NULLS LAST LIMIT 10 OFFSET 5",
+        "WITH t AS (SELECT 1 AS k), u AS (SELECT k FROM t) SELECT * FROM u",
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) \
+         SELECT sum(n) FROM r",
+        "SELECT k, row_number() OVER (PARTITION BY k ORDER BY v DESC) AS rn, \
+         sum(v) OVER (ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
+        "SELECT * FROM t WHERE id = $1 AND name = $2",
+        "SELECT x::text, CAST(y AS BIGINT), z::timestamp FROM t",
+        "SELECT * FROM generate_series(1, 10) AS g(i)",
+        "SELECT E'a\\nb', 'it''s', \"Quoted Col\" FROM \"Some Table\"",
+        "SELECT `a b` FROM `db`.`t`",
+        "SELECT count(*) FILTER (WHERE x > 0), string_agg(s, ',') FROM t GROUP BY ALL",
+        "SELECT CASE WHEN a THEN 1 ELSE 2 END, coalesce(b, 0), a BETWEEN 1 AND 2 FROM t",
+        "SELECT * FROM t WHERE k IN (SELECT k FROM u) AND EXISTS (SELECT 1 FROM v)",
+        "SELECT date_trunc('day', ts), interval '1 day', now() - ts FROM t",
+        "SELECT a FROM t UNION SELECT b FROM u EXCEPT SELECT c FROM v",
+        "SELECT array_agg(x ORDER BY y) FROM t HAVING count(*) > 1",
+        "SELECT /*+ BROADCAST(c) */ * FROM o JOIN c USING (customer_id)",
+        "SELECT /*+ BROADCAST(a), merge(b, `c`) shuffle_hash(\"d\") COALESCE(3) */ * \
+         FROM a JOIN b ON a.k = b.k",
+        "SELECT /*+ REPARTITION(4, t.c, f(x, y)), NOARGS, EMPTY() */ * FROM t",
+        "SELECT /*+ BROADCAST(a) */ /*+ MERGE(b) */ * FROM a, b",
+        "SELECT /*+ BROADCAST(a) ?? MERGE(b) */ * FROM a",
+        "SELECT /*+ BROADCAST(a */ * FROM a",
+        "SELECT /* BROADCAST(a) */ * FROM a",
+        "SELECT --+ BROADCAST(a)\n * FROM a",
+        "INSERT INTO t SELECT /*+ BROADCAST(s) */ * FROM s JOIN u USING (k)",
+        "SELECT t.* FROM t WHERE s LIKE 'a%' OR s ILIKE 'b%' OR s ~ 'c'",
+        "SELECT current_setting('server_version'), version()",
+        "SELECT n.nspname FROM pg_catalog.pg_namespace n WHERE n.oid = 't'::regclass",
+        "INSERT INTO t (a, b) VALUES ($1, $2)",
+        "UPDATE t SET a = 1 WHERE b = 2",
+        "DELETE FROM t WHERE a = 1",
+        "DROP TABLE IF EXISTS s.t",
+        "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED",
+        "BEGIN; SELECT 1; COMMIT",
+        "EXPLAIN SELECT 1",
+        "EXPLAIN ANALYZE VERBOSE SELECT * FROM t",
+        "DESCRIBE t",
+        "CREATE TABLE p (a INT PRIMARY KEY, b VARCHAR(10) NOT NULL DEFAULT 'x')",
+        "CREATE TABLE h (a INT) PARTITIONED BY (d STRING) CLUSTERED BY (a) INTO 4 BUCKETS \
+         STORED AS PARQUET",
+    ] {
+        let ours: Vec<Statement> = parse_sql(sql)
+            .unwrap_or_else(|e| panic!("failed to parse {sql:?}: {e}"))
+            .into_iter()
+            .map(|s| match s {
+                BucketSqlStatement::Sql(s) => s,
+                other => panic!("unexpected {other:?} for {sql}"),
+            })
+            .collect();
+        let generic = Parser::parse_sql(&GenericDialect, sql).unwrap();
+        assert_eq!(ours, generic, "{sql}");
+    }
+}
+
+#[test]
+fn garbage_is_rejected() {
+    for sql in [
+        "FOO BAR",
+        "SELECT FROM WHERE (",
+        "CREATE TABLE",
+        "CREATE TABLE t (",
+        "EXPLAIN",
+    ] {
+        error(sql);
+    }
+    assert!(error("CREATE TABLE t (a INT) USING").contains("Expected: identifier"));
+}
