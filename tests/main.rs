@@ -10,6 +10,7 @@ mod executor;
 mod fixtures;
 mod plans;
 mod psql;
+mod random_queries;
 mod security;
 mod spark;
 mod wire;
