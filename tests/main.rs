@@ -12,6 +12,7 @@ mod layers;
 mod fixtures;
 mod plans;
 mod psql;
+mod random_queries;
 mod safety;
 mod security;
 mod spark;
