@@ -199,6 +199,29 @@ impl Dialect for BucketSqlDialect {
         supports_xml_expressions,
     }
 
+    /// `a IS [NOT] DISTINCT FROM b AND c` compares `a` with `b`, as in PostgreSQL and Spark:
+    /// the right-hand side binds as tightly as `IS`, where sqlparser reads the rest of the
+    /// expression (`b AND c`) into it.
+    fn parse_infix(&self, parser: &mut Parser, expr: &Expr, precedence: u8) -> Option<Result<Expr, ParserError>> {
+        let [is, first, second, third] = parser.peek_tokens::<4>();
+        let keyword = |token: &Token, expected: Keyword| matches!(token, Token::Word(w) if w.keyword == expected);
+        if !keyword(&is, Keyword::IS) {
+            return None;
+        }
+        let negated = keyword(&first, Keyword::NOT);
+        let (distinct, from) = if negated { (&second, &third) } else { (&first, &second) };
+        if !keyword(distinct, Keyword::DISTINCT) || !keyword(from, Keyword::FROM) {
+            return None;
+        }
+        for _ in 0..if negated { 4 } else { 3 } {
+            parser.next_token();
+        }
+        let left = Box::new(expr.clone());
+        Some(parser.parse_subexpr(precedence).map(|right| {
+            if negated { Expr::IsNotDistinctFrom(left, Box::new(right)) } else { Expr::IsDistinctFrom(left, Box::new(right)) }
+        }))
+    }
+
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         let keyword = match &parser.peek_token_ref().token {
             Token::Word(word) => word.keyword,
