@@ -22,7 +22,7 @@ use crate::clients::{clients_dir, python_env};
 use crate::common::{TestServer, wait_with_timeout};
 
 const SEED: u64 = 20260601;
-const QUERIES: u64 = 2500;
+const QUERIES: u64 = 2000;
 /// Seconds the script may spend starting queries for [`QUERIES`] queries: a debug build answers
 /// ten or so a second on two cores, fewer while other tests run; past the budget the script
 /// stops starting queries and reports on those it ran.
