@@ -79,6 +79,8 @@ class Query:
         self.ordered = ordered
         self.tags = set(tags)
         self.est = est
+        # For a query that casts every row: DuckDB's count of values the cast cannot convert.
+        self.unconvertible = None
 
 
 class Generator:
@@ -704,9 +706,16 @@ class Generator:
         cast = f'CAST({rel.ref(col)} AS {target})'
         if self.chance(0.5):
             text = sql(f'SELECT count(*), count(DISTINCT {rel.ref("k")}), sum({rel.ref("v")}) FROM {{}} WHERE {cast} {test}', rel.from_sql)
-            return Query(text, ['bigint', 'bigint', 'double'], False, tags, 1)
-        text = sql(f'SELECT {rel.ref("id")}, {rel.ref(col)} FROM {{}} WHERE {cast} {test}', rel.from_sql)
-        return Query(text, ['bigint', dict(rel.cols)[col]], False, tags, rel.est)
+            q = Query(text, ['bigint', 'bigint', 'double'], False, tags, 1)
+        else:
+            text = sql(f'SELECT {rel.ref("id")}, {rel.ref(col)} FROM {{}} WHERE {cast} {test}', rel.from_sql)
+            q = Query(text, ['bigint', dict(rel.cols)[col]], False, tags, rel.est)
+        # DuckDB may answer such a query without casting every row (it reads `CAST(x) IS NULL`
+        # as `x IS NULL`); whether some value fails to convert is asked of it directly.
+        q.unconvertible = sql(
+            f'SELECT count(*) FROM {{}} WHERE {rel.ref(col)} IS NOT NULL AND TRY_CAST({rel.ref(col)} AS {target}) IS NULL',
+            rel.from_sql)
+        return q
 
     def window_key_query(self):
         """A window result (rank, row_number, ...) used as a GROUP BY or join key."""
