@@ -12,6 +12,7 @@ mod layers;
 mod fixtures;
 mod plans;
 mod psql;
+mod refresh;
 mod safety;
 mod security;
 mod spark;
