@@ -214,10 +214,11 @@ impl Session {
         let plan = self.plan(statement).await?.with_param_values(ParamValues::from(params))?;
         let physical = self.physical_plan(statement, &plan).await?;
         let conf = self.spark_conf();
+        let prints_logical = matches!(mode, ExplainMode::Extended | ExplainMode::Cost);
         let context = ExplainContext {
             adaptive: conf.adaptive_enabled && mode != ExplainMode::Analyze,
             v2_bucketing_enabled: conf.v2_bucketing_enabled,
-            logical: Some(plan.display_indent().to_string()),
+            logical: prints_logical.then(|| self.logical_stages(&plan)).transpose()?,
         };
         let text = if mode == ExplainMode::Analyze {
             let started = std::time::Instant::now();
