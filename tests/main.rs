@@ -13,6 +13,7 @@ mod fixtures;
 mod plans;
 mod psql;
 mod random_queries;
+mod refresh;
 mod safety;
 mod security;
 mod spark;
