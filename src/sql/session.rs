@@ -22,7 +22,6 @@ use crate::planner::infer_filters_from_constraints::InferFiltersFromConstraints;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::planner::{self, hints::QueryHints};
 
-
 /// Sorted runs below this size are sorted in place before the merge.
 const SORT_IN_PLACE_BYTES: usize = 32 << 20;
 
@@ -97,7 +96,11 @@ impl Session {
         self.ctx.task_ctx()
     }
 
-    pub(crate) async fn physical_plan(&self, stmt: &Statement, plan: &LogicalPlan) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
+    pub(crate) async fn physical_plan(
+        &self,
+        stmt: &Statement,
+        plan: &LogicalPlan,
+    ) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
         let hints = QueryHints::resolve(stmt, plan);
         let state = self.ctx.state();
         let physical = planner::create_physical_plan(&state, plan, &hints).await?;
