@@ -1,7 +1,7 @@
 //! Queries whose plans once moved rows wrongly, run over the wire with their expected rows
 //! computed here from the generating formula, never from the server's own output.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tokio_postgres::Client;
 
@@ -142,6 +142,48 @@ async fn a_users_computed_column_stays_in_a_join_on_it() {
         )
         .await;
         assert_eq!(sorted(rows), sorted(expected.clone()), "{setting}");
+        // The side's columns renamed: the join's output keeps the new names.
+        let renamed = text_rows(
+            &client,
+            "SELECT b.c0, count(*) FROM facts a JOIN (SELECT k AS c0, k + 1 AS c1 FROM small) b ON a.k = b.c1 \
+             WHERE a.v < 50 GROUP BY b.c0",
+        )
+        .await;
+        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+        for row in &expected {
+            *counts.entry(row[1].clone()).or_default() += 1;
+        }
+        let counts: Vec<Vec<String>> = counts.into_iter().map(|(k, n)| vec![k, n.to_string()]).collect();
+        assert_eq!(sorted(renamed), sorted(counts), "{setting}");
+    }
+}
+
+#[tokio::test]
+async fn a_single_distinct_aggregate_keeps_the_decimal_sums_type() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    let mut groups: BTreeMap<Option<i64>, (BTreeSet<i64>, i64)> = BTreeMap::new();
+    for (k, v) in fact_rows() {
+        let (distinct, sum) = groups.entry(k).or_default();
+        distinct.insert(v % 3);
+        *sum += v;
+    }
+    // sum(DECIMAL(14, 2)) is DECIMAL(24, 2) in Spark, compared as such in HAVING.
+    let threshold = 259_500;
+    let expected: Vec<Vec<String>> = groups
+        .iter()
+        .filter(|(_, (_, sum))| *sum > threshold)
+        .map(|(k, (distinct, sum))| vec![text(*k), distinct.len().to_string(), format!("{sum}.00")])
+        .collect();
+    assert!(!expected.is_empty() && expected.len() < groups.len(), "the HAVING filter keeps some groups");
+    for setting in SETTINGS {
+        client.batch_execute(setting).await.unwrap();
+        let sql = format!(
+            "SELECT k, count(DISTINCT v % 3), sum(CAST(v AS DECIMAL(14,2))) FROM facts GROUP BY k \
+             HAVING sum(CAST(v AS DECIMAL(14,2))) > {threshold}"
+        );
+        assert_eq!(sorted(text_rows(&client, &sql).await), sorted(expected.clone()), "{setting}");
     }
 }
 

@@ -190,8 +190,11 @@ fn fold_right_key_projection(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc
     let input = projection.input();
     let width = input.schema().fields().len();
     let exprs: Vec<Arc<dyn PhysicalExpr>> = projection.expr().iter().map(|p| Arc::clone(&p.expr)).collect();
+    // Renamed columns do not pass through: the join above reads them by their new names.
     let passes_through = exprs.len() > width
-        && exprs[..width].iter().enumerate().all(|(i, e)| e.downcast_ref::<Column>().is_some_and(|c| c.index() == i));
+        && projection.expr()[..width].iter().zip(input.schema().fields()).enumerate().all(|(i, (p, field))| {
+            p.alias == *field.name() && p.expr.downcast_ref::<Column>().is_some_and(|c| c.index() == i)
+        });
     if !passes_through || join.spec().filter.is_some() {
         return Ok(None);
     }

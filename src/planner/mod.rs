@@ -18,6 +18,7 @@ pub mod infer_filters_from_constraints;
 pub mod join_selection;
 pub mod resolve_grouping_analytics;
 pub mod scan_lineage;
+pub mod single_distinct_aggregate;
 pub mod statistics;
 pub mod table_provider;
 
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use datafusion::error::Result;
 use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::optimizer::{Optimizer, OptimizerRule};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_optimizer::combine_partial_final_agg::CombinePartialFinalAggregate;
 use datafusion::physical_optimizer::ensure_coop::EnsureCooperative;
@@ -37,8 +39,26 @@ use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use ensure_requirements::ensure_requirements;
 use hints::QueryHints;
+use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
 use resolve_grouping_analytics::resolve_grouping_analytics;
+use single_distinct_aggregate::SingleDistinctAggregate;
+
+/// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types,
+/// and Spark's inferred `isnotnull` filters last.
+pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
+    let single_distinct = SingleDistinctAggregate::default();
+    let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> =
+        Optimizer::new()
+            .rules
+            .into_iter()
+            .map(|rule| {
+                if rule.name() == single_distinct.name() { Arc::new(SingleDistinctAggregate::default()) } else { rule }
+            })
+            .collect();
+    rules.push(Arc::new(InferFiltersFromConstraints));
+    rules
+}
 
 /// Plans `plan` for execution. The session's [`SparkConf`] must be installed in `state`.
 pub async fn create_physical_plan(

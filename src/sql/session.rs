@@ -18,7 +18,6 @@ use super::{functions, pg_catalog, rewrite};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
 use crate::explain::LogicalStages;
-use crate::planner::infer_filters_from_constraints::InferFiltersFromConstraints;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::planner::{self, hints::QueryHints};
 
@@ -59,7 +58,7 @@ impl Session {
             .with_runtime_env(Arc::clone(&engine.runtime))
             .with_default_features()
             .with_physical_optimizer_rules(Vec::new())
-            .with_optimizer_rule(Arc::new(InferFiltersFromConstraints))
+            .with_optimizer_rules(planner::logical_rules())
             .build();
         let mut ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(CATALOG_NAME, engine.catalog.clone());
