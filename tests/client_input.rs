@@ -28,6 +28,41 @@ impl ToSql for Text {
     to_sql_checked!();
 }
 
+/// A statement nesting deeper than the server's bounds is refused with 54001 (it overflowed a
+/// worker's stack, aborting the server); one just under them runs.
+#[tokio::test]
+async fn deep_statements_are_refused_and_shallower_ones_run() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let too_deep = [
+        format!("SELECT {}1", "1 + ".repeat(50_000)),
+        format!("SELECT 1{}", "::BIGINT".repeat(5_000)),
+        format!("SELECT 1{}", " UNION ALL SELECT 1".repeat(50_000)),
+        // Chains under the bound each, nested in parentheses past it.
+        format!("SELECT {}", (0..6).fold("1".to_string(), |inner, _| format!("({inner}) + {}1", "1 + ".repeat(200)))),
+    ];
+    for sql in &too_deep {
+        let err = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&err), "54001", "{err:?}");
+        let err = client.prepare(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&err), "54001", "{err:?}");
+    }
+
+    // Deeper than a default 2 MiB stack held (debug builds overflowed near 500 levels).
+    let chain = format!("SELECT {}1", "1 + ".repeat(600));
+    assert_eq!(text_rows(&client, &chain).await, vec![vec!["601"]]);
+    client
+        .batch_execute("CREATE TABLE t USING parquet CLUSTERED BY (id) INTO 4 BUCKETS AS SELECT id FROM range(2000)")
+        .await
+        .unwrap();
+    let ors = (0..600).map(|i| format!("id = {i}")).collect::<Vec<_>>().join(" OR ");
+    assert_eq!(text_rows(&client, &format!("SELECT count(*) FROM t WHERE {ors}")).await, vec![vec!["600"]]);
+    let plan = text_rows(&client, &format!("EXPLAIN FORMATTED SELECT count(*) FROM t WHERE {ors}")).await;
+    assert!(plan[0][0].contains("Scan parquet"), "{plan:?}");
+    let unions = format!("SELECT count(*) FROM (SELECT 1 AS one{}) u", " UNION ALL SELECT 1".repeat(300));
+    assert_eq!(text_rows(&client, &unions).await, vec![vec!["301"]]);
+}
+
 /// `$n` past what a Bind message can carry (its count is 16 bits) is refused; the parameter
 /// list was sized by the number, so `$4000000000` asked for tens of gigabytes.
 #[tokio::test]

@@ -26,6 +26,7 @@
 //! [`UtilityOption`]: datafusion::sql::sqlparser::ast::UtilityOption
 
 mod create_table;
+mod depth;
 mod describe;
 mod explain;
 mod refresh;
@@ -43,7 +44,7 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::{Dialect, GenericDialect};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use create_table::{is_create_table, parse_create_table};
 use describe::parse_describe_table;
@@ -205,6 +206,11 @@ impl Dialect for BucketSqlDialect {
         supports_xml_expressions,
     }
 
+    /// Refuses an operator whose left operand already nests too deep (see [`depth`]).
+    fn parse_infix(&self, _parser: &mut Parser, left: &Expr, _precedence: u8) -> Option<Result<Expr, ParserError>> {
+        depth::check_operand(left).err().map(Err)
+    }
+
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         let keyword = match &parser.peek_token_ref().token {
             Token::Word(word) => word.keyword,
@@ -295,10 +301,13 @@ impl fmt::Display for BucketSqlStatement {
     }
 }
 
-/// Parses one or more `;`-separated statements with [`BucketSqlDialect`].
+/// Parses one or more `;`-separated statements with [`BucketSqlDialect`], refusing those that
+/// nest too deep ([`depth`]).
 pub fn parse_sql(sql: &str) -> Result<Vec<BucketSqlStatement>, ParserError> {
     let dialect = BucketSqlDialect;
-    let mut parser = Parser::new(&dialect).try_with_sql(sql)?;
+    let tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location()?;
+    depth::check_set_operations(&tokens)?;
+    let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut statements = Vec::new();
     let mut expecting_delimiter = false;
     loop {
@@ -311,7 +320,9 @@ pub fn parse_sql(sql: &str) -> Result<Vec<BucketSqlStatement>, ParserError> {
         if expecting_delimiter {
             return parser.expected_ref("end of statement", parser.peek_token_ref());
         }
-        statements.push(parse_statement(&mut parser)?);
+        let statement = parse_statement(&mut parser)?;
+        depth::check_statement(&statement)?;
+        statements.push(statement);
         expecting_delimiter = true;
     }
 }
