@@ -99,9 +99,10 @@ fn parse_bytes(key: &str, value: &str) -> Result<i64, SqlError> {
     number.checked_mul(scale).ok_or_else(invalid)
 }
 
-/// A positive integer that fits the setting's type.
-fn parse_positive<T: TryFrom<i64>>(key: &str, value: &str) -> Result<T, SqlError> {
-    match value.trim().parse::<i64>() {
+/// A positive integer that fits the setting's type and Spark's `intConf` (at most `i32::MAX`):
+/// past it a bucket id or partition number would wrap when made an `Int`.
+fn parse_positive<T: TryFrom<i32>>(key: &str, value: &str) -> Result<T, SqlError> {
+    match value.trim().parse::<i32>() {
         Ok(n) if n > 0 => T::try_from(n).map_err(|_| SqlError::invalid_parameter(format!("{key} is too large"))),
         _ => Err(SqlError::invalid_parameter(format!("{key} should be a positive integer, but was {value}"))),
     }
@@ -201,6 +202,10 @@ mod tests {
     #[test]
     fn bad_values_are_refused() {
         assert_eq!(validate("spark.sql.shuffle.partitions", "0").unwrap_err().code, "22023");
+        // Spark's Int settings stop at i32::MAX, which bucket ids and partition numbers fit in.
+        assert!(validate("spark.sql.sources.bucketing.maxBuckets", "2147483647").is_ok());
+        assert_eq!(validate("spark.sql.sources.bucketing.maxBuckets", "3000000000").unwrap_err().code, "22023");
+        assert_eq!(validate("spark.sql.shuffle.partitions", "2147483648").unwrap_err().code, "22023");
         assert_eq!(validate("spark.sql.adaptive.enabled", "maybe").unwrap_err().code, "22023");
         assert_eq!(validate("spark.sql.autoBroadcastJoinThreshold", "lots").unwrap_err().code, "22023");
         assert!(validate("spark.some.unknown.key", "anything").is_ok());

@@ -3,6 +3,7 @@
 
 mod answers;
 mod bucketing;
+mod client_input;
 mod clients;
 mod common;
 mod copy;

@@ -18,6 +18,12 @@ use crate::sql::session::Session;
 use auth::Authenticator;
 use handler::ConnectionHandlers;
 
+/// Stack of each thread that serves connections. A statement's AST is cloned, visited and
+/// dropped by recursion, a frame or more per level of nesting; 64 MiB holds the deepest
+/// statement the parser accepts (`sql::dialect`'s depth bounds), also in debug builds, whose
+/// frames are largest. Only the pages a statement touches are committed.
+pub const WORKER_STACK_BYTES: usize = 64 << 20;
+
 /// A bound listener; `run` serves until the process ends.
 pub struct Server {
     listener: TcpListener,

@@ -286,6 +286,9 @@ fn plans_through_datafusion(stmt: &Statement) -> bool {
     matches!(stmt, Statement::Query(_) | Statement::Insert(_))
 }
 
+/// The most parameters a Bind message can carry (its count is 16 bits).
+const MAX_PARAMETERS: usize = u16::MAX as usize;
+
 /// `$1..$n` in order, from the plan's placeholder map.
 fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>, SqlError> {
     let found: HashMap<String, Option<DataType>> = plan.get_parameter_types()?;
@@ -297,6 +300,10 @@ fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>, SqlError
             .map_err(|_| SqlError::syntax(format!("parameter {name} is not of the form $n")))?;
         if index == 0 {
             return Err(SqlError::syntax("parameters are numbered from $1"));
+        }
+        // No Bind could fill it, and the list below would be as long as the number.
+        if index > MAX_PARAMETERS {
+            return Err(SqlError::new("42P02", format!("there is no parameter {name}")));
         }
         if types.len() < index {
             types.resize(index, None);

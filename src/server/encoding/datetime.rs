@@ -207,6 +207,10 @@ fn parse_utc_offset(s: &str) -> Option<i64> {
         b'-' => (-1, &s[1..]),
         _ => return None,
     };
+    // Digits and colons only, so that the split below falls between characters.
+    if !body.bytes().all(|c| c.is_ascii_digit() || c == b':') {
+        return None;
+    }
     let parts: Vec<&str> = if body.contains(':') {
         body.split(':').collect()
     } else if body.len() == 4 {

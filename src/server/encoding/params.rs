@@ -168,6 +168,9 @@ mod tests {
             (Type::TIME, "25:00:00"),
             (Type::TIMESTAMP, "yesterday"),
             (Type::TIMESTAMPTZ, "2026-01-02 03:04:05 +25:99:00:00"),
+            // Four bytes of offset whose second character is two bytes long.
+            (Type::TIMESTAMPTZ, "2026-01-02 03:04:05 +aé1"),
+            (Type::TIMESTAMPTZ, "2026-01-02 03:04:05 +1é"),
         ];
         for (ty, input) in malformed {
             assert_eq!(code(decode_text_one(ty.clone(), input)), "22P02", "{ty} {input:?}");

@@ -26,6 +26,7 @@
 //! [`UtilityOption`]: datafusion::sql::sqlparser::ast::UtilityOption
 
 mod create_table;
+mod depth;
 mod describe;
 mod explain;
 mod refresh;
@@ -41,7 +42,7 @@ use datafusion::sql::sqlparser::ast::{Expr, Ident, ObjectName, Reset, ResetState
 use datafusion::sql::sqlparser::dialect::{Dialect, GenericDialect};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use create_table::{is_create_table, parse_create_table};
 use describe::parse_describe_table;
@@ -205,8 +206,12 @@ impl Dialect for BucketSqlDialect {
 
     /// `a IS [NOT] DISTINCT FROM b AND c` compares `a` with `b`, as in PostgreSQL and Spark:
     /// the right-hand side binds as tightly as `IS`, where sqlparser reads the rest of the
-    /// expression (`b AND c`) into it.
+    /// expression (`b AND c`) into it. An operator whose left operand already nests too deep
+    /// is refused (see [`depth`]).
     fn parse_infix(&self, parser: &mut Parser, expr: &Expr, precedence: u8) -> Option<Result<Expr, ParserError>> {
+        if let Err(too_deep) = depth::check_operand(expr) {
+            return Some(Err(too_deep));
+        }
         let [is, first, second, third] = parser.peek_tokens::<4>();
         let keyword = |token: &Token, expected: Keyword| matches!(token, Token::Word(w) if w.keyword == expected);
         if !keyword(&is, Keyword::IS) {
@@ -312,10 +317,13 @@ impl fmt::Display for BucketSqlStatement {
     }
 }
 
-/// Parses one or more `;`-separated statements with [`BucketSqlDialect`].
+/// Parses one or more `;`-separated statements with [`BucketSqlDialect`], refusing those that
+/// nest too deep ([`depth`]).
 pub fn parse_sql(sql: &str) -> Result<Vec<BucketSqlStatement>, ParserError> {
     let dialect = BucketSqlDialect;
-    let mut parser = Parser::new(&dialect).try_with_sql(sql)?;
+    let tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location()?;
+    depth::check_set_operations(&tokens)?;
+    let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut statements = Vec::new();
     let mut expecting_delimiter = false;
     loop {
@@ -328,7 +336,9 @@ pub fn parse_sql(sql: &str) -> Result<Vec<BucketSqlStatement>, ParserError> {
         if expecting_delimiter {
             return parser.expected_ref("end of statement", parser.peek_token_ref());
         }
-        statements.push(parse_statement(&mut parser)?);
+        let statement = parse_statement(&mut parser)?;
+        depth::check_statement(&statement)?;
+        statements.push(statement);
         expecting_delimiter = true;
     }
 }

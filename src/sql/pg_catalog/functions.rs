@@ -480,7 +480,7 @@ fn json_value(array: &ArrayRef, row: usize) -> Result<String> {
 /// number below 20 (kB, MB, ...), rounded half away from zero.
 fn size_pretty(bytes: i64) -> String {
     const LIMIT: i64 = 10 * 1024;
-    if bytes.abs() < LIMIT {
+    if bytes.unsigned_abs() < LIMIT as u64 {
         return format!("{bytes} bytes");
     }
     let half_rounded = |x: i64| (x + if x < 0 { -1 } else { 1 }) / 2;
@@ -552,6 +552,9 @@ mod tests {
         assert_eq!(size_pretty(10 * 1024), "10 kB");
         assert_eq!(size_pretty(1_500_000), "1465 kB");
         assert_eq!(size_pretty(25_000_000), "24 MB");
+        // The extremes of bigint, whose absolute value does not fit one.
+        assert_eq!(size_pretty(i64::MIN), "-8192 PB");
+        assert_eq!(size_pretty(i64::MAX), "8192 PB");
     }
 
     #[test]

@@ -1,0 +1,103 @@
+//! Client input that once reached a panic (or an abort) in the server: each is refused with
+//! its SQLSTATE, and the connection and the server go on.
+
+use bytes::BytesMut;
+use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
+
+use crate::common::{TestServer, sqlstate, text_rows};
+
+/// A parameter sent in text format with whatever type the statement declares, as libpq sends
+/// parameters, so that the server's own text parsers read it.
+#[derive(Debug)]
+struct Text(&'static str);
+
+impl ToSql for Text {
+    fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(self.0.as_bytes());
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _: &Type) -> Format {
+        Format::Text
+    }
+
+    to_sql_checked!();
+}
+
+/// A statement nesting deeper than the server's bounds is refused with 54001 (it overflowed a
+/// worker's stack, aborting the server); one just under them runs.
+#[tokio::test]
+async fn deep_statements_are_refused_and_shallower_ones_run() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let too_deep = [
+        format!("SELECT {}1", "1 + ".repeat(50_000)),
+        format!("SELECT 1{}", "::BIGINT".repeat(5_000)),
+        format!("SELECT 1{}", " UNION ALL SELECT 1".repeat(50_000)),
+        // Chains under the bound each, nested in parentheses past it.
+        format!("SELECT {}", (0..6).fold("1".to_string(), |inner, _| format!("({inner}) + {}1", "1 + ".repeat(200)))),
+    ];
+    for sql in &too_deep {
+        let err = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&err), "54001", "{err:?}");
+        let err = client.prepare(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&err), "54001", "{err:?}");
+    }
+
+    // Deeper than a default 2 MiB stack held (debug builds overflowed near 500 levels).
+    let chain = format!("SELECT {}1", "1 + ".repeat(600));
+    assert_eq!(text_rows(&client, &chain).await, vec![vec!["601"]]);
+    client
+        .batch_execute("CREATE TABLE t USING parquet CLUSTERED BY (id) INTO 4 BUCKETS AS SELECT id FROM range(2000)")
+        .await
+        .unwrap();
+    let ors = (0..600).map(|i| format!("id = {i}")).collect::<Vec<_>>().join(" OR ");
+    assert_eq!(text_rows(&client, &format!("SELECT count(*) FROM t WHERE {ors}")).await, vec![vec!["600"]]);
+    let plan = text_rows(&client, &format!("EXPLAIN FORMATTED SELECT count(*) FROM t WHERE {ors}")).await;
+    assert!(plan[0][0].contains("Scan parquet"), "{plan:?}");
+    let unions = format!("SELECT count(*) FROM (SELECT 1 AS one{}) u", " UNION ALL SELECT 1".repeat(300));
+    assert_eq!(text_rows(&client, &unions).await, vec![vec!["301"]]);
+}
+
+/// `$n` past what a Bind message can carry (its count is 16 bits) is refused; the parameter
+/// list was sized by the number, so `$4000000000` asked for tens of gigabytes.
+#[tokio::test]
+async fn parameter_numbers_past_the_protocol_limit_are_refused() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    for sql in ["SELECT $4000000000::BIGINT", "SELECT $65536::BIGINT"] {
+        let err = client.prepare(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&err), "42P02", "{sql}: {err:?}");
+    }
+    let row = client.query_one("SELECT 41 + 1", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i32>(0), 42);
+}
+
+/// A text timestamptz whose offset has a two-byte character where a digit was sliced off.
+#[tokio::test]
+async fn timestamptz_text_with_a_multibyte_offset_is_invalid_input() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let statement = client.prepare_typed("SELECT $1", &[Type::TIMESTAMPTZ]).await.unwrap();
+    let err = client.query(&statement, &[&Text("2026-01-02 03:04:05+aé1")]).await.unwrap_err();
+    assert_eq!(sqlstate(&err), "22P02", "{err:?}");
+    let rows = client.query(&statement, &[&Text("2026-01-02 03:04:05+01")]).await.unwrap();
+    assert_eq!(rows.len(), 1);
+}
+
+/// `pg_size_pretty` of the smallest bigint, whose absolute value overflowed.
+#[tokio::test]
+async fn pg_size_pretty_takes_every_bigint() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let rows = text_rows(
+        &client,
+        "SELECT pg_size_pretty(CAST('-9223372036854775808' AS BIGINT)), pg_size_pretty(CAST('9223372036854775807' AS BIGINT))",
+    )
+    .await;
+    assert_eq!(rows, vec![vec!["-8192 PB", "8192 PB"]]);
+}
