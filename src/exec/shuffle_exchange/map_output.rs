@@ -1,0 +1,299 @@
+//! The map side: one task per input partition reads it to the end, routes every row to its
+//! output partition and keeps what it produced, in memory or spilled, until it is read.
+//!
+//! Spark's sort-based shuffle writer buffers a map task's records tagged with their partition
+//! id, sorts them by partition when memory runs out and spills them, and at the end merges the
+//! spills into one data file with an index per map task. Here a map task buffers its input
+//! batches and, per output partition, the (batch, row) pairs bound for it; every
+//! `partitions × batch_size` rows, on a spill and at the end it gathers each partition's rows
+//! into batches of at most `batch_size` rows (one `interleave` per batch made), so a partition's
+//! small share of an input batch never travels alone. The gathered batches stay in memory,
+//! held against the query memory pool by one spillable reservation per map task; when it cannot
+//! grow, the task appends everything it holds as one run to its spill file (see `spill`).
+//! Where we differ: output that fits stays in memory (Spark always writes files and leans on
+//! the OS cache), and spill runs are not merged at the end.
+
+use std::collections::VecDeque;
+use std::mem;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
+use datafusion::arrow::compute::interleave_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::execution::disk_manager::DiskManager;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
+use futures::StreamExt;
+use parking_lot::Mutex;
+
+use super::ExchangePartitioning;
+use super::spill::{MapSpill, SpilledSegments};
+use super::statistics::MapOutputStatistics;
+use crate::storage::bucket_hash::bucket_ids;
+
+/// What EXPLAIN ANALYZE shows of the exchange, shared by its map tasks.
+#[derive(Clone)]
+pub(super) struct ExchangeMetrics {
+    rows: Count,
+    bytes: Count,
+    spills: Count,
+    spilled_bytes: Count,
+    pub(super) spill_files: Count,
+}
+
+impl ExchangeMetrics {
+    pub(super) fn new(metrics: &ExecutionPlanMetricsSet) -> Self {
+        ExchangeMetrics {
+            rows: MetricBuilder::new(metrics).counter("shuffle_rows", 0),
+            bytes: MetricBuilder::new(metrics).counter("shuffle_bytes", 0),
+            spills: MetricBuilder::new(metrics).spill_count(0),
+            spilled_bytes: MetricBuilder::new(metrics).spilled_bytes(0),
+            spill_files: MetricBuilder::new(metrics).counter("spill_files", 0),
+        }
+    }
+}
+
+/// One map task's output for one partition: batches held in memory (reserved until read),
+/// then segments spilled to the map task's file.
+pub(super) struct MapPart {
+    batches: VecDeque<RecordBatch>,
+    reservation: MemoryReservation,
+    spilled: Option<SpilledSegments>,
+}
+
+impl MapPart {
+    /// The next batch held in memory; its memory goes back to the pool.
+    pub(super) fn pop(&mut self) -> Option<RecordBatch> {
+        let batch = self.batches.pop_front()?;
+        self.reservation.shrink(batch.get_array_memory_size().min(self.reservation.size()));
+        Some(batch)
+    }
+
+    pub(super) fn take_spilled(&mut self) -> Option<SpilledSegments> {
+        self.spilled.take()
+    }
+}
+
+/// What one map task produced: a part per output partition and its figures.
+pub(super) struct MapOutput {
+    parts: Vec<MapPart>,
+    bytes: Vec<u64>,
+    rows: Vec<u64>,
+}
+
+/// Every map task's output once the map side has run. Each part is handed to one read.
+pub(super) struct MapOutputs {
+    parts: Vec<Mutex<Option<MapPart>>>,
+    partitions: usize,
+    statistics: Arc<MapOutputStatistics>,
+}
+
+impl MapOutputs {
+    pub(super) fn new(outputs: Vec<MapOutput>, partitions: usize) -> Self {
+        let mut parts = Vec::with_capacity(outputs.len() * partitions);
+        let (mut bytes, mut rows) = (Vec::with_capacity(outputs.len()), Vec::with_capacity(outputs.len()));
+        for output in outputs {
+            parts.extend(output.parts.into_iter().map(|part| Mutex::new(Some(part))));
+            bytes.push(output.bytes);
+            rows.push(output.rows);
+        }
+        MapOutputs { parts, partitions, statistics: Arc::new(MapOutputStatistics::new(bytes, rows, partitions)) }
+    }
+
+    pub(super) fn statistics(&self) -> Arc<MapOutputStatistics> {
+        Arc::clone(&self.statistics)
+    }
+
+    /// Hands out the parts `(map, partition)`, each once.
+    pub(super) fn take(&self, parts: &[(usize, usize)]) -> Result<Vec<MapPart>> {
+        parts
+            .iter()
+            .map(|(map, partition)| {
+                self.parts.get(map * self.partitions + partition).and_then(|part| part.lock().take()).ok_or_else(|| {
+                    DataFusionError::Internal(format!("exchange output of map task {map} for partition {partition} already taken"))
+                })
+            })
+            .collect()
+    }
+}
+
+/// Map task `map`: reads input partition `map` to the end and returns what it produced.
+pub(super) async fn run_map_task(
+    input: Arc<dyn ExecutionPlan>,
+    map: usize,
+    context: Arc<TaskContext>,
+    partitioning: ExchangePartitioning,
+    metrics: ExchangeMetrics,
+) -> Result<MapOutput> {
+    let reservation =
+        MemoryConsumer::new(format!("ShuffleExchange[map {map}]")).with_can_spill(true).register(context.memory_pool());
+    let mut writer = MapWriter::new(
+        input.schema(),
+        partitioning.partition_count(),
+        context.session_config().batch_size(),
+        reservation,
+        Arc::clone(&context.runtime_env().disk_manager),
+        metrics,
+    );
+    let mut stream = input.execute(map, context)?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        if batch.num_rows() == 0 {
+            continue;
+        }
+        let ids = match &partitioning {
+            ExchangePartitioning::Hash(exprs, n) => {
+                let keys = exprs
+                    .iter()
+                    .map(|e| e.evaluate(&batch)?.into_array(batch.num_rows()))
+                    .collect::<Result<Vec<_>>>()?;
+                Some(bucket_ids(&keys, batch.num_rows(), *n as u32)?)
+            }
+            ExchangePartitioning::Single => None,
+        };
+        writer.push(batch, ids.as_deref())?;
+        writer.reserve_or_spill().await?;
+    }
+    writer.finish().await
+}
+
+/// A map task's rows on their way to its output.
+struct MapWriter {
+    schema: SchemaRef,
+    batch_size: usize,
+    /// Input batches not gathered yet, and per output partition the `(batch, row)` pairs
+    /// bound for it.
+    pending: Vec<RecordBatch>,
+    routes: Vec<Vec<(u32, u32)>>,
+    pending_rows: usize,
+    pending_bytes: usize,
+    /// Gathered batches per output partition, in memory.
+    held: Vec<Vec<RecordBatch>>,
+    held_bytes: usize,
+    bytes: Vec<u64>,
+    rows: Vec<u64>,
+    reservation: MemoryReservation,
+    spill: MapSpill,
+    disk: Arc<DiskManager>,
+    metrics: ExchangeMetrics,
+}
+
+impl MapWriter {
+    fn new(
+        schema: SchemaRef,
+        partitions: usize,
+        batch_size: usize,
+        reservation: MemoryReservation,
+        disk: Arc<DiskManager>,
+        metrics: ExchangeMetrics,
+    ) -> Self {
+        MapWriter {
+            schema,
+            batch_size: batch_size.max(1),
+            pending: Vec::new(),
+            routes: vec![Vec::new(); partitions],
+            pending_rows: 0,
+            pending_bytes: 0,
+            held: vec![Vec::new(); partitions],
+            held_bytes: 0,
+            bytes: vec![0; partitions],
+            rows: vec![0; partitions],
+            reservation,
+            spill: MapSpill::default(),
+            disk,
+            metrics,
+        }
+    }
+
+    /// Takes `batch`, whose row `i` goes to partition `ids[i]` (all to partition 0 without ids).
+    fn push(&mut self, batch: RecordBatch, ids: Option<&[u32]>) -> Result<()> {
+        let index = self.pending.len() as u32;
+        match ids {
+            Some(ids) => {
+                for (row, id) in ids.iter().enumerate() {
+                    self.routes[*id as usize].push((index, row as u32));
+                }
+            }
+            None => self.routes[0].extend((0..batch.num_rows() as u32).map(|row| (index, row))),
+        }
+        self.metrics.rows.add(batch.num_rows());
+        self.pending_rows += batch.num_rows();
+        self.pending_bytes += batch.get_array_memory_size();
+        self.pending.push(batch);
+        if self.pending_rows >= self.routes.len() * self.batch_size {
+            self.gather()?;
+        }
+        Ok(())
+    }
+
+    /// Gathers the pending rows into batches of at most `batch_size` rows per partition.
+    fn gather(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let sources: Vec<&RecordBatch> = self.pending.iter().collect();
+        for (partition, route) in self.routes.iter_mut().enumerate() {
+            for chunk in route.chunks(self.batch_size) {
+                let indices: Vec<(usize, usize)> = chunk.iter().map(|&(b, r)| (b as usize, r as usize)).collect();
+                let batch = if self.schema.fields().is_empty() {
+                    let options = RecordBatchOptions::new().with_row_count(Some(indices.len()));
+                    RecordBatch::try_new_with_options(Arc::clone(&self.schema), vec![], &options)?
+                } else {
+                    interleave_record_batch(&sources, &indices)?
+                };
+                let size = batch.get_array_memory_size();
+                self.metrics.bytes.add(size);
+                self.bytes[partition] += size as u64;
+                self.rows[partition] += batch.num_rows() as u64;
+                self.held_bytes += size;
+                self.held[partition].push(batch);
+            }
+            *route = Vec::new();
+        }
+        self.pending.clear();
+        self.pending_rows = 0;
+        self.pending_bytes = 0;
+        Ok(())
+    }
+
+    /// Holds what the task has against the memory pool, or spills it when the pool says no.
+    async fn reserve_or_spill(&mut self) -> Result<()> {
+        let routes: usize = self.routes.iter().map(|r| r.capacity() * mem::size_of::<(u32, u32)>()).sum();
+        if self.reservation.try_resize(self.held_bytes + self.pending_bytes + routes).is_err() {
+            self.spill().await?;
+        }
+        Ok(())
+    }
+
+    /// Appends everything the task holds, partition by partition, as one run to its spill file.
+    async fn spill(&mut self) -> Result<()> {
+        self.gather()?;
+        let run = mem::replace(&mut self.held, vec![Vec::new(); self.routes.len()]);
+        self.metrics.spills.add(1);
+        self.metrics.spilled_bytes.add(mem::take(&mut self.held_bytes));
+        self.spill.append(run, Arc::clone(&self.schema), &self.disk, &self.metrics).await?;
+        self.reservation.free();
+        Ok(())
+    }
+
+    async fn finish(mut self) -> Result<MapOutput> {
+        self.gather()?;
+        if self.reservation.try_resize(self.held_bytes).is_err() {
+            self.spill().await?;
+        }
+        let spilled = mem::take(&mut self.spill).into_parts(self.routes.len());
+        let parts = self
+            .held
+            .into_iter()
+            .zip(spilled)
+            .map(|(batches, spilled)| {
+                let size = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+                MapPart { batches: batches.into(), reservation: self.reservation.split(size), spilled }
+            })
+            .collect();
+        Ok(MapOutput { parts, bytes: self.bytes, rows: self.rows })
+    }
+}

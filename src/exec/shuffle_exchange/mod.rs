@@ -1,0 +1,242 @@
+//! Spark's `ShuffleExchangeExec`: moves rows between partitions so a parent's required
+//! distribution holds.
+//!
+//! `hashpartitioning(keys, n)` sends each row to partition `pmod(murmur3(keys), n)`, the
+//! function Spark uses for shuffles and bucket files alike, so a shuffled side lines up row
+//! for row with a bucketed side. (DataFusion's `RepartitionExec` hashes with its own
+//! function and must never meet a bucketed input.) `SinglePartition` gathers every row into
+//! one partition.
+//!
+//! As in Spark, the exchange is a stage boundary: a map side, one task per input partition
+//! (`map_output`), runs to completion and records what it produced for every output
+//! partition (`MapOutputStatistics`, what adaptive execution plans with) before any output
+//! partition streams; then readers (`reader`) hand out whole partitions or the parts adaptive
+//! execution asks for (`ShuffleReadSpec`). Where we differ: map output stays in memory while
+//! the query's memory pool allows, and only the rest goes to local files (`spill`); and it is
+//! read once, released as it is read, rather than kept for retries.
+
+mod map_output;
+mod reader;
+mod spill;
+mod statistics;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::common::runtime::SpawnedTask;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties};
+use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, TryStreamExt};
+use parking_lot::Mutex;
+use tokio::sync::Semaphore;
+
+use map_output::{ExchangeMetrics, MapOutputs, run_map_task};
+pub use reader::ShuffleReadSpec;
+use reader::PartsReader;
+pub use statistics::MapOutputStatistics;
+
+/// How rows are distributed over the output partitions.
+#[derive(Debug, Clone)]
+pub enum ExchangePartitioning {
+    /// Spark's `HashPartitioning`: `pmod(murmur3(keys), n)`.
+    Hash(Vec<Arc<dyn PhysicalExpr>>, usize),
+    /// Spark's `SinglePartition`.
+    Single,
+}
+
+impl ExchangePartitioning {
+    pub fn partition_count(&self) -> usize {
+        match self {
+            ExchangePartitioning::Hash(_, n) => *n,
+            ExchangePartitioning::Single => 1,
+        }
+    }
+}
+
+/// The map side's one run, awaited by every read and `materialize` alike. Whoever polls it
+/// joins the map tasks; they stop when the last holder (the plan or a stream) is dropped.
+type MapSide = Shared<BoxFuture<'static, std::result::Result<Arc<MapOutputs>, Arc<DataFusionError>>>>;
+
+#[derive(Default)]
+struct ExchangeState {
+    /// Started by the first read or `materialize`.
+    map_side: Option<MapSide>,
+    /// Which parts (`map * partitions + partition`) a read has been handed.
+    claimed: Vec<bool>,
+}
+
+pub struct ShuffleExchangeExec {
+    input: Arc<dyn ExecutionPlan>,
+    partitioning: ExchangePartitioning,
+    /// Why the planner put this exchange here, in words a user can act on.
+    reason: Option<String>,
+    state: Mutex<ExchangeState>,
+    /// Bounds the spill files open for reading at once (see `spill`).
+    spill_reads: Arc<Semaphore>,
+    metrics: ExecutionPlanMetricsSet,
+    properties: Arc<PlanProperties>,
+}
+
+impl fmt::Debug for ShuffleExchangeExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShuffleExchangeExec").field("partitioning", &self.partitioning).finish()
+    }
+}
+
+impl ShuffleExchangeExec {
+    pub fn new(input: Arc<dyn ExecutionPlan>, partitioning: ExchangePartitioning, reason: Option<String>) -> Self {
+        let output = match &partitioning {
+            ExchangePartitioning::Hash(exprs, n) => Partitioning::Hash(exprs.clone(), *n),
+            ExchangePartitioning::Single => Partitioning::UnknownPartitioning(1),
+        };
+        // Nothing comes out before the map side has read all of its input.
+        let properties =
+            PlanProperties::new(EquivalenceProperties::new(input.schema()), output, EmissionType::Final, Boundedness::Bounded);
+        ShuffleExchangeExec {
+            input,
+            partitioning,
+            reason,
+            state: Mutex::default(),
+            spill_reads: Arc::new(Semaphore::new(spill::CONCURRENT_READS)),
+            metrics: ExecutionPlanMetricsSet::new(),
+            properties: Arc::new(properties),
+        }
+    }
+
+    pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.input
+    }
+
+    pub fn partitioning(&self) -> &ExchangePartitioning {
+        &self.partitioning
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// Runs the map side to completion (once, however many callers) and returns what each map
+    /// task produced for each output partition.
+    pub async fn materialize(&self, context: Arc<TaskContext>) -> Result<Arc<MapOutputStatistics>> {
+        let map_side = self.map_side(&mut self.state.lock(), context);
+        let outputs = map_side.await.map_err(|e| DataFusionError::from(&e))?;
+        Ok(outputs.statistics())
+    }
+
+    /// Streams the rows of `spec`, once the map side has run. Each part of the map output
+    /// (one map task's rows for one partition) can be read once.
+    pub fn read(&self, spec: ShuffleReadSpec, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let maps = self.input.output_partitioning().partition_count();
+        let partitions = self.partitioning.partition_count();
+        let parts = spec.parts(maps, partitions)?;
+        let map_side = {
+            let mut state = self.state.lock();
+            if state.claimed.is_empty() {
+                state.claimed = vec![false; maps * partitions];
+            }
+            if let Some((map, partition)) = parts.iter().find(|(m, p)| state.claimed[m * partitions + p]) {
+                return Err(DataFusionError::Internal(format!(
+                    "exchange output of map task {map} for partition {partition} read twice"
+                )));
+            }
+            for (map, partition) in &parts {
+                state.claimed[map * partitions + partition] = true;
+            }
+            self.map_side(&mut state, Arc::clone(&context))
+        };
+        let (schema, reads, batch_size) = (self.schema(), Arc::clone(&self.spill_reads), context.session_config().batch_size());
+        let stream = futures::stream::once(async move {
+            let outputs = map_side.await.map_err(|e| DataFusionError::from(&e))?;
+            Ok::<_, DataFusionError>(PartsReader::new(outputs.take(&parts)?, schema, batch_size, reads).into_stream())
+        })
+        .try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+    }
+
+    fn map_side(&self, state: &mut ExchangeState, context: Arc<TaskContext>) -> MapSide {
+        let start = || {
+            let maps = self.input.output_partitioning().partition_count();
+            let partitions = self.partitioning.partition_count();
+            let metrics = ExchangeMetrics::new(&self.metrics);
+            let (input, partitioning) = (Arc::clone(&self.input), self.partitioning.clone());
+            async move {
+                let tasks = (0..maps).map(|map| {
+                    let task = run_map_task(Arc::clone(&input), map, Arc::clone(&context), partitioning.clone(), metrics.clone());
+                    SpawnedTask::spawn(task).map(|joined| joined.map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?)
+                });
+                // The first error drops (and so aborts) the other tasks.
+                let outputs = futures::future::try_join_all(tasks).await?;
+                Ok(Arc::new(MapOutputs::new(outputs, partitions)))
+            }
+            .map(|run: Result<_>| run.map_err(Arc::new))
+            .boxed()
+            .shared()
+        };
+        state.map_side.get_or_insert_with(start).clone()
+    }
+}
+
+impl DisplayAs for ShuffleExchangeExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        match &self.partitioning {
+            ExchangePartitioning::Hash(exprs, n) => {
+                let keys: Vec<String> = exprs.iter().map(|e| e.to_string()).collect();
+                write!(f, "ShuffleExchangeExec: hashpartitioning({}, {n})", keys.join(", "))
+            }
+            ExchangePartitioning::Single => write!(f, "ShuffleExchangeExec: SinglePartition"),
+        }
+    }
+}
+
+impl ExecutionPlan for ShuffleExchangeExec {
+    fn name(&self) -> &str {
+        "ShuffleExchangeExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        if let ExchangePartitioning::Hash(exprs, _) = &self.partitioning {
+            for expr in exprs {
+                if f(expr)? == TreeNodeRecursion::Stop {
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(ShuffleExchangeExec::new(children.swap_remove(0), self.partitioning.clone(), self.reason.clone())))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        self.read(ShuffleReadSpec::Partitions(partition..partition + 1), context)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+}

@@ -1,0 +1,60 @@
+//! What the map side of an exchange produced, per map task and output partition.
+//!
+//! Spark's `MapOutputTracker` collects a `MapStatus` from every map task (the size of its
+//! output for each reducer partition) and sums them into `MapOutputStatistics`'s
+//! `bytesByPartitionId`, which adaptive query execution reads to coalesce small partitions,
+//! split skewed ones by map ranges and pick broadcast joins. Where we differ: the figures are
+//! exact (Spark rounds them in `HighlyCompressedMapStatus`), in Arrow memory size of the
+//! batches rather than compressed bytes on disk, and rows are counted too.
+
+/// Bytes and rows each map task produced for each output partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapOutputStatistics {
+    /// `bytes[map][partition]`: Arrow memory size of the batches, before any spilling.
+    pub bytes: Vec<Vec<u64>>,
+    /// `rows[map][partition]`.
+    pub rows: Vec<Vec<u64>>,
+    partitions: usize,
+}
+
+impl MapOutputStatistics {
+    pub(super) fn new(bytes: Vec<Vec<u64>>, rows: Vec<Vec<u64>>, partitions: usize) -> Self {
+        MapOutputStatistics { bytes, rows, partitions }
+    }
+
+    pub fn map_count(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn partition_count(&self) -> usize {
+        self.partitions
+    }
+
+    /// Spark's `bytesByPartitionId`: each partition's bytes over all map tasks.
+    pub fn bytes_by_partition(&self) -> Vec<u64> {
+        self.by_partition(&self.bytes)
+    }
+
+    /// Each partition's rows over all map tasks.
+    pub fn rows_by_partition(&self) -> Vec<u64> {
+        self.by_partition(&self.rows)
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes.iter().flatten().sum()
+    }
+
+    pub fn total_rows(&self) -> u64 {
+        self.rows.iter().flatten().sum()
+    }
+
+    fn by_partition(&self, figures: &[Vec<u64>]) -> Vec<u64> {
+        let mut totals = vec![0; self.partitions];
+        for map in figures {
+            for (total, figure) in totals.iter_mut().zip(map) {
+                *total += figure;
+            }
+        }
+        totals
+    }
+}
