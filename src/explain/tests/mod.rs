@@ -179,6 +179,7 @@ fn join(
         on: vec![keys],
         filter: None,
         null_equality: NullEquality::NullEqualsNothing,
+        skew: false,
     };
     Arc::new(SparkJoinExec::try_new(spec, left, right).unwrap())
 }
