@@ -213,7 +213,6 @@ impl Session {
         let physical = self.physical_plan(statement, &plan).await?;
         let conf = self.spark_conf();
         let context = ExplainContext {
-            adaptive: conf.adaptive_enabled && mode != ExplainMode::Analyze,
             v2_bucketing_enabled: conf.v2_bucketing_enabled,
             logical: Some(plan.display_indent().to_string()),
         };

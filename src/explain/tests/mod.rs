@@ -24,6 +24,9 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 
 use super::*;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile, TableMeta};
+use crate::config::SparkConf;
+use crate::planner::adaptive::AdaptiveSparkPlanExec;
+use crate::planner::hints::QueryHints;
 use crate::planner::table_provider::table_schema;
 use crate::catalog::types::SparkType;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
@@ -204,6 +207,12 @@ fn acc_plain() -> Plan {
     not_null(Scan::new(table("acc_plain", ACC, None, &[])).not_null("account_id").build(), "account_id")
 }
 
+/// EXPLAIN of `plan`, which runs adaptively if `adaptive` and Spark would (as the session plans it).
 fn explain(plan: &Plan, mode: ExplainMode, adaptive: bool) -> String {
-    render(plan, mode, &ExplainContext { adaptive, ..Default::default() })
+    let plan = if adaptive && applies_adaptive(plan) {
+        Arc::new(AdaptiveSparkPlanExec::new(Arc::clone(plan), SparkConf::default(), QueryHints::default()))
+    } else {
+        Arc::clone(plan)
+    };
+    render(&plan, mode, &ExplainContext::default())
 }

@@ -31,7 +31,7 @@ fn extended_and_cost_print_the_logical_plan() {
         "account_id",
     );
     let logical = "Filter: tx.account_id IS NOT NULL\n  TableScan: tx projection=[account_id, amount, event_date]";
-    let context = ExplainContext { adaptive: true, v2_bucketing_enabled: false, logical: Some(logical.into()) };
+    let context = ExplainContext { v2_bucketing_enabled: false, logical: Some(logical.into()) };
     let physical = "*(1) Filter isnotnull(account_id#1L)\n+- *(1) ColumnarToRow\n   +- FileScan parquet";
     let extended = render(&plan, ExplainMode::Extended, &context);
     let expected = format!(
