@@ -1,8 +1,10 @@
 //! `bucketsql bench`: what bucketing saves. Generates transactions (N rows, `account_id` in
 //! `[0, N/10)`) and accounts (N/10 rows), writes both bucketed (B buckets, sorted on the key)
 //! and plain, checks the bucketed layout against Spark's bucket function, then times a join
-//! with count/sum, a GROUP BY with top-5 and a point lookup on each, reporting medians,
-//! rows/s, peak memory, shuffled bytes and the exchanges of each plan.
+//! with count/sum, a GROUP BY with top-5 and a point lookup on each — with as many shuffle
+//! partitions as buckets and broadcasts off, then at Spark's defaults (200 shuffle partitions,
+//! adaptive execution) — reporting medians, rows/s, peak memory, the most descriptors held,
+//! shuffled bytes and the exchanges of each plan.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +23,11 @@ use crate::sql::session::Session;
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::file_naming::bucket_id_of;
 
+/// The settings a query runs under, as the report names them.
+const FIXED: &str = "fixed";
+const DEFAULTS: &str = "defaults";
+const DEFAULTS_NO_BROADCAST: &str = "defaults-nb";
+
 pub struct BenchOptions {
     pub rows: u64,
     pub buckets: u32,
@@ -34,9 +41,13 @@ struct Measurement {
     name: String,
     /// `bucketed` (Spark's defaults), `sorted` (bucketed scans report their sort order), `plain`.
     layout: &'static str,
+    /// The settings it ran under.
+    settings: &'static str,
     median: Duration,
     rows_per_second: f64,
     peak_rss: u64,
+    /// The most file descriptors the process held while the query ran.
+    peak_fds: u64,
     /// Process CPU time over wall time: how many cores were busy on average.
     cores_busy: f64,
     exchanges: usize,
@@ -53,11 +64,17 @@ fn cpu_time() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-/// Resident memory of this process, sampled while a closure runs.
+/// Resident memory and open descriptors of this process, sampled while queries run.
 struct RssSampler {
     peak: Arc<AtomicU64>,
+    peak_fds: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Descriptors this process holds, from `/proc/self/fd`.
+fn open_descriptors() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |entries| entries.count() as u64)
 }
 
 fn rss_bytes() -> u64 {
@@ -69,23 +86,26 @@ fn rss_bytes() -> u64 {
 impl RssSampler {
     fn start() -> Self {
         let peak = Arc::new(AtomicU64::new(rss_bytes()));
+        let peak_fds = Arc::new(AtomicU64::new(open_descriptors()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (p, s) = (Arc::clone(&peak), Arc::clone(&stop));
+        let (p, f, s) = (Arc::clone(&peak), Arc::clone(&peak_fds), Arc::clone(&stop));
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
                 p.fetch_max(rss_bytes(), Ordering::Relaxed);
+                f.fetch_max(open_descriptors(), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(5));
             }
         });
-        RssSampler { peak, stop, thread: Some(thread) }
+        RssSampler { peak, peak_fds, stop, thread: Some(thread) }
     }
 
-    fn finish(mut self) -> u64 {
+    /// The peak resident bytes and the most descriptors held while it ran.
+    fn finish(mut self) -> (u64, u64) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        self.peak.load(Ordering::Relaxed)
+        (self.peak.load(Ordering::Relaxed), self.peak_fds.load(Ordering::Relaxed))
     }
 }
 
@@ -113,7 +133,14 @@ async fn execute(session: &Session, sql: &str) -> Result<(), SqlError> {
     Ok(())
 }
 
-async fn time_query(session: &Session, name: &str, layout: &'static str, sql: &str, input_rows: u64, runs: usize) -> Result<Measurement, SqlError> {
+async fn time_query(
+    session: &Session,
+    name: &str,
+    (layout, settings): (&'static str, &'static str),
+    sql: &str,
+    input_rows: u64,
+    runs: usize,
+) -> Result<Measurement, SqlError> {
     let mut timings = Vec::with_capacity(runs);
     let sampler = RssSampler::start();
     let mut last_plan = None;
@@ -128,7 +155,7 @@ async fn time_query(session: &Session, name: &str, layout: &'static str, sql: &s
         busy.push((cpu_time() - cpu_before).as_secs_f64() / elapsed.as_secs_f64());
         last_plan = Some(plan);
     }
-    let peak_rss = sampler.finish();
+    let (peak_rss, peak_fds) = sampler.finish();
     timings.remove(0); // warm-up
     busy.remove(0);
     let cores_busy = busy.iter().sum::<f64>() / busy.len() as f64;
@@ -138,9 +165,11 @@ async fn time_query(session: &Session, name: &str, layout: &'static str, sql: &s
     Ok(Measurement {
         name: name.to_string(),
         layout,
+        settings,
         median,
         rows_per_second: input_rows as f64 / median.as_secs_f64(),
         peak_rss,
+        peak_fds,
         cores_busy,
         exchanges,
         shuffle_bytes,
@@ -191,8 +220,6 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     println!("bucketsql bench: {rows} transactions, {accounts} accounts, {buckets} buckets, {cores} cores, median of {runs} runs after a warm-up");
 
     execute(&session, "DROP TABLE IF EXISTS tx; DROP TABLE IF EXISTS acc; DROP TABLE IF EXISTS tx_plain; DROP TABLE IF EXISTS acc_plain").await?;
-    // Both sides are joined by sort-merge, so the comparison is exchange against none.
-    execute(&session, &format!("SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = {buckets}")).await?;
     let started = Instant::now();
     execute(
         &session,
@@ -224,30 +251,45 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         ("point lookup", "SELECT * FROM {tx} WHERE account_id = 42"),
     ];
     let mut results = Vec::new();
-    for (name, template) in queries {
-        for (layout, tx, acc) in [("bucketed", "tx", "acc"), ("plain", "tx_plain", "acc_plain")] {
-            let sql = template.replace("{tx}", tx).replace("{acc}", acc);
-            results.push(time_query(&session, name, layout, &sql, rows, runs).await?);
+    // Both joins by sort-merge with as many shuffle partitions as buckets, so the comparison
+    // is exchange against none; then Spark's defaults as a user leaves them (200 shuffle
+    // partitions, adaptive execution), with and without broadcasts.
+    for (settings, setup) in [
+        (FIXED, format!("RESET ALL; SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = {buckets}")),
+        (DEFAULTS, "RESET ALL".to_string()),
+        (DEFAULTS_NO_BROADCAST, "RESET ALL; SET spark.sql.autoBroadcastJoinThreshold = -1".to_string()),
+    ] {
+        execute(&session, &setup).await?;
+        for (name, template) in &queries[..if settings == FIXED { 3 } else { 2 }] {
+            for (layout, tx, acc) in [("bucketed", "tx", "acc"), ("plain", "tx_plain", "acc_plain")] {
+                let sql = template.replace("{tx}", tx).replace("{acc}", acc);
+                results.push(time_query(&session, name, (layout, settings), &sql, rows, runs).await?);
+            }
+        }
+        if settings == FIXED {
+            // Each bucket was written as one sorted file, so a bucketed scan may report its
+            // order and the sort-merge join needs no sort at all (Spark's default keeps them).
+            execute(&session, "SET spark.sql.legacy.bucketedTableScan.outputOrdering = true").await?;
+            let join = queries[0].1.replace("{tx}", "tx").replace("{acc}", "acc");
+            results.insert(1, time_query(&session, queries[0].0, ("sorted", settings), &join, rows, runs).await?);
         }
     }
-    // Each bucket was written as one sorted file, so a bucketed scan may report its order
-    // and the sort-merge join needs no sort at all (Spark's default keeps the sorts).
-    execute(&session, "SET spark.sql.legacy.bucketedTableScan.outputOrdering = true").await?;
-    let join = queries[0].1.replace("{tx}", "tx").replace("{acc}", "acc");
-    results.insert(1, time_query(&session, queries[0].0, "sorted", &join, rows, runs).await?);
 
+    println!("settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off");
     println!(
-        "{:<16} {:<9} {:>10} {:>14} {:>10} {:>11} {:>9} {:>14}",
-        "query", "layout", "median ms", "rows/s", "peak MiB", "cores busy", "exchanges", "shuffled MiB"
+        "{:<16} {:<9} {:<12} {:>10} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14}",
+        "query", "layout", "settings", "median ms", "rows/s", "peak MiB", "max fds", "cores busy", "exchanges", "shuffled MiB"
     );
     for m in &results {
         println!(
-            "{:<16} {:<9} {:>10.1} {:>14.0} {:>10.1} {:>11.2} {:>9} {:>14.1}",
+            "{:<16} {:<9} {:<12} {:>10.1} {:>14.0} {:>10.1} {:>8} {:>11.2} {:>9} {:>14.1}",
             m.name,
             m.layout,
+            m.settings,
             m.median.as_secs_f64() * 1000.0,
             m.rows_per_second,
             m.peak_rss as f64 / 1048576.0,
+            m.peak_fds,
             m.cores_busy,
             m.exchanges,
             m.shuffle_bytes as f64 / 1048576.0
@@ -257,12 +299,14 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         .iter()
         .map(|m| {
             format!(
-                "{{\"query\":\"{}\",\"layout\":\"{}\",\"median_ms\":{:.3},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{}}}",
+                "{{\"query\":\"{}\",\"layout\":\"{}\",\"settings\":\"{}\",\"median_ms\":{:.3},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"peak_fds\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{}}}",
                 m.name,
                 m.layout,
+                m.settings,
                 m.median.as_secs_f64() * 1000.0,
                 m.rows_per_second,
                 m.peak_rss,
+                m.peak_fds,
                 m.cores_busy,
                 m.exchanges,
                 m.shuffle_bytes

@@ -98,90 +98,83 @@ impl From<std::io::Error> for SqlError {
 
 impl From<ArrowError> for SqlError {
     fn from(e: ArrowError) -> Self {
-        match e {
-            ArrowError::DivideByZero => SqlError::new("22012", "division by zero"),
-            ArrowError::ArithmeticOverflow(m) => {
-                SqlError::new("22003", format!("numeric value out of range: {m}"))
-            }
-            ArrowError::CastError(m) | ArrowError::ParseError(m) => {
-                SqlError::new("22P02", format!("invalid input: {m}"))
-            }
-            ArrowError::ComputeError(m) | ArrowError::InvalidArgumentError(m)
-                if m.contains("Overflow") || m.contains("overflow") =>
-            {
-                SqlError::new("22003", format!("numeric value out of range: {m}"))
-            }
-            ArrowError::InvalidArgumentError(m) => SqlError::invalid_parameter(m),
-            ArrowError::ExternalError(inner) => match inner.downcast::<DataFusionError>() {
-                Ok(df) => SqlError::from(*df),
-                Err(other) => SqlError::internal(other.to_string()),
-            },
-            ArrowError::IoError(m, _) => SqlError::io(m),
-            other => SqlError::internal(other.to_string()),
-        }
+        arrow_error(&e)
     }
 }
 
 impl From<DataFusionError> for SqlError {
     fn from(e: DataFusionError) -> Self {
-        use datafusion::common::SchemaError;
-        match e {
-            DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
-                SqlError::from(*inner)
-            }
-            DataFusionError::Shared(inner) => SqlError::from(clone_shared(&inner)),
-            DataFusionError::External(inner) => match inner.downcast::<SqlError>() {
-                Ok(sql) => *sql,
-                Err(other) => match other.downcast::<DataFusionError>() {
-                    Ok(df) => SqlError::from(*df),
-                    Err(other) => match other.downcast::<ArrowError>() {
-                        Ok(arrow) => SqlError::from(*arrow),
-                        Err(other) => SqlError::internal(other.to_string()),
-                    },
-                },
-            },
-            DataFusionError::ArrowError(inner, _) => SqlError::from(*inner),
-            DataFusionError::SQL(inner, _) => SqlError::from(*inner),
-            DataFusionError::SchemaError(inner, _) => match *inner {
-                SchemaError::FieldNotFound { field, .. } => SqlError::undefined_column(format!(
-                    "column \"{}\" does not exist",
-                    field.name()
-                )),
-                SchemaError::AmbiguousReference { field } => SqlError::new(
-                    "42702",
-                    format!("column reference \"{}\" is ambiguous", field.name()),
-                ),
-                SchemaError::DuplicateQualifiedField { .. }
-                | SchemaError::DuplicateUnqualifiedField { .. } => {
-                    SqlError::duplicate_column(inner.to_string())
-                }
-            },
-            DataFusionError::NotImplemented(m) => SqlError::feature_not_supported(m),
-            DataFusionError::Plan(m) => plan_error(m),
-            DataFusionError::Configuration(m) => SqlError::invalid_parameter(m),
-            DataFusionError::Execution(m) => execution_error(m),
-            DataFusionError::ExecutionJoin(e) => SqlError::internal(e.to_string()),
-            DataFusionError::ResourcesExhausted(m) => SqlError::new("53200", m),
-            // Operators that cannot spill further report running out of memory this way.
-            DataFusionError::Internal(m) if m.contains("Resources exhausted") || m.contains("Not enough memory") => {
-                SqlError::new("53200", format!("out of memory: {m}"))
-            }
-            DataFusionError::IoError(e) => SqlError::from(e),
-            DataFusionError::ParquetError(e) => SqlError::io(format!("parquet: {e}")),
-            DataFusionError::ObjectStore(e) => SqlError::io(e.to_string()),
-            other => SqlError::internal(other.to_string()),
-        }
+        datafusion_error(&e)
     }
 }
 
-/// `Shared` wraps an error several consumers saw; its text is all that can be recovered.
-fn clone_shared(e: &DataFusionError) -> DataFusionError {
+/// Read by reference: an error every partition of an exchange saw arrives `Shared`, and
+/// must get the SQLSTATE it would have had alone.
+fn arrow_error(e: &ArrowError) -> SqlError {
     match e {
-        DataFusionError::Plan(m) => DataFusionError::Plan(m.clone()),
-        DataFusionError::Execution(m) => DataFusionError::Execution(m.clone()),
-        DataFusionError::NotImplemented(m) => DataFusionError::NotImplemented(m.clone()),
-        DataFusionError::ResourcesExhausted(m) => DataFusionError::ResourcesExhausted(m.clone()),
-        other => DataFusionError::Internal(other.to_string()),
+        ArrowError::DivideByZero => SqlError::new("22012", "division by zero"),
+        ArrowError::ArithmeticOverflow(m) => SqlError::new("22003", format!("numeric value out of range: {m}")),
+        ArrowError::CastError(m) if m.contains("Can't cast value") || m.contains("overflow") => {
+            SqlError::new("22003", format!("numeric value out of range: {m}"))
+        }
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => SqlError::new("22P02", format!("invalid input: {m}")),
+        ArrowError::ComputeError(m) | ArrowError::InvalidArgumentError(m)
+            if m.contains("Overflow") || m.contains("overflow") =>
+        {
+            SqlError::new("22003", format!("numeric value out of range: {m}"))
+        }
+        ArrowError::InvalidArgumentError(m) => SqlError::invalid_parameter(m.clone()),
+        ArrowError::ExternalError(inner) => external_error(inner.as_ref()),
+        ArrowError::IoError(m, _) => SqlError::io(m.clone()),
+        other => SqlError::internal(other.to_string()),
+    }
+}
+
+fn external_error(inner: &(dyn std::error::Error + Send + Sync + 'static)) -> SqlError {
+    if let Some(sql) = inner.downcast_ref::<SqlError>() {
+        sql.clone()
+    } else if let Some(df) = inner.downcast_ref::<DataFusionError>() {
+        datafusion_error(df)
+    } else if let Some(arrow) = inner.downcast_ref::<ArrowError>() {
+        arrow_error(arrow)
+    } else {
+        SqlError::internal(inner.to_string())
+    }
+}
+
+fn datafusion_error(e: &DataFusionError) -> SqlError {
+    use datafusion::common::SchemaError;
+    match e {
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => datafusion_error(inner),
+        DataFusionError::Shared(inner) => datafusion_error(inner),
+        DataFusionError::External(inner) => external_error(inner.as_ref()),
+        DataFusionError::ArrowError(inner, _) => arrow_error(inner),
+        DataFusionError::SQL(inner, _) => SqlError::from(inner.as_ref().clone()),
+        DataFusionError::SchemaError(inner, _) => match inner.as_ref() {
+            SchemaError::FieldNotFound { field, .. } => {
+                SqlError::undefined_column(format!("column \"{}\" does not exist", field.name()))
+            }
+            SchemaError::AmbiguousReference { field } => {
+                SqlError::new("42702", format!("column reference \"{}\" is ambiguous", field.name()))
+            }
+            SchemaError::DuplicateQualifiedField { .. } | SchemaError::DuplicateUnqualifiedField { .. } => {
+                SqlError::duplicate_column(inner.to_string())
+            }
+        },
+        DataFusionError::NotImplemented(m) => SqlError::feature_not_supported(m.clone()),
+        DataFusionError::Plan(m) => plan_error(m.clone()),
+        DataFusionError::Configuration(m) => SqlError::invalid_parameter(m.clone()),
+        DataFusionError::Execution(m) => execution_error(m.clone()),
+        DataFusionError::ExecutionJoin(e) => SqlError::internal(e.to_string()),
+        DataFusionError::ResourcesExhausted(m) => SqlError::new("53200", m.clone()),
+        // Operators that cannot spill further report running out of memory this way.
+        DataFusionError::Internal(m) if m.contains("Resources exhausted") || m.contains("Not enough memory") => {
+            SqlError::new("53200", format!("out of memory: {m}"))
+        }
+        DataFusionError::IoError(e) => SqlError::io(format!("could not access table files: {e}")),
+        DataFusionError::ParquetError(e) => SqlError::io(format!("parquet: {e}")),
+        DataFusionError::ObjectStore(e) => SqlError::io(e.to_string()),
+        other => SqlError::internal(other.to_string()),
     }
 }
 
@@ -234,6 +227,20 @@ mod tests {
         assert_eq!(SqlError::from(wrapped).code, "0A000");
         let ours = DataFusionError::External(Box::new(SqlError::duplicate_table("t exists")));
         assert_eq!(SqlError::from(ours).code, "42P07");
+    }
+
+    #[test]
+    fn errors_shared_across_an_exchange_keep_their_sqlstate() {
+        let cast = |m: &str| {
+            let arrow = DataFusionError::ArrowError(Box::new(ArrowError::CastError(m.into())), None);
+            SqlError::from(DataFusionError::Shared(std::sync::Arc::new(arrow))).code
+        };
+        assert_eq!(cast("Cannot cast string 'Zed' to value of Int32 type"), "22P02");
+        assert_eq!(cast("Can't cast value -6211183224 to type Int32"), "22003");
+        let shared_sql = DataFusionError::Shared(std::sync::Arc::new(DataFusionError::External(Box::new(
+            SqlError::new("53200", "out of memory"),
+        ))));
+        assert_eq!(SqlError::from(shared_sql).code, "53200");
     }
 
     #[test]

@@ -13,6 +13,8 @@ mod layers;
 mod fixtures;
 mod plans;
 mod psql;
+mod random_queries;
+mod refresh;
 mod safety;
 mod security;
 mod spark;

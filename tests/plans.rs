@@ -190,3 +190,30 @@ async fn planner_rules_beyond_the_examples() {
     client.batch_execute("SET spark.sql.sources.bucketing.enabled = false").await.unwrap();
     assert!(plan("SELECT * FROM a JOIN b ON a.k = b.k").await.contains("Bucketed: false (disabled by configuration)"));
 }
+
+/// EXTENDED prints each logical stage: the planner's (no casts yet), the analyzer's (implicit
+/// casts added) and the optimizer's (the filter simplified and pushed into the scan).
+#[tokio::test]
+async fn extended_prints_the_parsed_analyzed_and_optimized_plans() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE t USING parquet AS SELECT id AS k, id * 2 AS v FROM range(10)").await.unwrap();
+    let text = explain(&client, "EXPLAIN EXTENDED SELECT v FROM t WHERE k = '5'").await;
+    let headers = ["== Parsed Logical Plan ==\n", "== Analyzed Logical Plan ==\n", "== Optimized Logical Plan ==\n", "== Physical Plan ==\n"];
+    let starts: Vec<usize> = headers.iter().map(|h| text.find(h).unwrap_or_else(|| panic!("no {h:?} in {text}"))).collect();
+    assert!(starts.is_sorted(), "{text}");
+    let section = |i: usize| {
+        let end = starts.get(i + 1).copied().unwrap_or(text.len());
+        text[starts[i] + headers[i].len()..end].trim_end()
+    };
+    let (parsed, analyzed, optimized) = (section(0), section(1), section(2));
+    assert!(parsed.contains(r#"Filter: t.k = Utf8("5")"#) && !parsed.contains("CAST"), "{text}");
+    assert!(parsed.lines().last().is_some_and(|scan| scan.trim() == "TableScan: t"), "{text}");
+    assert!(analyzed.starts_with("v: bigint\n"), "Spark's output columns line: {text}");
+    assert!(analyzed.contains(r#"Filter: t.k = CAST(Utf8("5") AS Int64)"#), "{text}");
+    assert!(analyzed.lines().last().is_some_and(|scan| scan.trim() == "TableScan: t"), "{text}");
+    assert!(optimized.contains("TableScan: t projection=[k, v], partial_filters=[t.k IS NOT NULL, t.k = Int64(5)]"), "{text}");
+    // COST annotates the optimized plan.
+    let cost = explain(&client, "EXPLAIN COST SELECT v FROM t WHERE k = '5'").await;
+    assert!(cost.contains("partial_filters=[t.k IS NOT NULL, t.k = Int64(5)], Statistics(sizeInBytes="), "{cost}");
+}

@@ -1,7 +1,7 @@
 //! The SQLite metastore: what exists (schemas, tables, columns) and which files each table
 //! holds. A write is visible exactly when its file list commits here, in one transaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -97,6 +97,19 @@ pub enum WriteMode {
     /// Replaces the files of the partitions the write produced (Spark's dynamic
     /// `partitionOverwriteMode`), keeping the others.
     OverwritePartitions,
+}
+
+/// Which partitions a re-read of an external table's directory registers and forgets:
+/// Spark's `MSCK REPAIR TABLE t [ADD | DROP | SYNC] PARTITIONS`. A partition is on disk when
+/// its directory holds data files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionRepair {
+    /// Registers the partitions on disk and keeps those whose files are gone (Spark's default).
+    Add,
+    /// Forgets the partitions whose files are gone and registers no new one.
+    Drop,
+    /// Both: the partitions become those on disk.
+    Sync,
 }
 
 pub struct Metastore {
@@ -314,6 +327,78 @@ impl Metastore {
                 retire(tx, table_id, &Path::new(&location).join(&file.path))?;
             }
             commit_files(tx, table_id, Path::new(&location), WriteMode::Append, files)
+        })
+    }
+
+    /// Makes an external table's file list what its directory holds (`REFRESH TABLE`, `MSCK
+    /// REPAIR TABLE`): `found` is every data file found there while the table was at version
+    /// `read_at`. Files of partitions that `repair` leaves unregistered stay out; listed files
+    /// that were not found leave the list and are not deleted (another engine owns them).
+    /// Files a running write has moved in but not committed yet, and files an overwrite
+    /// retired, are not the table's and stay out. Fails with 40001, changing nothing, when a
+    /// write committed since `read_at` (its files may have arrived after the directory was read).
+    pub fn resync_files(
+        &self,
+        table_id: i64,
+        read_at: i64,
+        found: &[DataFile],
+        repair: PartitionRepair,
+    ) -> Result<(), SqlError> {
+        self.in_transaction(|tx| {
+            let table: Option<(String, i64)> = tx
+                .query_row("SELECT location, version FROM tables WHERE id = ?1", [table_id], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+                .optional()?;
+            let Some((location, version)) = table else {
+                return Err(SqlError::undefined_table("the table was dropped while its directory was read"));
+            };
+            if version != read_at {
+                return Err(SqlError::new(
+                    "40001",
+                    "the table changed while its directory was read; run the statement again",
+                ));
+            }
+            let mut stmt = tx.prepare("SELECT path FROM partitions WHERE table_id = ?1")?;
+            let known: BTreeSet<String> = stmt.query_map([table_id], |row| row.get(0))?.collect::<Result<_, _>>()?;
+            let on_disk: BTreeSet<String> =
+                found.iter().filter(|f| !f.partition.is_empty()).map(|f| f.partition.clone()).collect();
+            let registered: BTreeSet<String> = match repair {
+                PartitionRepair::Add => known.union(&on_disk).cloned().collect(),
+                PartitionRepair::Drop => known.intersection(&on_disk).cloned().collect(),
+                PartitionRepair::Sync => on_disk,
+            };
+            tx.execute("DELETE FROM data_files WHERE table_id = ?1", [table_id])?;
+            tx.execute("DELETE FROM partitions WHERE table_id = ?1", [table_id])?;
+            for partition in &registered {
+                tx.execute("INSERT INTO partitions (table_id, path) VALUES (?1, ?2)", params![table_id, partition])?;
+            }
+            let mut not_committed = tx.prepare(
+                "SELECT EXISTS (SELECT 1 FROM pending_files WHERE path = ?1)
+                     OR EXISTS (SELECT 1 FROM retired_files WHERE path = ?1)",
+            )?;
+            for file in found {
+                let absolute = Path::new(&location).join(&file.path);
+                if (!file.partition.is_empty() && !registered.contains(&file.partition))
+                    || not_committed.query_row([absolute.to_string_lossy()], |row| row.get::<_, bool>(0))?
+                {
+                    continue;
+                }
+                tx.execute(
+                    "INSERT INTO data_files (table_id, path, partition_path, bucket_id, row_count, byte_size)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        table_id,
+                        file.path,
+                        file.partition,
+                        file.bucket,
+                        file.row_count as i64,
+                        file.byte_size as i64
+                    ],
+                )?;
+            }
+            tx.execute("UPDATE tables SET version = version + 1 WHERE id = ?1", [table_id])?;
+            Ok(())
         })
     }
 
@@ -617,6 +702,48 @@ mod tests {
         let reader = store.table("default", "reader").unwrap().unwrap();
         store.commit_write(reader.id, WriteMode::Overwrite, &[file("c.parquet", 1)]).unwrap();
         assert_eq!(store.retired_files().unwrap(), vec![PathBuf::from("/lake/tx/a.parquet")]);
+    }
+
+    #[test]
+    fn resync_lists_what_was_found_in_the_partitions_it_registers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Metastore::open(&dir.path().join("m.sqlite")).unwrap();
+        let in_partition = |partition: &str, name: &str| DataFile {
+            path: format!("{partition}/{name}"),
+            partition: partition.into(),
+            ..file(name, 1)
+        };
+        let table = NewTable { location: PathBuf::from("/lake/ev"), external: true, ..new_table("ev") };
+        store.create_table(&table, &[in_partition("d=1", "a.parquet"), in_partition("d=2", "b.parquet")]).unwrap();
+        let ev = store.table("default", "ev").unwrap().unwrap();
+        // d=2 went, d=3 came, d=1 has one more file; a write's uncommitted file is not the table's.
+        store.add_pending(&[PathBuf::from("/lake/ev/d=1/pending.parquet")]).unwrap();
+        let found = [
+            in_partition("d=1", "a.parquet"),
+            in_partition("d=1", "c.parquet"),
+            in_partition("d=1", "pending.parquet"),
+            in_partition("d=3", "e.parquet"),
+        ];
+        let stale = store.resync_files(ev.id, ev.version - 1, &found, PartitionRepair::Sync).unwrap_err();
+        assert_eq!(stale.code, "40001");
+
+        store.resync_files(ev.id, ev.version, &found, PartitionRepair::Drop).unwrap();
+        let ev = store.table("default", "ev").unwrap().unwrap();
+        assert_eq!(ev.partitions, vec!["d=1"]);
+        assert_eq!(ev.files, vec![in_partition("d=1", "a.parquet"), in_partition("d=1", "c.parquet")]);
+
+        store.resync_files(ev.id, ev.version, &found, PartitionRepair::Add).unwrap();
+        let ev = store.table("default", "ev").unwrap().unwrap();
+        assert_eq!(ev.partitions, vec!["d=1", "d=3"]);
+        assert_eq!(ev.files.len(), 3);
+
+        store.resync_files(ev.id, ev.version, &found[..1], PartitionRepair::Add).unwrap();
+        let ev = store.table("default", "ev").unwrap().unwrap();
+        assert_eq!(ev.partitions, vec!["d=1", "d=3"], "ADD keeps partitions whose files went");
+        assert_eq!(ev.files, vec![in_partition("d=1", "a.parquet")]);
+        store.resync_files(ev.id, ev.version, &found[..1], PartitionRepair::Sync).unwrap();
+        assert_eq!(store.table("default", "ev").unwrap().unwrap().partitions, vec!["d=1"]);
+        assert_eq!(store.retired_files().unwrap(), Vec::<PathBuf>::new(), "nothing found missing is deleted");
     }
 
     #[test]

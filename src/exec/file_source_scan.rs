@@ -19,6 +19,7 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
@@ -241,8 +242,13 @@ impl FileSourceScanExec {
             .collect::<Result<_>>()?;
         let to_partitioned_file = |file: &DataFile| -> Result<PartitionedFile> {
             let values = partition_values(&file.partition, &partition_columns).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let path = self.request.table.file_path(file);
-            Ok(PartitionedFile::new(path.to_string_lossy().to_string(), file.byte_size).with_partition_values(values))
+            // The object store's path of a local file: `%` and non-ASCII characters in
+            // directory names (Spark escapes partition values as `%XX`) are encoded once, as
+            // the local store decodes them, rather than read as escapes themselves.
+            let mut partitioned = PartitionedFile::new(String::new(), file.byte_size).with_partition_values(values);
+            partitioned.object_meta.location = ObjectPath::from_absolute_path(self.request.table.file_path(file))
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            Ok(partitioned)
         };
         let selected: Vec<&DataFile> = self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect();
 

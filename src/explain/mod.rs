@@ -33,8 +33,24 @@ use plan::{Converter, Node, Position, Role};
 pub struct ExplainContext {
     /// `spark.sql.sources.v2.bucketing.enabled`, which users often expect to affect bucketed tables.
     pub v2_bucketing_enabled: bool,
-    /// The optimized logical plan's text, for EXTENDED and COST.
-    pub logical: Option<String>,
+    /// The logical plans EXTENDED and COST print.
+    pub logical: Option<LogicalStages>,
+}
+
+/// The logical plan after each of the stages Spark's EXTENDED prints, under Spark's section
+/// names but in DataFusion's plan text (`LogicalPlan::display_indent`): the stages are
+/// DataFusion's, and Spark's tree syntax would have to be invented for plans Spark never made.
+#[derive(Debug, Clone, Default)]
+pub struct LogicalStages {
+    /// As DataFusion's SQL planner built it, names resolved but types not yet coerced
+    /// (Spark's "Parsed Logical Plan").
+    pub parsed: String,
+    /// After DataFusion's analyzer rules: implicit casts added, wildcards and subqueries
+    /// expanded (Spark's "Analyzed Logical Plan").
+    pub analyzed: String,
+    /// After DataFusion's optimizer, the plan the physical plan is made from: filters and
+    /// projections pushed into the scans, expressions simplified (EXTENDED and COST).
+    pub optimized: String,
 }
 
 /// The text of `EXPLAIN [mode]` for `plan`. `Analyze` prints the simple plan: running the
@@ -50,22 +66,26 @@ pub fn render(plan: &Arc<dyn ExecutionPlan>, mode: ExplainMode, ctx: &ExplainCon
             text
         }
         ExplainMode::Extended => {
-            let Some(logical) = ctx.logical.as_deref().map(str::trim_end) else {
+            let Some(logical) = &ctx.logical else {
                 return format!("== Physical Plan ==\n{physical}");
             };
+            // Spark writes the analyzed plan's output columns under its header.
             let schema = plan.schema();
             let columns =
                 join(schema.fields().iter().map(|f| format!("{}: {}", f.name(), spark_type(f.data_type()))), ", ");
             let columns = if columns.is_empty() { columns } else { columns + "\n" };
             format!(
-                "== Parsed Logical Plan ==\n{logical}\n\n== Analyzed Logical Plan ==\n{columns}{logical}\n\n\
-                 == Optimized Logical Plan ==\n{logical}\n\n== Physical Plan ==\n{physical}"
+                "== Parsed Logical Plan ==\n{}\n\n== Analyzed Logical Plan ==\n{columns}{}\n\n\
+                 == Optimized Logical Plan ==\n{}\n\n== Physical Plan ==\n{physical}",
+                logical.parsed.trim_end(),
+                logical.analyzed.trim_end(),
+                logical.optimized.trim_end()
             )
         }
-        ExplainMode::Cost => match ctx.logical.as_deref() {
+        ExplainMode::Cost => match &ctx.logical {
             Some(logical) => format!(
                 "== Optimized Logical Plan ==\n{}\n\n== Physical Plan ==\n{}",
-                cost::annotate(logical, plan),
+                cost::annotate(&logical.optimized, plan),
                 physical.trim_end()
             ),
             None => format!("== Physical Plan ==\n{}", physical.trim_end()),

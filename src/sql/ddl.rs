@@ -72,16 +72,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         properties: table_properties(create)?,
     };
 
-    let expected = ExpectedLayout {
-        data_columns: table
-            .columns
-            .iter()
-            .filter(|c| !table.partition_columns.contains(&c.name))
-            .map(|c| (c.name.as_str(), &c.ty))
-            .collect(),
-        partition_columns: &table.partition_columns,
-        bucket_spec: table.bucket_spec.as_ref(),
-    };
+    let expected = ExpectedLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
     let existing = if external { discover(&table.location, &expected)? } else { Vec::new() };
     let Some(plan) = query_plan else {
         engine.metastore.create_table(&table, &existing)?;

@@ -73,7 +73,7 @@ async fn write_and_publish(
     Ok(files)
 }
 
-fn existing_table(session: &Session, schema: &str, table: &str) -> Result<TableMeta, SqlError> {
+pub(super) fn existing_table(session: &Session, schema: &str, table: &str) -> Result<TableMeta, SqlError> {
     session
         .engine
         .metastore

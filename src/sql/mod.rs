@@ -12,6 +12,7 @@ pub mod interrupt;
 pub mod pg_catalog;
 pub mod rewrite;
 pub mod output;
+pub mod refresh;
 pub mod session;
 pub mod statement;
 pub mod table_writer;

@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
     CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident, LimitClause, OrderByKind, Query, SelectItem, SetExpr, Statement,
-    TableFactor, Value, VisitMut, VisitorMut,
+    TableFactor, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
 };
 
 pub fn rewrite(statement: &mut Statement) {
@@ -74,6 +74,17 @@ impl VisitorMut for NarrowIntegerLiterals {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        // Window frame offsets (`ROWS 2 PRECEDING`) must stay plain literals.
+        if let Expr::Function(function) = expr
+            && let Some(WindowType::WindowSpec(spec)) = &mut function.over
+            && let Some(frame) = &mut spec.window_frame
+        {
+            for bound in [Some(&mut frame.start_bound), frame.end_bound.as_mut()].into_iter().flatten() {
+                if let WindowFrameBound::Preceding(Some(offset)) | WindowFrameBound::Following(Some(offset)) = bound {
+                    restore(offset);
+                }
+            }
+        }
         if let Expr::Value(value) = expr
             && let Value::Number(text, false) = &value.value
                 && text.parse::<i32>().is_ok() {
@@ -173,6 +184,14 @@ mod tests {
         assert_eq!(
             rewritten("SELECT hash(1), 3000000000 AS big FROM t GROUP BY 1 ORDER BY 1 LIMIT 5"),
             "SELECT hash(1::INT) AS \"hash(1)\", 3000000000 AS big FROM t GROUP BY 1 ORDER BY 1 LIMIT 5"
+        );
+    }
+
+    #[test]
+    fn window_frame_offsets_stay_plain_literals() {
+        assert_eq!(
+            rewritten("SELECT sum(a) OVER (ORDER BY b ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s FROM t"),
+            "SELECT sum(a) OVER (ORDER BY b ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s FROM t"
         );
     }
 

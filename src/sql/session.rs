@@ -17,7 +17,7 @@ use super::engine::Engine;
 use super::{functions, pg_catalog, rewrite};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
-use crate::explain;
+use crate::explain::{self, LogicalStages};
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
 use crate::planner::infer_filters_from_constraints::InferFiltersFromConstraints;
 use crate::planner::table_provider::CATALOG_NAME;
@@ -79,6 +79,19 @@ impl Session {
         rewrite::rewrite(&mut stmt);
         let state = self.ctx.state();
         Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
+    }
+
+    /// `plan` (as [`Self::plan`] made it) after DataFusion's analyzer and after its optimizer,
+    /// the stages `SessionState::optimize` runs before a plan becomes physical, for EXPLAIN.
+    pub(crate) fn logical_stages(&self, plan: &LogicalPlan) -> Result<LogicalStages, SqlError> {
+        let state = self.ctx.state();
+        let analyzed = state.analyzer().execute_and_check(plan.clone(), state.config_options(), |_, _| {})?;
+        let optimized = state.optimizer().optimize(analyzed.clone(), &state, |_, _| {})?;
+        Ok(LogicalStages {
+            parsed: plan.display_indent().to_string(),
+            analyzed: analyzed.display_indent().to_string(),
+            optimized: optimized.display_indent().to_string(),
+        })
     }
 
     pub fn task_context(&self) -> Arc<datafusion::execution::TaskContext> {

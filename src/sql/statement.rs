@@ -20,7 +20,7 @@ use super::dialect::{BucketSqlStatement, explain_mode, parse_sql};
 use super::output::{Output, Prepared, rows_output};
 use super::session::Session;
 use super::variables::variables_schema;
-use super::{copy, ddl, describe, dml, interrupt};
+use super::{copy, ddl, describe, dml, interrupt, refresh};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
 use crate::explain::{self, ExplainContext, ExplainMode};
@@ -115,6 +115,7 @@ impl Session {
                 let (schema, name) = table_name(table)?;
                 describe::show_partitions(self, &schema, &name)?
             }
+            BucketSqlStatement::RefreshTable { table } => refresh::refresh_table(self, table)?,
         };
         Ok(match output {
             Output::Rows { schema, stream } => {
@@ -166,6 +167,7 @@ impl Session {
                 let (schema, table) = table_name(name)?;
                 dml::analyze(self, &schema, &table)
             }
+            Statement::Msck(msck) => refresh::repair_table(self, msck),
             Statement::Copy { .. } => copy::copy(self, stmt).await,
             // Drivers close prepared statements and reset sessions this way; nothing is kept
             // server-side beyond pgwire's own statement store.
@@ -212,9 +214,10 @@ impl Session {
         let plan = self.plan(statement).await?.with_param_values(ParamValues::from(params))?;
         let physical = self.physical_plan(statement, &plan).await?;
         let conf = self.spark_conf();
+        let prints_logical = matches!(mode, ExplainMode::Extended | ExplainMode::Cost);
         let context = ExplainContext {
             v2_bucketing_enabled: conf.v2_bucketing_enabled,
-            logical: Some(plan.display_indent().to_string()),
+            logical: prints_logical.then(|| self.logical_stages(&plan)).transpose()?,
         };
         let text = if mode == ExplainMode::Analyze {
             let started = std::time::Instant::now();

@@ -406,9 +406,9 @@ mod tests {
     use super::*;
     use datafusion::arrow::array::{
         BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, ListArray, PrimitiveArray, StringArray,
-        StructArray, TimestampNanosecondArray, UInt32Array, UInt64Array, new_null_array,
+        StructArray, TimestampNanosecondArray, UInt32Array, UInt64Array, UnionArray, new_null_array,
     };
-    use datafusion::arrow::datatypes::{ArrowPrimitiveType, Field, Fields, UnionFields, UnionMode};
+    use datafusion::arrow::datatypes::{ArrowPrimitiveType, Field, Fields, UnionFields};
     use datafusion::error::DataFusionError;
 
     const VECTORS: &str = concat!(
@@ -804,9 +804,11 @@ mod tests {
 
     #[test]
     fn unions_are_rejected() {
-        let union = DataType::Union(UnionFields::empty(), UnionMode::Sparse);
-        assert!(!is_hashable(&union));
-        let err = hash_columns(&[new_null_array(&union, 1)], 1).unwrap_err();
+        let fields = UnionFields::try_new(vec![0], vec![Field::new("a", DataType::Int32, true)]).unwrap();
+        let children: Vec<ArrayRef> = vec![Arc::new(Int32Array::from(vec![1]))];
+        let union: ArrayRef = Arc::new(UnionArray::try_new(fields, vec![0i8].into(), None, children).unwrap());
+        assert!(!is_hashable(union.data_type()));
+        let err = hash_columns(&[union], 1).unwrap_err();
         assert!(matches!(&err, DataFusionError::NotImplemented(m) if m.contains("Union")), "{err}");
     }
 

@@ -10,7 +10,7 @@ use datafusion::parquet::arrow::parquet_to_arrow_schema;
 use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::file_naming::bucket_id_of;
-use crate::catalog::metastore::{BucketSpec, DataFile};
+use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
 
@@ -25,6 +25,16 @@ pub struct ExpectedLayout<'a> {
     pub data_columns: Vec<(&'a str, &'a SparkType)>,
     pub partition_columns: &'a [String],
     pub bucket_spec: Option<&'a BucketSpec>,
+}
+
+impl<'a> ExpectedLayout<'a> {
+    /// The layout of a table with these columns (partition columns among them), partitioning
+    /// and buckets.
+    pub fn new(columns: &'a [ColumnMeta], partition_columns: &'a [String], bucket_spec: Option<&'a BucketSpec>) -> Self {
+        let data_columns =
+            columns.iter().filter(|c| !partition_columns.contains(&c.name)).map(|c| (c.name.as_str(), &c.ty)).collect();
+        ExpectedLayout { data_columns, partition_columns, bucket_spec }
+    }
 }
 
 /// Every data file under `location`, checked against the table's columns, partitioning and

@@ -116,7 +116,7 @@ pub async fn text_rows(client: &Client, sql: &str) -> Vec<Vec<String>> {
     client
         .simple_query(sql)
         .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
         .into_iter()
         .filter_map(|m| match m {
             tokio_postgres::SimpleQueryMessage::Row(row) => {

@@ -25,18 +25,26 @@ fn codegen_lists_the_stages() {
 }
 
 #[test]
-fn extended_and_cost_print_the_logical_plan() {
+fn extended_prints_each_logical_stage_and_cost_the_optimized_one() {
     let plan = not_null(
         Scan::new(table("tx", TX, Some(8), &[])).status(BucketedStatus::DisabledByQueryPlanner).build(),
         "account_id",
     );
-    let logical = "Filter: tx.account_id IS NOT NULL\n  TableScan: tx projection=[account_id, amount, event_date]";
-    let context = ExplainContext { v2_bucketing_enabled: false, logical: Some(logical.into()) };
+    let logical = LogicalStages {
+        parsed: "Projection: *\n  Filter: tx.account_id IS NOT NULL\n    TableScan: tx\n".into(),
+        analyzed: "Projection: tx.account_id, tx.amount, tx.event_date\n  Filter: tx.account_id IS NOT NULL\n    TableScan: tx\n"
+            .into(),
+        optimized: "Filter: tx.account_id IS NOT NULL\n  TableScan: tx projection=[account_id, amount, event_date]".into(),
+    };
+    let context = ExplainContext { v2_bucketing_enabled: false, logical: Some(logical.clone()) };
     let physical = "*(1) Filter isnotnull(account_id#1L)\n+- *(1) ColumnarToRow\n   +- FileScan parquet";
     let extended = render(&plan, ExplainMode::Extended, &context);
     let expected = format!(
-        "== Parsed Logical Plan ==\n{logical}\n\n== Analyzed Logical Plan ==\naccount_id: bigint, amount: double, event_date: date\n\
-         {logical}\n\n== Optimized Logical Plan ==\n{logical}\n\n== Physical Plan ==\n{physical}"
+        "== Parsed Logical Plan ==\n{}\n\n== Analyzed Logical Plan ==\naccount_id: bigint, amount: double, event_date: date\n\
+         {}\n\n== Optimized Logical Plan ==\n{}\n\n== Physical Plan ==\n{physical}",
+        logical.parsed.trim_end(),
+        logical.analyzed.trim_end(),
+        logical.optimized
     );
     assert!(extended.starts_with(&expected), "{extended}");
     let cost = render(&plan, ExplainMode::Cost, &context);

@@ -15,6 +15,9 @@
 //! | `SET`, `SHOW ALL`, `SHOW name`, `SHOW TRANSACTION ISOLATION LEVEL` | [`BucketSqlStatement::ShowVariable`] |
 //! | `RESET`, `RESET ALL`, `RESET key` | [`BucketSqlStatement::Reset`] |
 //! | `SHOW PARTITIONS t [PARTITION (..)]` | [`BucketSqlStatement::ShowPartitions`] |
+//! | `REFRESH TABLE t` | [`BucketSqlStatement::RefreshTable`] |
+//! | `MSCK REPAIR TABLE t [ADD/DROP/SYNC PARTITIONS]` (stock sqlparser) | [`Statement::Msck`] |
+//! | `ALTER TABLE t RECOVER PARTITIONS` | [`Statement::Msck`] as for `MSCK REPAIR TABLE t ADD PARTITIONS` |
 //!
 //! Other forms that stock sqlparser already parses (`INSERT OVERWRITE`, `SHOW TABLES`,
 //! `SHOW CREATE TABLE`, `ANALYZE TABLE`, `OPTIMIZE`, transactions, PostgreSQL's other `SET`
@@ -25,6 +28,7 @@
 mod create_table;
 mod describe;
 mod explain;
+mod refresh;
 mod show_partitions;
 #[cfg(test)]
 mod tests;
@@ -45,6 +49,7 @@ use create_table::{is_create_table, parse_create_table};
 use describe::parse_describe_table;
 use explain::{parse_spark_explain, spark_explain_mode};
 pub use explain::explain_mode;
+use refresh::{parse_recover_partitions, parse_refresh_table};
 use show_partitions::parse_show_partitions;
 use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable};
 
@@ -58,8 +63,9 @@ use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable
 ///   `LOCATION`, `COMMENT`, `TBLPROPERTIES` and `OPTIONS` may come in any order, each at most once,
 ///   followed by an optional `[AS] query`. Statements using clauses outside that grammar (for
 ///   example PostgreSQL's `PARTITION BY RANGE`, or `LIKE`) fall back to the default parser.
-/// * `EXPLAIN EXTENDED|FORMATTED|COST|CODEGEN` and `DESCRIBE TABLE [EXTENDED|FORMATTED] t` parse
-///   (see the module documentation for their AST), and a bare `RESET` becomes
+/// * `EXPLAIN EXTENDED|FORMATTED|COST|CODEGEN`, `DESCRIBE TABLE [EXTENDED|FORMATTED] t` and
+///   `ALTER TABLE t RECOVER PARTITIONS` parse (see the module documentation for their AST), and a
+///   bare `RESET` becomes
 ///   [`Statement::Reset`] with [`Reset::ALL`].
 /// * `LONG` is a column type (`BIGINT`), as in Spark.
 ///
@@ -199,6 +205,29 @@ impl Dialect for BucketSqlDialect {
         supports_xml_expressions,
     }
 
+    /// `a IS [NOT] DISTINCT FROM b AND c` compares `a` with `b`, as in PostgreSQL and Spark:
+    /// the right-hand side binds as tightly as `IS`, where sqlparser reads the rest of the
+    /// expression (`b AND c`) into it.
+    fn parse_infix(&self, parser: &mut Parser, expr: &Expr, precedence: u8) -> Option<Result<Expr, ParserError>> {
+        let [is, first, second, third] = parser.peek_tokens::<4>();
+        let keyword = |token: &Token, expected: Keyword| matches!(token, Token::Word(w) if w.keyword == expected);
+        if !keyword(&is, Keyword::IS) {
+            return None;
+        }
+        let negated = keyword(&first, Keyword::NOT);
+        let (distinct, from) = if negated { (&second, &third) } else { (&first, &second) };
+        if !keyword(distinct, Keyword::DISTINCT) || !keyword(from, Keyword::FROM) {
+            return None;
+        }
+        for _ in 0..if negated { 4 } else { 3 } {
+            parser.next_token();
+        }
+        let left = Box::new(expr.clone());
+        Some(parser.parse_subexpr(precedence).map(|right| {
+            if negated { Expr::IsNotDistinctFrom(left, Box::new(right)) } else { Expr::IsDistinctFrom(left, Box::new(right)) }
+        }))
+    }
+
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         let keyword = match &parser.peek_token_ref().token {
             Token::Word(word) => word.keyword,
@@ -212,6 +241,7 @@ impl Dialect for BucketSqlDialect {
             Keyword::DESCRIBE | Keyword::DESC if next_is_keyword(parser, 1, Keyword::TABLE) => {
                 Some(parse_describe_table(parser))
             }
+            Keyword::ALTER if next_is_keyword(parser, 1, Keyword::TABLE) => parse_recover_partitions(parser).transpose(),
             Keyword::RESET if is_statement_end(parser.peek_nth_token_ref(1)) => {
                 parser.next_token();
                 Some(Ok(Statement::Reset(ResetStatement { reset: Reset::ALL })))
@@ -252,6 +282,8 @@ pub enum BucketSqlStatement {
         /// The optional, possibly partial, partition spec restricting the listing.
         partition_spec: Vec<(Ident, Expr)>,
     },
+    /// `REFRESH TABLE table`: the table's file list becomes what its directory holds.
+    RefreshTable { table: ObjectName },
 }
 
 impl fmt::Display for BucketSqlStatement {
@@ -281,6 +313,7 @@ impl fmt::Display for BucketSqlStatement {
                 }
                 Ok(())
             }
+            BucketSqlStatement::RefreshTable { table } => write!(f, "REFRESH TABLE {table}"),
         }
     }
 }
@@ -316,6 +349,9 @@ fn parse_statement(parser: &mut Parser) -> Result<BucketSqlStatement, ParserErro
     }
     if parser.parse_keywords(&[Keyword::SHOW, Keyword::PARTITIONS]) {
         return parse_show_partitions(parser);
+    }
+    if parser.parse_keywords(&[Keyword::REFRESH, Keyword::TABLE]) {
+        return parse_refresh_table(parser);
     }
     Ok(match parser.parse_statement()? {
         Statement::Set(Set::SetTimeZone { value, .. }) => set_time_zone(value),

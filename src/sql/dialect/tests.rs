@@ -367,3 +367,24 @@ fn garbage_is_rejected() {
     }
     assert!(error("CREATE TABLE t (a INT) USING").contains("Expected: identifier"));
 }
+
+#[test]
+fn is_distinct_from_binds_tighter_than_and() {
+    let BucketSqlStatement::Sql(statement) = bucket_statement("SELECT a FROM t WHERE a IS NOT DISTINCT FROM b AND c <> d") else {
+        panic!("expected a query");
+    };
+    let Some(Expr::BinaryOp { left, op, .. }) = &select_of(&statement).selection else {
+        panic!("expected AND at the top: {statement}");
+    };
+    assert_eq!(op.to_string(), "AND");
+    assert!(matches!(left.as_ref(), Expr::IsNotDistinctFrom(..)), "{left}");
+    let BucketSqlStatement::Sql(statement) = bucket_statement("SELECT a IS DISTINCT FROM b + 1 OR c FROM t") else {
+        panic!("expected a query");
+    };
+    assert_eq!(statement.to_string(), "SELECT a IS DISTINCT FROM b + 1 OR c FROM t");
+    let datafusion::sql::sqlparser::ast::SelectItem::UnnamedExpr(Expr::BinaryOp { left, .. }) = &select_of(&statement).projection[0]
+    else {
+        panic!("expected OR at the top: {statement}");
+    };
+    assert!(matches!(left.as_ref(), Expr::IsDistinctFrom(..)), "{left}");
+}

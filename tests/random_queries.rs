@@ -1,0 +1,63 @@
+//! bucketsql and DuckDB answer the same random queries over the same rows alike:
+//! `tests/clients/random_queries.py` loads bucketed (alike, coalescable, mismatched, sorted,
+//! multi-file, partitioned, two-column), otherwise bucketed and plain tables into the server and
+//! into DuckDB (PyPI's `duckdb`, in its own virtual environment), then compares the answers to
+//! thousands of generated queries — joins of every kind, grouping sets, windows, set operations,
+//! subqueries — each under a random bundle of the Spark settings that change plans. Any
+//! difference, and any error where DuckDB answers, fails the test with the script's summary:
+//! failures grouped by construct or message, each with its shortest query and the settings it
+//! needs.
+//!
+//! The seed and the number of queries are fixed so that a run is repeatable; for a longer or
+//! different run set `BUCKETSQL_RANDOM_SEED` and `BUCKETSQL_RANDOM_QUERIES`, e.g.
+//! `BUCKETSQL_RANDOM_SEED=7 BUCKETSQL_RANDOM_QUERIES=20000 cargo test --test main random_queries -- --nocapture`
+//! (the time budget then grows with the count). `random_queries.py PORT SEED N --only I`
+//! replays query I of a run against a server of your own.
+
+use std::fs::File;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::clients::{clients_dir, python_env};
+use crate::common::{TestServer, wait_with_timeout};
+
+const SEED: u64 = 20260601;
+const QUERIES: u64 = 2000;
+/// Seconds the script may spend starting queries for [`QUERIES`] queries: a debug build answers
+/// ten or so a second on two cores, fewer while other tests run; past the budget the script
+/// stops starting queries and reports on those it ran.
+const BUDGET_SECONDS: u64 = 240;
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).map_or(default, |v| v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")))
+}
+
+#[test]
+fn bucketsql_answers_random_queries_as_duckdb_does() {
+    let seed = env_or("BUCKETSQL_RANDOM_SEED", SEED);
+    let queries = env_or("BUCKETSQL_RANDOM_QUERIES", QUERIES);
+    let budget = BUDGET_SECONDS * queries.div_ceil(QUERIES);
+    let python = python_env("python-random-queries", "random-queries-requirements.txt");
+    let server = TestServer::start();
+    let temp = tempfile::tempdir().expect("temp dir");
+    let log_path = temp.path().join("random_queries.log");
+    let log = File::create(&log_path).unwrap();
+    let mut child = Command::new(python)
+        .arg(clients_dir().join("random_queries.py"))
+        .args([server.port.to_string(), seed.to_string(), queries.to_string()])
+        .args(["--time-budget", &budget.to_string()])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("python starts");
+    // Past the budget come the slowest queries still running and the replays of the failures.
+    let timeout = Duration::from_secs(budget * 2 + 120);
+    let status = wait_with_timeout(&mut child, timeout);
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    match status {
+        Some(status) if status.success() => println!("{output}"),
+        Some(status) => panic!("random_queries.py found differences ({status}):\n{output}"),
+        None => panic!("random_queries.py did not finish within {timeout:?}:\n{output}"),
+    }
+}
