@@ -188,6 +188,14 @@ async fn adaptive_decisions_and_their_rows() {
     sums.sort_by(|x, y| y.1.cmp(&x.1));
     let expected: Vec<Vec<String>> = sums.iter().take(5).map(|(a, s)| vec![a.to_string(), s.to_string()]).collect();
     assert_eq!(rows, expected);
+
+    // A scalar subquery's value is known before the stage that compares with it runs.
+    let above_subquery = "SELECT account_id, count(*) FROM tx_plain WHERE amount >= (SELECT max(amount) - 99 FROM tx_plain) \
+                          GROUP BY account_id ORDER BY account_id";
+    let rows = rows_both_ways(&client, &[], above_subquery).await;
+    let mut expected: Vec<Vec<String>> = (ROWS - 100..ROWS).map(|id| vec![account(id).to_string(), "1".to_string()]).collect();
+    expected.sort_by_key(|row| row[0].parse::<i64>().unwrap());
+    assert_eq!(rows, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

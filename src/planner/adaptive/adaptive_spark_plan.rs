@@ -5,7 +5,7 @@
 //! then re-plans what is left with the stages' statistics. When every exchange has run, the
 //! last stage gets its reads chosen the same way and runs. Its partitions come out as one
 //! (the number of partitions changes as the plan adapts), in order only where the plan ends
-//! in a single partition.
+//! in a single partition. Uncorrelated scalar subqueries run before all that, each adaptively.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -15,6 +15,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::scalar_subquery::{ScalarSubqueryExec, ScalarSubqueryLink};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
@@ -152,7 +154,8 @@ struct StagePlanner {
 impl StagePlanner {
     /// Runs every exchange of `plan` as a stage, re-planning after each round, and returns the
     /// last stage's plan, ready to run.
-    async fn run(&mut self, mut plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    async fn run(&mut self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+        let mut plan = self.run_scalar_subqueries(plan).await?;
         loop {
             let mut ready = Vec::new();
             plan = self.prepare_ready_exchanges(&plan, &mut ready)?.0;
@@ -166,6 +169,41 @@ impl StagePlanner {
             plan = reselect_joins(plan, &self.conf, &self.hints)?;
             plan = optimize_skewed_join(plan, &self.conf)?;
         }
+    }
+
+    /// Runs the uncorrelated scalar subqueries of `plan` first, each as an adaptive plan of its
+    /// own (Spark's `PlanAdaptiveSubqueries`), since the stages that compare with their values
+    /// run before the `ScalarSubqueryExec` above them would; that node then has nothing left to
+    /// do and goes.
+    async fn run_scalar_subqueries(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+        let mut nodes = Vec::new();
+        scalar_subqueries(&plan, &mut nodes);
+        if nodes.is_empty() {
+            return Ok(plan);
+        }
+        for node in &nodes {
+            let Some(exec) = node.downcast_ref::<ScalarSubqueryExec>() else { continue };
+            let subqueries = exec
+                .subqueries()
+                .iter()
+                .map(|link| ScalarSubqueryLink {
+                    plan: Arc::new(AdaptiveSparkPlanExec::new(Arc::clone(&link.plan), self.conf.clone(), self.hints.clone())),
+                    index: link.index,
+                })
+                .collect();
+            // The node itself, over no rows: it sets the values its expressions read.
+            let values = ScalarSubqueryExec::new(Arc::new(EmptyExec::new(exec.input().schema())), subqueries, exec.results().clone());
+            let mut stream = values.execute(0, Arc::clone(&self.context))?;
+            while stream.try_next().await?.is_some() {}
+        }
+        plan.transform_up(|node| match nodes.iter().any(|n| Arc::ptr_eq(n, &node)) {
+            true => match node.downcast_ref::<ScalarSubqueryExec>() {
+                Some(exec) => Ok(Transformed::yes(Arc::clone(exec.input()))),
+                None => Ok(Transformed::no(node)),
+            },
+            false => Ok(Transformed::no(node)),
+        })
+        .map(|t| t.data)
     }
 
     /// Finds the exchanges that can run now — no exchange that has not run below them — and
@@ -224,6 +262,18 @@ impl StagePlanner {
             let stage = BroadcastQueryStageExec::materialize(id, exchange, context).await?;
             Ok(Arc::new(stage) as Arc<dyn ExecutionPlan>)
         }))
+    }
+}
+
+/// The `ScalarSubqueryExec` nodes of `plan`, outermost first, not looking into subqueries
+/// (which run as plans of their own).
+fn scalar_subqueries(plan: &Arc<dyn ExecutionPlan>, found: &mut Vec<Arc<dyn ExecutionPlan>>) {
+    match plan.downcast_ref::<ScalarSubqueryExec>() {
+        Some(exec) => {
+            found.push(Arc::clone(plan));
+            scalar_subqueries(exec.input(), found);
+        }
+        None => plan.children().into_iter().for_each(|child| scalar_subqueries(child, found)),
     }
 }
 
