@@ -16,9 +16,9 @@ use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 
-use crate::sql::engine::{Engine, EngineOptions};
-use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::error::SqlError;
+use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::sql::engine::{Engine, EngineOptions};
 use crate::sql::session::Session;
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::file_naming::bucket_id_of;
@@ -193,7 +193,10 @@ fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
         for batch in reader {
             let batch = batch?;
             let keys = batch.column_by_name("account_id").ok_or_else(|| SqlError::internal("no account_id"))?;
-            let values = keys.as_any().downcast_ref::<Int64Array>().ok_or_else(|| SqlError::internal("account_id is not BIGINT"))?;
+            let values = keys
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .ok_or_else(|| SqlError::internal("account_id is not BIGINT"))?;
             for id in bucket_ids(&[Arc::clone(keys)], values.len(), buckets)? {
                 if id != bucket {
                     return Err(SqlError::internal(format!("{name} holds a row of bucket {id}")));
@@ -217,7 +220,9 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit })?;
     let session = Session::new(Arc::clone(&engine))?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("bucketsql bench: {rows} transactions, {accounts} accounts, {buckets} buckets, {cores} cores, median of {runs} runs after a warm-up");
+    println!(
+        "bucketsql bench: {rows} transactions, {accounts} accounts, {buckets} buckets, {cores} cores, median of {runs} runs after a warm-up"
+    );
 
     execute(&session, "DROP TABLE IF EXISTS tx; DROP TABLE IF EXISTS acc; DROP TABLE IF EXISTS tx_plain; DROP TABLE IF EXISTS acc_plain").await?;
     let started = Instant::now();
@@ -247,7 +252,10 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
 
     let queries = [
         ("join count/sum", "SELECT count(*), sum(t.amount) FROM {tx} t JOIN {acc} a ON t.account_id = a.account_id"),
-        ("group by top-5", "SELECT account_id, count(*), sum(amount) AS total FROM {tx} GROUP BY account_id ORDER BY total DESC LIMIT 5"),
+        (
+            "group by top-5",
+            "SELECT account_id, count(*), sum(amount) AS total FROM {tx} GROUP BY account_id ORDER BY total DESC LIMIT 5",
+        ),
         ("point lookup", "SELECT * FROM {tx} WHERE account_id = 42"),
     ];
     let mut results = Vec::new();
@@ -255,7 +263,12 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     // is exchange against none; then Spark's defaults as a user leaves them (200 shuffle
     // partitions, adaptive execution), with and without broadcasts.
     for (settings, setup) in [
-        (FIXED, format!("RESET ALL; SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = {buckets}")),
+        (
+            FIXED,
+            format!(
+                "RESET ALL; SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = {buckets}"
+            ),
+        ),
         (DEFAULTS, "RESET ALL".to_string()),
         (DEFAULTS_NO_BROADCAST, "RESET ALL; SET spark.sql.autoBroadcastJoinThreshold = -1".to_string()),
     ] {
@@ -275,10 +288,21 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         }
     }
 
-    println!("settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off");
+    println!(
+        "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off"
+    );
     println!(
         "{:<16} {:<9} {:<12} {:>10} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14}",
-        "query", "layout", "settings", "median ms", "rows/s", "peak MiB", "max fds", "cores busy", "exchanges", "shuffled MiB"
+        "query",
+        "layout",
+        "settings",
+        "median ms",
+        "rows/s",
+        "peak MiB",
+        "max fds",
+        "cores busy",
+        "exchanges",
+        "shuffled MiB"
     );
     for m in &results {
         println!(

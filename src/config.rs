@@ -101,7 +101,9 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, SqlError> {
 /// Spark's byte strings: `10485760`, `10MB`, `10m`, `1g`, and `-1` for "off".
 fn parse_bytes(key: &str, value: &str) -> Result<i64, SqlError> {
     let text = value.trim().to_ascii_lowercase();
-    let invalid = || SqlError::invalid_parameter(format!("{key} should be a size in bytes (e.g. 10485760 or 10MB), but was {value}"));
+    let invalid = || {
+        SqlError::invalid_parameter(format!("{key} should be a size in bytes (e.g. 10485760 or 10MB), but was {value}"))
+    };
     if let Ok(n) = text.parse::<i64>() {
         return Ok(n);
     }
@@ -184,7 +186,8 @@ const MAX_MILLIS: f64 = i32::MAX as f64;
 pub fn parse_statement_timeout(value: &str) -> Result<Option<Duration>, SqlError> {
     let text = value.trim();
     let (number, unit) = text.split_at(text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len()));
-    let invalid = || SqlError::invalid_parameter(format!("invalid value for parameter \"statement_timeout\": \"{value}\""));
+    let invalid =
+        || SqlError::invalid_parameter(format!("invalid value for parameter \"statement_timeout\": \"{value}\""));
     let number: f64 = number.trim().parse().map_err(|_| invalid())?;
     let unit_millis = match unit {
         "" | "ms" => 1.0,
@@ -203,7 +206,6 @@ pub fn parse_statement_timeout(value: &str) -> Result<Option<Duration>, SqlError
     }
     Ok((millis > 0.0).then(|| Duration::from_millis(millis as u64)))
 }
-
 
 impl SparkConf {
     /// The session's settings over the defaults. Values were validated when set.

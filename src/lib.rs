@@ -3,12 +3,12 @@
 //! but never points up (`tests/layers.rs` checks it).
 
 pub mod bench; // `bucketsql bench`: the benchmark, a client of the layers below
-pub mod server; // the PostgreSQL wire: connections, authentication, TLS, result encoding, COPY data
-pub mod sql; // what was asked: dialect, sessions, statement dispatch, pg_catalog, table writes
-pub mod explain; // Spark's EXPLAIN text for our physical plans
-pub mod planner; // Spark's physical planning rules, one file per rule
-pub mod exec; // our operators: bucketed scan, Spark-hash exchanges, joins
-pub mod storage; // table files: bucket hash, Parquet writer, commit protocol, janitor
 pub mod catalog; // what exists: the SQLite metastore and column types
 pub mod config; // Spark's settings with their defaults and validation
-pub mod error; // errors with their SQLSTATEs
+pub mod error;
+pub mod exec; // our operators: bucketed scan, Spark-hash exchanges, joins
+pub mod explain; // Spark's EXPLAIN text for our physical plans
+pub mod planner; // Spark's physical planning rules, one file per rule
+pub mod server; // the PostgreSQL wire: connections, authentication, TLS, result encoding, COPY data
+pub mod sql; // what was asked: dialect, sessions, statement dispatch, pg_catalog, table writes
+pub mod storage; // table files: bucket hash, Parquet writer, commit protocol, janitor // errors with their SQLSTATEs

@@ -3,9 +3,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use bucketsql::sql::engine::{Engine, EngineOptions};
 use bucketsql::server::Server;
 use bucketsql::server::auth::{Authenticator, Passwords};
+use bucketsql::sql::engine::{Engine, EngineOptions};
 
 #[derive(Parser)]
 #[command(name = "bucketsql", version, about = "A PostgreSQL-wire SQL server with Apache Spark's table bucketing")]
@@ -80,9 +80,20 @@ async fn main() -> anyhow::Result<()> {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
             let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
-            bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, memory_limit, json }).await?;
+            bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, memory_limit, json })
+                .await?;
         }
-        Command::Serve { listen, data_dir, allowed_locations, memory_limit, password, users_file, trust, tls_cert, tls_key } => {
+        Command::Serve {
+            listen,
+            data_dir,
+            allowed_locations,
+            memory_limit,
+            password,
+            users_file,
+            trust,
+            tls_cert,
+            tls_key,
+        } => {
             let passwords = match (password, users_file) {
                 (Some(password), _) => Some(Passwords::for_everyone(&password)),
                 (None, Some(file)) => Some(Passwords::from_file(&file)?),

@@ -88,7 +88,8 @@ async fn cartesian_products_run_over_many_partitions() {
     let client = server.connect().await;
     facts(&client).await;
     client.batch_execute("SET spark.sql.autoBroadcastJoinThreshold = -1").await.unwrap();
-    let plan = text_rows(&client, "EXPLAIN SELECT count(*) FROM facts a CROSS JOIN range(300) b").await.remove(0).remove(0);
+    let plan =
+        text_rows(&client, "EXPLAIN SELECT count(*) FROM facts a CROSS JOIN range(300) b").await.remove(0).remove(0);
     assert!(plan.contains("CartesianProduct"), "{plan}");
     let rows = text_rows(&client, "SELECT count(*), sum(a.v + b.id) FROM facts a CROSS JOIN range(300) b").await;
     let sum_v: i64 = fact_rows().map(|(_, v)| v).sum();
@@ -123,7 +124,10 @@ async fn a_users_computed_column_stays_in_a_join_on_it() {
     let server = TestServer::start();
     let client = server.connect().await;
     facts(&client).await;
-    client.batch_execute("CREATE TABLE small (k INT); INSERT INTO small SELECT CAST(id AS INT) FROM range(20)").await.unwrap();
+    client
+        .batch_execute("CREATE TABLE small (k INT); INSERT INTO small SELECT CAST(id AS INT) FROM range(20)")
+        .await
+        .unwrap();
     let mut expected = Vec::new();
     for (k, v) in fact_rows().filter(|(_, v)| *v < 50) {
         if let Some(k) = k.filter(|k| (1..=20).contains(k)) {
@@ -145,10 +149,14 @@ async fn a_users_computed_column_stays_in_a_join_on_it() {
 async fn a_failing_cast_in_a_filter_still_fails() {
     let server = TestServer::start();
     let client = server.connect().await;
-    client.batch_execute("CREATE TABLE words (s STRING); INSERT INTO words VALUES ('1'), ('two'), (NULL)").await.unwrap();
+    client
+        .batch_execute("CREATE TABLE words (s STRING); INSERT INTO words VALUES ('1'), ('two'), (NULL)")
+        .await
+        .unwrap();
     let err = client.batch_execute("SELECT * FROM words WHERE CAST(s AS INT) > 0").await.unwrap_err();
     assert!(["22P02", "22018"].contains(&sqlstate(&err).as_str()), "{err:?}");
-    let plan = text_rows(&client, "EXPLAIN FORMATTED SELECT * FROM words WHERE CAST(s AS INT) > 0").await.remove(0).remove(0);
+    let plan =
+        text_rows(&client, "EXPLAIN FORMATTED SELECT * FROM words WHERE CAST(s AS INT) > 0").await.remove(0).remove(0);
     assert!(!plan.contains("IsNotNull(s)"), "the cast's predicate became isnotnull(s):\n{plan}");
 }
 
@@ -158,18 +166,55 @@ async fn sizes_saturate_and_unknown_leaves_are_large() {
     let client = server.connect().await;
     // Sixteen ranges: their estimated product overflows 128 bits.
     let from: Vec<String> = (0..16).map(|i| format!("range(100000) t{i}")).collect();
-    let plan = text_rows(&client, &format!("EXPLAIN SELECT count(*) FROM {}", from.join(", "))).await.remove(0).remove(0);
+    let plan =
+        text_rows(&client, &format!("EXPLAIN SELECT count(*) FROM {}", from.join(", "))).await.remove(0).remove(0);
     assert!(plan.contains("CartesianProduct") || plan.contains("BroadcastNestedLoopJoin"), "{plan}");
     // Two ranges of 100M rows are 800 MB each: no broadcast.
-    let plan = text_rows(&client, "EXPLAIN SELECT count(*) FROM range(100000000) a JOIN range(100000000) b ON a.id = b.id")
-        .await
-        .remove(0)
-        .remove(0);
+    let plan =
+        text_rows(&client, "EXPLAIN SELECT count(*) FROM range(100000000) a JOIN range(100000000) b ON a.id = b.id")
+            .await
+            .remove(0)
+            .remove(0);
     assert!(plan.contains("SortMergeJoin"), "{plan}");
     // A small VALUES list is sized by its rows and is broadcast.
-    let plan = text_rows(&client, "EXPLAIN SELECT count(*) FROM range(100000000) a JOIN (VALUES (1), (2)) v(x) ON a.id = v.x")
-        .await
-        .remove(0)
-        .remove(0);
+    let plan =
+        text_rows(&client, "EXPLAIN SELECT count(*) FROM range(100000000) a JOIN (VALUES (1), (2)) v(x) ON a.id = v.x")
+            .await
+            .remove(0)
+            .remove(0);
     assert!(plan.contains("BroadcastHashJoin"), "{plan}");
+}
+
+#[tokio::test]
+async fn outer_sort_merge_joins_with_a_condition_null_fill_non_nullable_columns() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    client.batch_execute("SET spark.sql.autoBroadcastJoinThreshold = -1").await.unwrap();
+    // `r` is a non-nullable rank; on the outer side of the join it must read as NULL.
+    let sql = "SELECT r, count(*) FROM facts a LEFT JOIN \
+               (SELECT k, dense_rank() OVER (PARTITION BY k ORDER BY v) AS r FROM facts WHERE v < 30) b \
+               ON a.k = b.r AND a.v < b.r GROUP BY r";
+    let plan = text_rows(&client, &format!("EXPLAIN {sql}")).await.remove(0).remove(0);
+    assert!(plan.contains("SortMergeJoin"), "{plan}");
+    // Expected: per k in 0..7 the ranks of rows with v < 30 (NULL keys have their own ranks).
+    let mut ranks: Vec<i64> = Vec::new();
+    let mut seen: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+    for (k, _) in fact_rows().filter(|(_, v)| *v < 30) {
+        let rank = seen.entry(k).or_default();
+        *rank += 1;
+        ranks.push(*rank);
+    }
+    let mut counts: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+    for (k, v) in fact_rows() {
+        let matches: Vec<i64> = ranks.iter().copied().filter(|r| k == Some(*r) && v < *r).collect();
+        if matches.is_empty() {
+            *counts.entry(None).or_default() += 1;
+        }
+        for r in matches {
+            *counts.entry(Some(r)).or_default() += 1;
+        }
+    }
+    let expected: Vec<Vec<String>> = counts.iter().map(|(r, c)| vec![text(*r), c.to_string()]).collect();
+    assert_eq!(sorted(text_rows(&client, sql).await), sorted(expected));
 }

@@ -105,7 +105,8 @@ async fn partitioned_bucketed_files_live_in_partition_directories() {
 async fn external_tables_register_existing_bucket_files() {
     let temp = tempfile::tempdir().unwrap();
     let allowed = temp.path().join("lake");
-    let server = TestServer::start_with_args(&temp.path().join("data"), &["--allow-location", allowed.to_str().unwrap()]);
+    let server =
+        TestServer::start_with_args(&temp.path().join("data"), &["--allow-location", allowed.to_str().unwrap()]);
     let client = server.connect().await;
     // Write a bucketed directory through an external CTAS, then register it again.
     let dir = allowed.join("tx");
@@ -131,7 +132,10 @@ async fn external_tables_register_existing_bucket_files() {
 
     // Spark's _SUCCESS marker and .crc files are not data.
     std::fs::write(dir.join("_SUCCESS"), b"").unwrap();
-    client.batch_execute(&format!("CREATE TABLE again (k BIGINT, v BIGINT) USING parquet LOCATION '{}'", dir.display())).await.unwrap();
+    client
+        .batch_execute(&format!("CREATE TABLE again (k BIGINT, v BIGINT) USING parquet LOCATION '{}'", dir.display()))
+        .await
+        .unwrap();
     assert_eq!(text_rows(&client, "SELECT count(*) FROM again").await, vec![vec!["5000"]]);
 
     // Files must name buckets of the spec.
@@ -154,7 +158,10 @@ async fn external_tables_register_existing_bucket_files() {
     let err = client.batch_execute("CREATE TABLE outside (a INT) USING parquet LOCATION '/etc'").await.unwrap_err();
     assert_eq!(sqlstate(&err), "42501");
     let climbing = format!("{}/../escape", allowed.display());
-    let err = client.batch_execute(&format!("CREATE TABLE climb (a INT) USING parquet LOCATION '{climbing}'")).await.unwrap_err();
+    let err = client
+        .batch_execute(&format!("CREATE TABLE climb (a INT) USING parquet LOCATION '{climbing}'"))
+        .await
+        .unwrap_err();
     assert!(["42501", "22023"].contains(&sqlstate(&err).as_str()), "{err:?}");
     assert!(!Path::new(&climbing).exists());
 }
@@ -163,7 +170,10 @@ async fn external_tables_register_existing_bucket_files() {
 async fn concurrent_readers_see_the_old_or_the_new_table() {
     let server = TestServer::start();
     let writer = server.connect().await;
-    writer.batch_execute("CREATE TABLE t USING parquet CLUSTERED BY (id) INTO 4 BUCKETS AS SELECT id FROM range(1000)").await.unwrap();
+    writer
+        .batch_execute("CREATE TABLE t USING parquet CLUSTERED BY (id) INTO 4 BUCKETS AS SELECT id FROM range(1000)")
+        .await
+        .unwrap();
     let mut readers = Vec::new();
     for _ in 0..3 {
         let client = server.connect().await;

@@ -130,7 +130,10 @@ fn node_postgres() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-clients");
     installed(&dir, NODE_PG, || {
         require("npm", "--version", "install npm (apt-get install npm)");
-        run(Command::new("npm").args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"]).arg(&dir).arg(NODE_PG));
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(&dir)
+            .arg(NODE_PG));
     });
     let server = TestServer::start();
     run_client(
@@ -143,10 +146,7 @@ fn node_postgres() {
 
 #[test]
 fn pgjdbc() {
-    assert!(
-        Path::new(PGJDBC_JAR).exists(),
-        "{PGJDBC_JAR} is missing: apt-get install libpostgresql-jdbc-java"
-    );
+    assert!(Path::new(PGJDBC_JAR).exists(), "{PGJDBC_JAR} is missing: apt-get install libpostgresql-jdbc-java");
     require("javac", "-version", "install a JDK (apt-get install openjdk-17-jdk-headless)");
     let source = clients_dir().join("PgJdbc.java");
     let classes = Path::new(env!("CARGO_TARGET_TMPDIR")).join("java-clients");

@@ -43,13 +43,20 @@ async fn text_format_round_trips() {
     assert_eq!(copy_in(&client, "COPY people FROM STDIN", data).await.unwrap(), 3);
     assert_eq!(
         text_rows(&client, "SELECT id, name, score, ok FROM people ORDER BY id").await,
-        vec![vec!["1", "Ann", "1.5", "t"], vec!["2", "tab\there\\x", "NULL", "f"], vec!["3", "line\nbreak", "-2", "NULL"]]
+        vec![
+            vec!["1", "Ann", "1.5", "t"],
+            vec!["2", "tab\there\\x", "NULL", "f"],
+            vec!["3", "line\nbreak", "-2", "NULL"]
+        ]
     );
     assert_eq!(copy_out(&client, "COPY (SELECT * FROM people ORDER BY id) TO STDOUT").await, data);
     // A custom delimiter and NULL string, and the `\.` end marker.
-    let piped = copy_out(&client, "COPY (SELECT id, score FROM people ORDER BY id) TO STDOUT (DELIMITER '|', NULL '')").await;
+    let piped =
+        copy_out(&client, "COPY (SELECT id, score FROM people ORDER BY id) TO STDOUT (DELIMITER '|', NULL '')").await;
     assert_eq!(piped, "1|1.5\n2|\n3|-2\n");
-    copy_in(&client, "COPY people (score, id) FROM STDIN WITH (DELIMITER '|', NULL '')", "9.5|4\n|5\n\\.\n").await.unwrap();
+    copy_in(&client, "COPY people (score, id) FROM STDIN WITH (DELIMITER '|', NULL '')", "9.5|4\n|5\n\\.\n")
+        .await
+        .unwrap();
     assert_eq!(
         text_rows(&client, "SELECT id, score, name FROM people WHERE id > 3 ORDER BY id").await,
         vec![vec!["4", "9.5", "NULL"], vec!["5", "NULL", "NULL"]]
@@ -72,7 +79,9 @@ async fn csv_format_with_header_delimiter_and_null() {
             vec!["12", "multi\nline", "2.50", "NULL"]
         ]
     );
-    let out = copy_out(&client, "COPY (SELECT id, name, amount FROM people ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)").await;
+    let out =
+        copy_out(&client, "COPY (SELECT id, name, amount FROM people ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)")
+            .await;
     assert_eq!(out, "id,name,amount\n10,\"Smith; \"\"Jr\"\"\",\n11,\"\",1.00\n12,\"multi\nline\",2.50\n");
     // The legacy spelling drivers and psql send.
     copy_in(&client, "COPY people (id, name) FROM STDIN WITH CSV HEADER", "id,name\n13,\n").await.unwrap();
@@ -97,9 +106,11 @@ async fn binary_format_round_trips() {
     let rows: Vec<_> = BinaryCopyOutStream::new(stream, &types).try_collect().await.unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!((rows[0].get::<i64>(0), rows[0].get::<&str>(1), rows[0].get::<f64>(2)), (1, "one", 0.25));
-    assert_eq!((rows[1].get::<Option<&str>>(1), rows[1].get::<f64>(2), rows[1].get::<Option<bool>>(3)), (None, -1e300, None));
+    assert_eq!(
+        (rows[1].get::<Option<&str>>(1), rows[1].get::<f64>(2), rows[1].get::<Option<bool>>(3)),
+        (None, -1e300, None)
+    );
 }
-
 
 /// Asserts every file holds only rows of the bucket its name gives; returns the file count.
 fn assert_bucketed(dir: &Path, key: &str, buckets: u32) -> usize {
@@ -107,7 +118,8 @@ fn assert_bucketed(dir: &Path, key: &str, buckets: u32) -> usize {
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy().to_string();
         let bucket = bucket_id_of(&name).unwrap_or_else(|| panic!("{name} names no bucket"));
-        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(file).unwrap()).unwrap().build().unwrap();
+        let reader =
+            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(file).unwrap()).unwrap().build().unwrap();
         for batch in reader {
             let batch = batch.unwrap();
             let keys: ArrayRef = batch.column_by_name(key).unwrap().clone();
@@ -154,7 +166,10 @@ async fn copy_keeps_bucketed_and_partitioned_layouts() {
 async fn a_bad_line_fails_the_copy_and_loads_nothing() {
     let server = TestServer::start();
     let client = server.connect().await;
-    client.batch_execute("CREATE TABLE t (k BIGINT, v STRING) USING parquet; INSERT INTO t VALUES (1, 'a')").await.unwrap();
+    client
+        .batch_execute("CREATE TABLE t (k BIGINT, v STRING) USING parquet; INSERT INTO t VALUES (1, 'a')")
+        .await
+        .unwrap();
     let count = || async { text_rows(&client, "SELECT count(*) FROM t").await };
 
     let err = copy_in(&client, "COPY t FROM STDIN", "2\tb\n3\tc\nfour\td\n5\te\n").await.unwrap_err();
@@ -186,7 +201,11 @@ async fn a_bad_line_fails_the_copy_and_loads_nothing() {
 async fn copy_query_to_stdout() {
     let server = TestServer::start();
     let client = server.connect().await;
-    let out = copy_out(&client, "COPY (SELECT id * 2 AS x, CASE WHEN id = 1 THEN NULL ELSE 'a\tb' END AS s FROM range(3) ORDER BY x) TO STDOUT").await;
+    let out = copy_out(
+        &client,
+        "COPY (SELECT id * 2 AS x, CASE WHEN id = 1 THEN NULL ELSE 'a\tb' END AS s FROM range(3) ORDER BY x) TO STDOUT",
+    )
+    .await;
     assert_eq!(out, "0\ta\\tb\n2\t\\N\n4\ta\\tb\n");
     let out = copy_out(&client, "COPY (SELECT 1 AS one WHERE false) TO STDOUT (FORMAT csv, HEADER)").await;
     assert_eq!(out, "one\n");
@@ -202,7 +221,20 @@ async fn psql_copy_both_directions() {
     std::fs::write(&input, "k,v\n1,one\n2,\"t,wo\"\n3,\n").unwrap();
     let psql = |command: String| {
         let output = Command::new("psql")
-            .args(["-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "postgres", "-d", "postgres", "-c"])
+            .args([
+                "-X",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &server.port.to_string(),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-c",
+            ])
             .arg(&command)
             .output()
             .expect("psql runs");

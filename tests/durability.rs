@@ -29,7 +29,10 @@ async fn killing_the_server_mid_insert_leaves_the_old_or_the_new_table() {
     let table_dir = data_dir.join("warehouse/default/big");
     let mut server = TestServer::start_on(&data_dir);
     let client = server.connect().await;
-    client.batch_execute("CREATE TABLE big (id BIGINT, s STRING); INSERT INTO big SELECT id, 'old' FROM range(1000)").await.unwrap();
+    client
+        .batch_execute("CREATE TABLE big (id BIGINT, s STRING); INSERT INTO big SELECT id, 'old' FROM range(1000)")
+        .await
+        .unwrap();
     let mut before = data_files(&table_dir);
     before.sort();
 

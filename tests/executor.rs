@@ -15,7 +15,10 @@ CREATE TABLE acc_plain USING parquet AS SELECT * FROM acc;
 
 /// The `bytes shuffled by exchanges` figure of an EXPLAIN ANALYZE.
 fn shuffled(plan: &str) -> u64 {
-    let line = plan.lines().find(|l| l.starts_with("bytes shuffled by exchanges:")).unwrap_or_else(|| panic!("no shuffle figure in {plan}"));
+    let line = plan
+        .lines()
+        .find(|l| l.starts_with("bytes shuffled by exchanges:"))
+        .unwrap_or_else(|| panic!("no shuffle figure in {plan}"));
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
@@ -27,7 +30,9 @@ async fn a_bucketed_side_joins_a_shuffled_side_row_for_row() {
     let expected = text_rows(&client, "SELECT count(*), sum(t.amount), min(a.name), max(a.name) FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id").await;
     assert_eq!(expected[0][0], "50000");
     for (left, right) in [("tx", "acc_plain"), ("tx_plain", "acc"), ("tx", "acc")] {
-        let sql = format!("SELECT count(*), sum(t.amount), min(a.name), max(a.name) FROM {left} t JOIN {right} a ON t.account_id = a.account_id");
+        let sql = format!(
+            "SELECT count(*), sum(t.amount), min(a.name), max(a.name) FROM {left} t JOIN {right} a ON t.account_id = a.account_id"
+        );
         assert_eq!(text_rows(&client, &sql).await, expected, "{left} joined with {right}");
     }
 }
@@ -37,8 +42,18 @@ async fn explain_analyze_shows_what_the_bucketed_join_did_not_shuffle() {
     let server = TestServer::start();
     let client = server.connect().await;
     client.batch_execute(TABLES).await.unwrap();
-    let bucketed = text_rows(&client, "EXPLAIN ANALYZE SELECT t.account_id, a.name FROM tx t JOIN acc a ON t.account_id = a.account_id").await[0][0].clone();
-    let plain = text_rows(&client, "EXPLAIN ANALYZE SELECT t.account_id, a.name FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id").await[0][0].clone();
+    let bucketed = text_rows(
+        &client,
+        "EXPLAIN ANALYZE SELECT t.account_id, a.name FROM tx t JOIN acc a ON t.account_id = a.account_id",
+    )
+    .await[0][0]
+        .clone();
+    let plain = text_rows(
+        &client,
+        "EXPLAIN ANALYZE SELECT t.account_id, a.name FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id",
+    )
+    .await[0][0]
+        .clone();
     assert!(bucketed.contains("rows returned: 50000"), "{bucketed}");
     assert!(plain.contains("rows returned: 50000"), "{plain}");
     assert_eq!(shuffled(&bucketed), 0, "{bucketed}");
@@ -55,18 +70,30 @@ async fn sorted_buckets_drop_the_sort_under_the_join() {
     // A second write leaves two sorted files in some buckets of tx.
     client.batch_execute("INSERT INTO tx SELECT account_id, amount FROM tx_plain WHERE amount < 3000").await.unwrap();
     let query = "SELECT t.account_id, t.amount, a.name FROM tx t JOIN acc a ON t.account_id = a.account_id";
-    let expected = text_rows(&client, &format!("SELECT count(*), sum(amount), min(name), max(name) FROM ({query}) j")).await;
+    let expected =
+        text_rows(&client, &format!("SELECT count(*), sum(amount), min(name), max(name) FROM ({query}) j")).await;
     assert_eq!(expected[0][0], "53000");
-    client.batch_execute("SET spark.sql.adaptive.enabled = false; SET spark.sql.legacy.bucketedTableScan.outputOrdering = true").await.unwrap();
+    client
+        .batch_execute(
+            "SET spark.sql.adaptive.enabled = false; SET spark.sql.legacy.bucketedTableScan.outputOrdering = true",
+        )
+        .await
+        .unwrap();
     let plan = text_rows(&client, &format!("EXPLAIN {query}")).await[0][0].clone();
     assert!(!plan.contains("Sort ["), "the files of each bucket are merged in order, so no sort is needed:\n{plan}");
-    let merged = text_rows(&client, &format!("SELECT count(*), sum(amount), min(name), max(name) FROM ({query}) j")).await;
+    let merged =
+        text_rows(&client, &format!("SELECT count(*), sum(amount), min(name), max(name) FROM ({query}) j")).await;
     assert_eq!(merged, expected, "the merged scan feeds the sort-merge join every row in order");
     client.batch_execute("OPTIMIZE tx").await.unwrap();
-    assert_eq!(crate::common::parquet_files(&server.data_dir().join("warehouse/default/tx")).len(), 8, "one file per bucket");
+    assert_eq!(
+        crate::common::parquet_files(&server.data_dir().join("warehouse/default/tx")).len(),
+        8,
+        "one file per bucket"
+    );
     let plan = text_rows(&client, &format!("EXPLAIN {query}")).await[0][0].clone();
     assert!(!plan.contains("Sort ["), "{plan}");
-    let optimized = text_rows(&client, &format!("SELECT count(*), sum(amount), min(name), max(name) FROM ({query}) j")).await;
+    let optimized =
+        text_rows(&client, &format!("SELECT count(*), sum(amount), min(name), max(name) FROM ({query}) j")).await;
     assert_eq!(optimized, expected);
     client.batch_execute("RESET spark.sql.legacy.bucketedTableScan.outputOrdering").await.unwrap();
     let plan = text_rows(&client, &format!("EXPLAIN {query}")).await[0][0].clone();
@@ -82,10 +109,11 @@ async fn a_query_over_the_memory_limit_spills_or_fails_and_the_server_goes_on() 
         .batch_execute("CREATE TABLE big USING parquet AS SELECT id, concat('padding-padding-padding-', CAST(id AS STRING)) AS s FROM range(2000000)")
         .await
         .unwrap();
-    client.batch_execute("SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = 4").await.unwrap();
-    let result = client
-        .simple_query("SELECT count(*), max(a.s) FROM big a JOIN big b ON a.id = b.id")
-        .await;
+    client
+        .batch_execute("SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = 4")
+        .await
+        .unwrap();
+    let result = client.simple_query("SELECT count(*), max(a.s) FROM big a JOIN big b ON a.id = b.id").await;
     match result {
         Ok(_) => {
             let rows = text_rows(&client, "SELECT count(*) FROM big a JOIN big b ON a.id = b.id").await;

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 /// The layers from the top; a module may use the ones after it.
-const LAYERS: &[&str] = &["bench", "server", "sql", "explain", "planner", "exec", "storage", "catalog", "config", "error"];
+const LAYERS: &[&str] =
+    &["bench", "server", "sql", "explain", "planner", "exec", "storage", "catalog", "config", "error"];
 
 fn rank(layer: &str) -> Option<usize> {
     LAYERS.iter().position(|l| *l == layer)

@@ -90,11 +90,23 @@ fn shape(plan: &str) -> Vec<String> {
                 continue;
             }
             // Simple EXPLAIN prints scans with their metadata on the tree line.
-            let line = if let Some((scan, _)) = line.split_once(" Batched:") { scan.to_string() } else { line.to_string() };
+            let line =
+                if let Some((scan, _)) = line.split_once(" Batched:") { scan.to_string() } else { line.to_string() };
             shape.push(mask_ids(&line));
             continue;
         }
-        let keep = ["Bucketed:", "SelectedBucketsCount:", "PartitionFilters:", "PushedFilters:", "Join type:", "Arguments: hashpartitioning", "Arguments: SinglePartition", "Arguments: HashedRelationBroadcastMode", "Left keys", "Right keys"];
+        let keep = [
+            "Bucketed:",
+            "SelectedBucketsCount:",
+            "PartitionFilters:",
+            "PushedFilters:",
+            "Join type:",
+            "Arguments: hashpartitioning",
+            "Arguments: SinglePartition",
+            "Arguments: HashedRelationBroadcastMode",
+            "Left keys",
+            "Right keys",
+        ];
         if keep.iter().any(|k| line.starts_with(k)) || line.starts_with('(') && !line.contains("Scan parquet") {
             shape.push(mask_ids(line));
         }
@@ -126,10 +138,18 @@ async fn spark_example_plans_are_reproduced() {
         let ours = explain(&client, &sql).await;
         let (expected, actual) = (shape(&example.plan), shape(&ours));
         if expected != actual {
-            mismatches.insert(example.name.clone(), format!("expected:\n{}\nactual:\n{}\nfull plan:\n{ours}", expected.join("\n"), actual.join("\n")));
+            mismatches.insert(
+                example.name.clone(),
+                format!("expected:\n{}\nactual:\n{}\nfull plan:\n{ours}", expected.join("\n"), actual.join("\n")),
+            );
         }
     }
-    assert!(mismatches.is_empty(), "{} plans differ from Spark's:\n{}", mismatches.len(), mismatches.into_iter().map(|(k, v)| format!("=== {k}\n{v}")).collect::<Vec<_>>().join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} plans differ from Spark's:\n{}",
+        mismatches.len(),
+        mismatches.into_iter().map(|(k, v)| format!("=== {k}\n{v}")).collect::<Vec<_>>().join("\n")
+    );
 }
 
 /// Decisions beyond the examples: hints, joins without keys, key subsets, aggregates, windows.
@@ -185,7 +205,10 @@ async fn planner_rules_beyond_the_examples() {
 
     // Bucket pruning shows in a bucketed scan.
     let pruned = plan("SELECT a.k, count(*) FROM a JOIN b ON a.k = b.k WHERE a.k IN (1, 2) GROUP BY a.k").await;
-    assert!(pruned.contains("SelectedBucketsCount: 2 out of 4") || pruned.contains("SelectedBucketsCount: 1 out of 4"), "{pruned}");
+    assert!(
+        pruned.contains("SelectedBucketsCount: 2 out of 4") || pruned.contains("SelectedBucketsCount: 1 out of 4"),
+        "{pruned}"
+    );
     // Turning bucketing off is explained.
     client.batch_execute("SET spark.sql.sources.bucketing.enabled = false").await.unwrap();
     assert!(plan("SELECT * FROM a JOIN b ON a.k = b.k").await.contains("Bucketed: false (disabled by configuration)"));
@@ -199,8 +222,14 @@ async fn extended_prints_the_parsed_analyzed_and_optimized_plans() {
     let client = server.connect().await;
     client.batch_execute("CREATE TABLE t USING parquet AS SELECT id AS k, id * 2 AS v FROM range(10)").await.unwrap();
     let text = explain(&client, "EXPLAIN EXTENDED SELECT v FROM t WHERE k = '5'").await;
-    let headers = ["== Parsed Logical Plan ==\n", "== Analyzed Logical Plan ==\n", "== Optimized Logical Plan ==\n", "== Physical Plan ==\n"];
-    let starts: Vec<usize> = headers.iter().map(|h| text.find(h).unwrap_or_else(|| panic!("no {h:?} in {text}"))).collect();
+    let headers = [
+        "== Parsed Logical Plan ==\n",
+        "== Analyzed Logical Plan ==\n",
+        "== Optimized Logical Plan ==\n",
+        "== Physical Plan ==\n",
+    ];
+    let starts: Vec<usize> =
+        headers.iter().map(|h| text.find(h).unwrap_or_else(|| panic!("no {h:?} in {text}"))).collect();
     assert!(starts.is_sorted(), "{text}");
     let section = |i: usize| {
         let end = starts.get(i + 1).copied().unwrap_or(text.len());
@@ -212,7 +241,10 @@ async fn extended_prints_the_parsed_analyzed_and_optimized_plans() {
     assert!(analyzed.starts_with("v: bigint\n"), "Spark's output columns line: {text}");
     assert!(analyzed.contains(r#"Filter: t.k = CAST(Utf8("5") AS Int64)"#), "{text}");
     assert!(analyzed.lines().last().is_some_and(|scan| scan.trim() == "TableScan: t"), "{text}");
-    assert!(optimized.contains("TableScan: t projection=[k, v], partial_filters=[t.k IS NOT NULL, t.k = Int64(5)]"), "{text}");
+    assert!(
+        optimized.contains("TableScan: t projection=[k, v], partial_filters=[t.k IS NOT NULL, t.k = Int64(5)]"),
+        "{text}"
+    );
     // COST annotates the optimized plan.
     let cost = explain(&client, "EXPLAIN COST SELECT v FROM t WHERE k = '5'").await;
     assert!(cost.contains("partial_filters=[t.k IS NOT NULL, t.k = Int64(5)], Statistics(sizeInBytes="), "{cost}");

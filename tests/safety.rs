@@ -15,7 +15,9 @@ async fn table_names_never_become_paths() {
     let client = server.connect().await;
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("escaped");
-    for name in [format!("\"{}\"", target.display()), "\"../..\"".to_string(), "\"a/b\"".to_string(), "\".\"".to_string()] {
+    for name in
+        [format!("\"{}\"", target.display()), "\"../..\"".to_string(), "\"a/b\"".to_string(), "\".\"".to_string()]
+    {
         let err = client.batch_execute(&format!("CREATE TABLE {name} (a INT)")).await.unwrap_err();
         assert_eq!(sqlstate(&err), "42602", "{name}: {err:?}");
         let err = client.batch_execute(&format!("CREATE TABLE {name} AS SELECT 1 AS a")).await.unwrap_err();
@@ -23,7 +25,8 @@ async fn table_names_never_become_paths() {
     }
     assert!(!target.exists());
     let warehouse = server.data_dir().join("warehouse");
-    let entries: Vec<_> = std::fs::read_dir(warehouse.join("default")).map(|d| d.flatten().collect()).unwrap_or_default();
+    let entries: Vec<_> =
+        std::fs::read_dir(warehouse.join("default")).map(|d| d.flatten().collect()).unwrap_or_default();
     assert!(entries.is_empty(), "{entries:?}");
     // The connection goes on, and ordinary names work.
     client.batch_execute("CREATE TABLE plain_name_1 (a INT); INSERT INTO plain_name_1 VALUES (1)").await.unwrap();
@@ -38,7 +41,8 @@ async fn a_location_behind_a_symlink_is_resolved_before_the_check() {
     std::fs::create_dir_all(&allowed).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, allowed.join("link")).unwrap();
-    let server = TestServer::start_with_args(&temp.path().join("data"), &["--allow-location", allowed.to_str().unwrap()]);
+    let server =
+        TestServer::start_with_args(&temp.path().join("data"), &["--allow-location", allowed.to_str().unwrap()]);
     let client = server.connect().await;
     let through_link = allowed.join("link").join("t");
     let err = client
@@ -98,7 +102,10 @@ async fn odd_partition_directories_read_as_text_without_a_panic() {
     std::fs::create_dir_all(&odd).unwrap();
     std::fs::copy(&file, odd.join(file.file_name().unwrap())).unwrap();
     client
-        .batch_execute(&format!("CREATE TABLE reader (a INT, d STRING) USING parquet PARTITIONED BY (d) LOCATION '{}'", dir.display()))
+        .batch_execute(&format!(
+            "CREATE TABLE reader (a INT, d STRING) USING parquet PARTITIONED BY (d) LOCATION '{}'",
+            dir.display()
+        ))
         .await
         .unwrap();
     let rows = text_rows(&client, "SELECT d, a FROM reader ORDER BY d").await;
@@ -155,7 +162,10 @@ async fn overwriting_one_table_keeps_the_files_another_table_lists() {
         ))
         .await
         .unwrap();
-    client.batch_execute(&format!("CREATE TABLE second_view (a BIGINT) USING parquet LOCATION '{}'", dir.display())).await.unwrap();
+    client
+        .batch_execute(&format!("CREATE TABLE second_view (a BIGINT) USING parquet LOCATION '{}'", dir.display()))
+        .await
+        .unwrap();
     client.batch_execute("INSERT OVERWRITE TABLE first_view SELECT id FROM range(5)").await.unwrap();
     // Deleted files would go at the end of the statement that retired them; another
     // statement makes sure that moment has passed.
@@ -189,11 +199,26 @@ async fn files_and_directories_are_synced_before_the_commit() {
     let temp = tempfile::tempdir().unwrap();
     let log = temp.path().join("syscalls.log");
     let log_arg = log.to_str().unwrap().to_string();
-    let wrapper =
-        ["strace", "-f", "-y", "-qq", "-e", "signal=none", "-e", "trace=fsync,fdatasync,rename,renameat,renameat2", "-o", &log_arg];
+    let wrapper = [
+        "strace",
+        "-f",
+        "-y",
+        "-qq",
+        "-e",
+        "signal=none",
+        "-e",
+        "trace=fsync,fdatasync,rename,renameat,renameat2",
+        "-o",
+        &log_arg,
+    ];
     let mut server = TestServer::start_under(&wrapper, &temp.path().join("data"), &[]);
     let client = server.connect().await;
-    client.batch_execute("CREATE TABLE synced (k BIGINT, d STRING) USING parquet PARTITIONED BY (d) CLUSTERED BY (k) INTO 4 BUCKETS").await.unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE synced (k BIGINT, d STRING) USING parquet PARTITIONED BY (d) CLUSTERED BY (k) INTO 4 BUCKETS",
+        )
+        .await
+        .unwrap();
     client.batch_execute("INSERT INTO synced SELECT id, CAST(id % 3 AS STRING) FROM range(300)").await.unwrap();
     // The server itself (strace's tracee, whose process id the data directory's lock file
     // holds) ends first: a killed strace would leave it running untraced.
@@ -218,11 +243,16 @@ async fn files_and_directories_are_synced_before_the_commit() {
         let synced = position(&|c| c.starts_with("fsync(") && c.contains(&format!("<{staged}>")));
         assert!(synced.is_some_and(|s| s < *at), "{staged} was not synced before its rename\n{calls:#?}");
         let dir = Path::new(target).parent().unwrap().to_str().unwrap().to_string();
-        let dir_synced = calls.iter().enumerate().skip(*at).find(|(_, c)| c.starts_with("fsync(") && c.contains(&format!("<{dir}>")));
+        let dir_synced = calls
+            .iter()
+            .enumerate()
+            .skip(*at)
+            .find(|(_, c)| c.starts_with("fsync(") && c.contains(&format!("<{dir}>")));
         assert!(dir_synced.is_some(), "{dir} was not synced after the rename\n{calls:#?}");
     }
     let last_rename = renames.iter().map(|r| r.0).max().unwrap();
-    let table_dir_synced = calls.iter().enumerate().skip(last_rename).position(|(_, c)| c.contains(&format!("<{}>", table.display())));
+    let table_dir_synced =
+        calls.iter().enumerate().skip(last_rename).position(|(_, c)| c.contains(&format!("<{}>", table.display())));
     let commit = calls.iter().enumerate().skip(last_rename).position(|(_, c)| c.contains("metastore.sqlite"));
     assert!(table_dir_synced.is_some() && commit.is_some(), "{calls:#?}");
     assert!(table_dir_synced < commit, "the metastore committed before the table directory was synced\n{calls:#?}");

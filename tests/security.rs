@@ -160,7 +160,9 @@ async fn cancel_after(client: &Client, delay: Duration, extended: bool) -> (toki
         (result, Instant::now())
     };
     let ((result, ended), cancelled) =
-        tokio::time::timeout(Duration::from_secs(30), futures::future::join(query, cancel)).await.expect("the query ends");
+        tokio::time::timeout(Duration::from_secs(30), futures::future::join(query, cancel))
+            .await
+            .expect("the query ends");
     (result.expect_err("the query is canceled"), ended.saturating_duration_since(cancelled))
 }
 

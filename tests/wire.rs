@@ -1,7 +1,7 @@
 //! The PostgreSQL protocol as clients meet it: simple and extended query, text and binary
 //! results, command tags, SQLSTATEs, sessions and concurrency.
 
-use chrono::{NaiveDate, NaiveDateTime, DateTime, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use tokio_postgres::SimpleQueryMessage;
 use tokio_postgres::types::Type;
 
@@ -134,7 +134,19 @@ async fn every_result_type_in_text_and_binary() {
     let text = text_rows(&client, sql).await;
     assert_eq!(
         text,
-        vec![vec!["t", "2", "3", "4", "1.5", "2.25", "12.30", "hé", "2026-01-02", "2026-01-02 03:04:05.5", "\\x0102ff"]]
+        vec![vec![
+            "t",
+            "2",
+            "3",
+            "4",
+            "1.5",
+            "2.25",
+            "12.30",
+            "hé",
+            "2026-01-02",
+            "2026-01-02 03:04:05.5",
+            "\\x0102ff"
+        ]]
     );
     let row = client.query_one(sql, &[]).await.unwrap();
     assert!(row.get::<_, bool>(0));
@@ -150,7 +162,10 @@ async fn every_result_type_in_text_and_binary() {
     assert_eq!(row.get::<_, NaiveDateTime>(9), ts);
     assert_eq!(row.get::<_, Vec<u8>>(10), vec![1, 2, 255]);
 
-    client.batch_execute("CREATE TABLE z (ts TIMESTAMP); INSERT INTO z VALUES (TIMESTAMP '2026-01-02 03:04:05')").await.unwrap();
+    client
+        .batch_execute("CREATE TABLE z (ts TIMESTAMP); INSERT INTO z VALUES (TIMESTAMP '2026-01-02 03:04:05')")
+        .await
+        .unwrap();
     let row = client.query_one("SELECT ts FROM z", &[]).await.unwrap();
     assert_eq!(row.columns()[0].type_(), &Type::TIMESTAMPTZ);
     let expected: DateTime<Utc> = ts.and_utc() - chrono::Duration::milliseconds(500);
@@ -167,8 +182,14 @@ async fn spark_sql_functions_and_range() {
     )
     .await;
     assert_eq!(rows, vec![vec!["42", "2026-01-04", "2", "a-b"]]);
-    assert_eq!(text_rows(&client, "SELECT count(*), sum(id), min(id), max(id) FROM range(1000)").await, vec![vec!["1000", "499500", "0", "999"]]);
-    assert_eq!(text_rows(&client, "SELECT id FROM range(10, 0, -4) ORDER BY id").await, vec![vec!["2"], vec!["6"], vec!["10"]]);
+    assert_eq!(
+        text_rows(&client, "SELECT count(*), sum(id), min(id), max(id) FROM range(1000)").await,
+        vec![vec!["1000", "499500", "0", "999"]]
+    );
+    assert_eq!(
+        text_rows(&client, "SELECT id FROM range(10, 0, -4) ORDER BY id").await,
+        vec![vec!["2"], vec!["6"], vec!["10"]]
+    );
     assert_eq!(text_rows(&client, "SELECT count(*) FROM generate_series(1, 5)").await, vec![vec!["5"]]);
 }
 
@@ -179,7 +200,11 @@ async fn sessions_are_separate_and_many_run_at_once() {
     let second = server.connect().await;
     first.batch_execute("SET spark.sql.shuffle.partitions = 7").await.unwrap();
     assert_eq!(text_rows(&first, "SHOW spark.sql.shuffle.partitions").await[0][1], "7");
-    assert_eq!(text_rows(&second, "SHOW spark.sql.shuffle.partitions").await[0][1], "200", "the other session keeps the default");
+    assert_eq!(
+        text_rows(&second, "SHOW spark.sql.shuffle.partitions").await[0][1],
+        "200",
+        "the other session keeps the default"
+    );
 
     first.batch_execute("CREATE TABLE c (id BIGINT)").await.unwrap();
     let mut tasks = Vec::new();

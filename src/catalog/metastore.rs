@@ -119,9 +119,7 @@ pub struct Metastore {
 impl Metastore {
     pub fn open(path: &Path) -> Result<Self, SqlError> {
         let mut conn = Connection::open(path)?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
-        )?;
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         migrations::migrate(&mut conn)?;
         Ok(Metastore { conn: Mutex::new(conn) })
@@ -143,10 +141,7 @@ impl Metastore {
 
     pub fn schema_exists(&self, schema: &str) -> Result<bool, SqlError> {
         self.with_conn(|conn| {
-            Ok(conn
-                .query_row("SELECT 1 FROM schemas WHERE name = ?1", [schema], |_| Ok(()))
-                .optional()?
-                .is_some())
+            Ok(conn.query_row("SELECT 1 FROM schemas WHERE name = ?1", [schema], |_| Ok(())).optional()?.is_some())
         })
     }
 
@@ -193,10 +188,7 @@ impl Metastore {
     pub fn create_table(&self, table: &NewTable, files: &[DataFile]) -> Result<(), SqlError> {
         self.in_transaction(|tx| {
             if !schema_exists(tx, &table.schema)? {
-                return Err(SqlError::undefined_schema(format!(
-                    "schema \"{}\" does not exist",
-                    table.schema
-                )));
+                return Err(SqlError::undefined_schema(format!("schema \"{}\" does not exist", table.schema)));
             }
             if load_table_id(tx, &table.schema, &table.name)?.is_some() {
                 return Err(SqlError::duplicate_table(format!(
@@ -297,9 +289,8 @@ impl Metastore {
     /// pending records go, and the table version moves on.
     pub fn commit_write(&self, table_id: i64, mode: WriteMode, files: &[DataFile]) -> Result<(), SqlError> {
         self.in_transaction(|tx| {
-            let location: Option<String> = tx
-                .query_row("SELECT location FROM tables WHERE id = ?1", [table_id], |row| row.get(0))
-                .optional()?;
+            let location: Option<String> =
+                tx.query_row("SELECT location FROM tables WHERE id = ?1", [table_id], |row| row.get(0)).optional()?;
             let Some(location) = location else {
                 return Err(SqlError::undefined_table("the table was dropped while the write ran"));
             };
@@ -312,7 +303,8 @@ impl Metastore {
     /// is no longer in the table because a concurrent write replaced it first.
     pub fn commit_rewrite(&self, table_id: i64, replaced: &[DataFile], files: &[DataFile]) -> Result<(), SqlError> {
         self.in_transaction(|tx| {
-            let location: String = tx.query_row("SELECT location FROM tables WHERE id = ?1", [table_id], |row| row.get(0))?;
+            let location: String =
+                tx.query_row("SELECT location FROM tables WHERE id = ?1", [table_id], |row| row.get(0))?;
             for file in replaced {
                 let removed = tx.execute(
                     "DELETE FROM data_files WHERE table_id = ?1 AND path = ?2",
@@ -449,19 +441,12 @@ impl Metastore {
 }
 
 fn schema_exists(tx: &Transaction, schema: &str) -> Result<bool, SqlError> {
-    Ok(tx
-        .query_row("SELECT 1 FROM schemas WHERE name = ?1", [schema], |_| Ok(()))
-        .optional()?
-        .is_some())
+    Ok(tx.query_row("SELECT 1 FROM schemas WHERE name = ?1", [schema], |_| Ok(())).optional()?.is_some())
 }
 
 fn load_table_id(tx: &Transaction, schema: &str, name: &str) -> Result<Option<i64>, SqlError> {
     Ok(tx
-        .query_row(
-            "SELECT id FROM tables WHERE schema_name = ?1 AND name = ?2",
-            [schema, name],
-            |row| row.get(0),
-        )
+        .query_row("SELECT id FROM tables WHERE schema_name = ?1 AND name = ?2", [schema, name], |row| row.get(0))
         .optional()?)
 }
 
@@ -525,9 +510,8 @@ fn load_table(tx: &Transaction, schema: &str, name: &str) -> Result<Option<Table
     });
 
     let mut stmt = tx.prepare("SELECT key, value FROM table_properties WHERE table_id = ?1")?;
-    let properties = stmt
-        .query_map([id], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<Result<BTreeMap<_, _>, _>>()?;
+    let properties =
+        stmt.query_map([id], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<BTreeMap<_, _>, _>>()?;
 
     let mut stmt = tx.prepare(
         "SELECT path, partition_path, bucket_id, row_count, byte_size FROM data_files WHERE table_id = ?1 ORDER BY path",

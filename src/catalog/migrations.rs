@@ -29,8 +29,7 @@ pub fn migrate(conn: &mut Connection) -> Result<(), SqlError> {
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         let version = index as i64 + 1;
         let tx = conn.transaction()?;
-        tx.execute_batch(sql)
-            .map_err(|e| SqlError::internal(format!("metastore migration {version} failed: {e}")))?;
+        tx.execute_batch(sql).map_err(|e| SqlError::internal(format!("metastore migration {version} failed: {e}")))?;
         tx.pragma_update(None, "user_version", version)?;
         tx.commit()?;
         tracing::info!(version, "metastore migrated");
@@ -49,8 +48,7 @@ mod tests {
         migrate(&mut conn).unwrap();
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, CURRENT_VERSION);
-        let default: String =
-            conn.query_row("SELECT name FROM schemas", [], |r| r.get(0)).unwrap();
+        let default: String = conn.query_row("SELECT name FROM schemas", [], |r| r.get(0)).unwrap();
         assert_eq!(default, "default");
     }
 

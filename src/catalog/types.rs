@@ -3,9 +3,7 @@
 //! the Parquet files hold (the one Spark writes for the same column, so Spark can read them).
 
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
-use datafusion::sql::sqlparser::ast::{
-    DataType as SqlType, ExactNumberInfo, ObjectName, TimezoneInfo,
-};
+use datafusion::sql::sqlparser::ast::{DataType as SqlType, ExactNumberInfo, ObjectName, TimezoneInfo};
 
 use crate::error::SqlError;
 
@@ -38,21 +36,20 @@ impl SparkType {
             SqlType::Boolean | SqlType::Bool => "boolean".to_string(),
             SqlType::TinyInt(_) | SqlType::Int8(None) => "tinyint".to_string(),
             SqlType::SmallInt(_) | SqlType::Int2(_) => "smallint".to_string(),
-            SqlType::Int(_) | SqlType::Integer(_) | SqlType::Int4(_) | SqlType::MediumInt(_) => {
-                "int".to_string()
-            }
+            SqlType::Int(_) | SqlType::Integer(_) | SqlType::Int4(_) | SqlType::MediumInt(_) => "int".to_string(),
             SqlType::BigInt(_) | SqlType::Int8(Some(_)) | SqlType::Int64 => "bigint".to_string(),
             SqlType::Float(_) | SqlType::Real | SqlType::Float4 => "float".to_string(),
-            SqlType::Double(_) | SqlType::DoublePrecision | SqlType::Float8 | SqlType::Float64 => {
-                "double".to_string()
-            }
+            SqlType::Double(_) | SqlType::DoublePrecision | SqlType::Float8 | SqlType::Float64 => "double".to_string(),
             SqlType::Decimal(info) | SqlType::Numeric(info) | SqlType::Dec(info) => {
                 let (precision, scale) = match info {
                     ExactNumberInfo::None => (10, 0),
                     ExactNumberInfo::Precision(p) => (*p, 0),
-                    ExactNumberInfo::PrecisionAndScale(p, s) => (*p, u64::try_from(*s).map_err(|_| {
-                        SqlError::invalid_parameter(format!("decimal scale {s} must not be negative"))
-                    })?),
+                    ExactNumberInfo::PrecisionAndScale(p, s) => (
+                        *p,
+                        u64::try_from(*s).map_err(|_| {
+                            SqlError::invalid_parameter(format!("decimal scale {s} must not be negative"))
+                        })?,
+                    ),
                 };
                 decimal_type(precision, scale)?
             }
@@ -68,14 +65,10 @@ impl SparkType {
             SqlType::Timestamp(_, TimezoneInfo::WithoutTimeZone) => "timestamp_ntz".to_string(),
             SqlType::Timestamp(_, _) => "timestamp".to_string(),
             SqlType::TimestampNtz(_) => "timestamp_ntz".to_string(),
-            SqlType::Binary(_) | SqlType::Bytea | SqlType::Varbinary(_) | SqlType::Blob(_) => {
-                "binary".to_string()
-            }
+            SqlType::Binary(_) | SqlType::Bytea | SqlType::Varbinary(_) | SqlType::Blob(_) => "binary".to_string(),
             SqlType::Custom(name, modifiers) if modifiers.is_empty() => custom_type(name)?,
             other => {
-                return Err(SqlError::feature_not_supported(format!(
-                    "column type {other} is not supported"
-                )));
+                return Err(SqlError::feature_not_supported(format!("column type {other} is not supported")));
             }
         };
         Ok(SparkType(name))
@@ -96,9 +89,7 @@ impl SparkType {
             | DataType::Decimal64(p, s)
             | DataType::Decimal128(p, s)
             | DataType::Decimal256(p, s) => decimal_type(u64::from(*p), (*s).max(0) as u64)?,
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => {
-                "string".to_string()
-            }
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => "string".to_string(),
             DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "binary".to_string(),
             DataType::Date32 | DataType::Date64 => "date".to_string(),
             DataType::Timestamp(_, Some(_)) => "timestamp".to_string(),
@@ -130,9 +121,7 @@ impl SparkType {
             other => match parse_decimal(other) {
                 Some((p, s)) => DataType::Decimal128(p, s),
                 None => {
-                    return Err(SqlError::internal(format!(
-                        "unknown column type {other} in the metastore"
-                    )));
+                    return Err(SqlError::internal(format!("unknown column type {other} in the metastore")));
                 }
             },
         };
@@ -173,9 +162,7 @@ fn custom_type(name: &ObjectName) -> Result<String, SqlError> {
         "binary" => "binary",
         "string" => "string",
         _ => {
-            return Err(SqlError::undefined_type(format!(
-                "type \"{spelled}\" does not exist"
-            )));
+            return Err(SqlError::undefined_type(format!("type \"{spelled}\" does not exist")));
         }
     };
     Ok(mapped.to_string())

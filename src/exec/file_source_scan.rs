@@ -18,14 +18,14 @@ use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, Pa
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::object_store::ObjectStoreUrl;
-use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::physical_plan::EmptyRecordBatchStream;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::sorts::streaming_merge::StreamingMergeBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
@@ -151,7 +151,12 @@ impl FileSourceScanExec {
 
     pub fn selected_bucket_count(&self) -> Option<usize> {
         let spec = self.bucket_spec()?;
-        Some(self.request.selected_buckets.as_ref().map_or(spec.num_buckets as usize, |s| s.iter().filter(|b| **b).count()))
+        Some(
+            self.request
+                .selected_buckets
+                .as_ref()
+                .map_or(spec.num_buckets as usize, |s| s.iter().filter(|b| **b).count()),
+        )
     }
 
     /// Partition directories read, relative to the table location.
@@ -223,7 +228,9 @@ impl FileSourceScanExec {
         let sort_exprs: Vec<PhysicalSortExpr> = spec
             .sort_columns
             .iter()
-            .map_while(|c| self.output_index(c).map(|i| PhysicalSortExpr::new(Arc::new(Column::new(c, i)), Default::default())))
+            .map_while(|c| {
+                self.output_index(c).map(|i| PhysicalSortExpr::new(Arc::new(Column::new(c, i)), Default::default()))
+            })
             .collect();
         LexOrdering::new(sort_exprs)
     }
@@ -241,7 +248,8 @@ impl FileSourceScanExec {
             .map(|c| Ok((c.clone(), self.request.table_schema.field_with_name(c)?.data_type().clone())))
             .collect::<Result<_>>()?;
         let to_partitioned_file = |file: &DataFile| -> Result<PartitionedFile> {
-            let values = partition_values(&file.partition, &partition_columns).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let values = partition_values(&file.partition, &partition_columns)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
             // The object store's path of a local file: `%` and non-ASCII characters in
             // directory names (Spark escapes partition values as `%XX`) are encoded once, as
             // the local store decodes them, rather than read as escapes themselves.
@@ -317,15 +325,17 @@ impl FileSourceScanExec {
             .filter(|f| !self.request.table.partition_columns.contains(f.name()))
             .cloned()
             .collect();
-        let table_schema =
-            TableSchema::builder(Arc::new(Schema::new(file_fields))).with_table_partition_cols(partition_fields).build();
+        let table_schema = TableSchema::builder(Arc::new(Schema::new(file_fields)))
+            .with_table_partition_cols(partition_fields)
+            .build();
         let mut source = ParquetSource::new(table_schema);
         if let Some(predicate) = &self.request.predicate {
             source = source.with_predicate(Arc::clone(predicate));
         }
         // Partition i must read exactly bucket i: a declared partitioning keeps DataFusion
         // from letting partitions steal each other's files.
-        let declared = (matches!(partitioning, Partitioning::Hash(..)) && self.merged_buckets.is_none()).then(|| partitioning.clone());
+        let declared = (matches!(partitioning, Partitioning::Hash(..)) && self.merged_buckets.is_none())
+            .then(|| partitioning.clone());
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
             .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
             .with_projection_indices(Some(self.request.projection.clone()))?
@@ -348,7 +358,11 @@ impl FileSourceScanExec {
 
 impl DisplayAs for FileSourceScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "FileSourceScanExec: {}.{} bucketed={:?}", self.request.table.schema, self.request.table.name, self.request.status)
+        write!(
+            f,
+            "FileSourceScanExec: {}.{} bucketed={:?}",
+            self.request.table.schema, self.request.table.name, self.request.status
+        )
     }
 }
 
@@ -383,13 +397,17 @@ impl ExecutionPlan for FileSourceScanExec {
         let Some((ranges, ordering)) = &self.merged_buckets else {
             return self.inner.execute(partition, context);
         };
-        let files = ranges.get(partition).cloned().ok_or_else(|| DataFusionError::Internal(format!("no bucket {partition}")))?;
+        let files = ranges
+            .get(partition)
+            .cloned()
+            .ok_or_else(|| DataFusionError::Internal(format!("no bucket {partition}")))?;
         let mut streams = files.map(|i| self.inner.execute(i, Arc::clone(&context))).collect::<Result<Vec<_>>>()?;
         match streams.len() {
             0 => Ok(Box::pin(EmptyRecordBatchStream::new(self.schema()))),
             1 => Ok(streams.remove(0)),
             _ => {
-                let reservation = MemoryConsumer::new(format!("BucketMerge[{partition}]")).register(context.memory_pool());
+                let reservation =
+                    MemoryConsumer::new(format!("BucketMerge[{partition}]")).register(context.memory_pool());
                 StreamingMergeBuilder::new()
                     .with_streams(streams)
                     .with_schema(self.schema())

@@ -17,10 +17,12 @@ use datafusion::common::{JoinType, NullEquality};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_plan::joins::utils::JoinFilter;
-use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec};
-use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::joins::utils::JoinFilter;
+use datafusion::physical_plan::joins::{
+    CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec,
+};
+use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 
 use super::broadcast_exchange::BroadcastExchangeExec;
@@ -137,9 +139,23 @@ impl SparkJoinExec {
     }
 }
 
-fn build(spec: &JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+fn build(
+    spec: &JoinSpec,
+    left: Arc<dyn ExecutionPlan>,
+    right: Arc<dyn ExecutionPlan>,
+) -> Result<Arc<dyn ExecutionPlan>> {
     let hash_join = |left, right, mode| {
-        HashJoinExec::try_new(left, right, spec.on.clone(), spec.filter.clone(), &spec.join_type, None, mode, spec.null_equality, false)
+        HashJoinExec::try_new(
+            left,
+            right,
+            spec.on.clone(),
+            spec.filter.clone(),
+            &spec.join_type,
+            None,
+            mode,
+            spec.null_equality,
+            false,
+        )
     };
     let requires_broadcast = |child: &Arc<dyn ExecutionPlan>| -> Result<()> {
         if child.is::<BroadcastExchangeExec>() || child.is::<BroadcastQueryStageExec>() {
@@ -149,12 +165,33 @@ fn build(spec: &JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn Execution
         }
     };
     Ok(match (spec.strategy, spec.build_side) {
+        // DataFusion 55's sort-merge join null-fills an outer join's filtered-out rows into
+        // batches of the other side's schema, whose columns may be declared non-nullable, and
+        // fails. Both sides are already co-partitioned on the keys, so a partitioned hash join
+        // gives the same rows; the plan still shows Spark's SortMergeJoin.
+        (JoinStrategy::SortMerge, _)
+            if spec.filter.is_some() && matches!(spec.join_type, JoinType::Left | JoinType::Right | JoinType::Full) =>
+        {
+            hash_join(left, right, PartitionMode::Partitioned)?.swap_inputs(PartitionMode::Partitioned)?
+        }
         (JoinStrategy::SortMerge, _) => {
             let options = vec![SortOptions::new(false, true); spec.on.len()];
-            Arc::new(SortMergeJoinExec::try_new(left, right, spec.on.clone(), spec.filter.clone(), spec.join_type, options, spec.null_equality)?)
+            Arc::new(SortMergeJoinExec::try_new(
+                left,
+                right,
+                spec.on.clone(),
+                spec.filter.clone(),
+                spec.join_type,
+                options,
+                spec.null_equality,
+            )?)
         }
-        (JoinStrategy::ShuffledHash, Some(BuildSide::Left)) => Arc::new(hash_join(left, right, PartitionMode::Partitioned)?),
-        (JoinStrategy::ShuffledHash, _) => hash_join(left, right, PartitionMode::Partitioned)?.swap_inputs(PartitionMode::Partitioned)?,
+        (JoinStrategy::ShuffledHash, Some(BuildSide::Left)) => {
+            Arc::new(hash_join(left, right, PartitionMode::Partitioned)?)
+        }
+        (JoinStrategy::ShuffledHash, _) => {
+            hash_join(left, right, PartitionMode::Partitioned)?.swap_inputs(PartitionMode::Partitioned)?
+        }
         (JoinStrategy::BroadcastHash, Some(BuildSide::Left)) => {
             requires_broadcast(&left)?;
             Arc::new(hash_join(left, right, PartitionMode::CollectLeft)?)
@@ -179,11 +216,7 @@ fn build(spec: &JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn Execution
 
 /// One partition of all of `plan`'s rows.
 fn gathered(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
-    if plan.output_partitioning().partition_count() == 1 {
-        plan
-    } else {
-        Arc::new(CoalescePartitionsExec::new(plan))
-    }
+    if plan.output_partitioning().partition_count() == 1 { plan } else { Arc::new(CoalescePartitionsExec::new(plan)) }
 }
 
 impl DisplayAs for SparkJoinExec {

@@ -140,10 +140,8 @@ impl LazyBatchGenerator for RangeGenerator {
         }
         let n = (self.remaining - self.next).min(BATCH_ROWS as u64);
         let base = self.first_value + i128::from(self.next) * i128::from(self.step);
-        let values: Int64Array = (0..n)
-            .map(|i| (base + i128::from(i) * i128::from(self.step)) as i64)
-            .collect::<Vec<i64>>()
-            .into();
+        let values: Int64Array =
+            (0..n).map(|i| (base + i128::from(i) * i128::from(self.step)) as i64).collect::<Vec<i64>>().into();
         self.next += n;
         Ok(Some(RecordBatch::try_new(Arc::clone(&self.schema), vec![Arc::new(values)])?))
     }

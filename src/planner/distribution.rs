@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use datafusion::physical_expr::{Distribution as DfDistribution, PhysicalExpr, physical_exprs_contains, physical_exprs_equal};
+use datafusion::physical_expr::{
+    Distribution as DfDistribution, PhysicalExpr, physical_exprs_contains, physical_exprs_equal,
+};
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 
@@ -55,7 +57,9 @@ pub fn required_distributions(plan: &dyn ExecutionPlan) -> Vec<SparkDistribution
         .map(|d| match d {
             DfDistribution::UnspecifiedDistribution => SparkDistribution::Unspecified,
             DfDistribution::SinglePartition => SparkDistribution::AllTuples,
-            DfDistribution::KeyPartitioned(keys) | DfDistribution::HashPartitioned(keys) => SparkDistribution::Clustered(keys),
+            DfDistribution::KeyPartitioned(keys) | DfDistribution::HashPartitioned(keys) => {
+                SparkDistribution::Clustered(keys)
+            }
         })
         .collect()
 }

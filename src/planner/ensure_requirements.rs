@@ -29,9 +29,9 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitio
 
 use super::distribution::{SparkDistribution, required_distributions, satisfies};
 use super::scan_lineage::{describe_keys, describe_side};
+use crate::config::SparkConf;
 use crate::exec::join::{JoinStrategy, SparkJoinExec};
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
-use crate::config::SparkConf;
 
 pub fn ensure_requirements(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| ensure(node, conf)).map(|t| t.data)
@@ -52,10 +52,15 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
         match distribution {
             SparkDistribution::AllTuples if child.output_partitioning().partition_count() != 1 => {
                 let reason = format!("{} needs all rows in one partition", node.name());
-                *child = Arc::new(ShuffleExchangeExec::new(Arc::clone(child), ExchangePartitioning::Single, Some(reason)));
+                *child =
+                    Arc::new(ShuffleExchangeExec::new(Arc::clone(child), ExchangePartitioning::Single, Some(reason)));
             }
             SparkDistribution::Clustered(keys)
-                if !satisfies(child.output_partitioning(), distribution, conf.require_all_cluster_keys_for_distribution) =>
+                if !satisfies(
+                    child.output_partitioning(),
+                    distribution,
+                    conf.require_all_cluster_keys_for_distribution,
+                ) =>
             {
                 let n = conf.shuffle_partitions;
                 let reason = format!(
@@ -70,21 +75,30 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
         }
     }
 
-    let clustered: Vec<usize> =
-        required.iter().enumerate().filter(|(_, d)| matches!(d, SparkDistribution::Clustered(_))).map(|(i, _)| i).collect();
+    let clustered: Vec<usize> = required
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| matches!(d, SparkDistribution::Clustered(_)))
+        .map(|(i, _)| i)
+        .collect();
     if clustered.len() >= 2 {
         co_partition(&mut children, &required, &clustered, conf);
     }
 
     for (index, child) in children.iter_mut().enumerate() {
         if let Some(ordering) = required_ordering(node.as_ref(), index)
-            && !child.equivalence_properties().ordering_satisfy(ordering.clone())? {
-                *child = Arc::new(SortExec::new(ordering, Arc::clone(child)).with_preserve_partitioning(true));
-            }
+            && !child.equivalence_properties().ordering_satisfy(ordering.clone())?
+        {
+            *child = Arc::new(SortExec::new(ordering, Arc::clone(child)).with_preserve_partitioning(true));
+        }
     }
 
     let changed = children.iter().zip(&original).any(|(a, b)| !Arc::ptr_eq(a, b));
-    if changed { Ok(Transformed::yes(replace_children_if_necessary(node, children)?)) } else { Ok(Transformed::no(node)) }
+    if changed {
+        Ok(Transformed::yes(replace_children_if_necessary(node, children)?))
+    } else {
+        Ok(Transformed::no(node))
+    }
 }
 
 /// A global sort (or top-k) over several partitions sorts each partition and merges the
@@ -95,7 +109,9 @@ fn sort_then_merge(node: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPla
     if sort.preserve_partitioning() || sort.input().output_partitioning().partition_count() <= 1 {
         return None;
     }
-    let local = SortExec::new(sort.expr().clone(), Arc::clone(sort.input())).with_preserve_partitioning(true).with_fetch(sort.fetch());
+    let local = SortExec::new(sort.expr().clone(), Arc::clone(sort.input()))
+        .with_preserve_partitioning(true)
+        .with_fetch(sort.fetch());
     Some(Arc::new(SortPreservingMergeExec::new(sort.expr().clone(), Arc::new(local)).with_fetch(sort.fetch())))
 }
 
@@ -157,14 +173,16 @@ impl ShuffleSpec {
     /// `HashShuffleSpec.createPartitioning`: this spec's hash keys, mapped by position onto
     /// another child's clustering keys.
     fn create_partitioning(&self, clustering: &[Arc<dyn PhysicalExpr>]) -> Vec<Arc<dyn PhysicalExpr>> {
-        self.exprs
-            .iter()
-            .filter_map(|e| self.key_positions(e).first().map(|p| Arc::clone(&clustering[*p])))
-            .collect()
+        self.exprs.iter().filter_map(|e| self.key_positions(e).first().map(|p| Arc::clone(&clustering[*p]))).collect()
     }
 }
 
-fn co_partition(children: &mut [Arc<dyn ExecutionPlan>], required: &[SparkDistribution], clustered: &[usize], conf: &SparkConf) {
+fn co_partition(
+    children: &mut [Arc<dyn ExecutionPlan>],
+    required: &[SparkDistribution],
+    clustered: &[usize],
+    conf: &SparkConf,
+) {
     let clustering = |i: usize| match &required[i] {
         SparkDistribution::Clustered(keys) => keys.clone(),
         _ => Vec::new(),
@@ -178,7 +196,9 @@ fn co_partition(children: &mut [Arc<dyn ExecutionPlan>], required: &[SparkDistri
     let consider_min_parallelism = specs.iter().all(|(i, s)| !s.can_create_partitioning(conf) || is_shuffle(*i));
     let candidates: Vec<&(usize, ShuffleSpec)> = specs
         .iter()
-        .filter(|(_, s)| s.can_create_partitioning(conf) && (!consider_min_parallelism || s.partitions >= conf.shuffle_partitions))
+        .filter(|(_, s)| {
+            s.can_create_partitioning(conf) && (!consider_min_parallelism || s.partitions >= conf.shuffle_partitions)
+        })
         .collect();
     fn most_partitions(pool: Vec<&(usize, ShuffleSpec)>) -> Option<&(usize, ShuffleSpec)> {
         pool.into_iter().fold(None, |best, c| match best {
@@ -216,7 +236,10 @@ fn co_partition(children: &mut [Arc<dyn ExecutionPlan>], required: &[SparkDistri
                 describe_side(&input)
             ),
         };
-        replacements.push((*index, Arc::new(ShuffleExchangeExec::new(input, ExchangePartitioning::Hash(exprs, partitions), Some(reason)))));
+        replacements.push((
+            *index,
+            Arc::new(ShuffleExchangeExec::new(input, ExchangePartitioning::Hash(exprs, partitions), Some(reason))),
+        ));
     }
     for (index, replacement) in replacements {
         children[index] = replacement;

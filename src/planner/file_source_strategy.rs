@@ -21,8 +21,8 @@ use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};
 
 use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
-use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::config::SparkConf;
+use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::partition_path::partition_values;
 
@@ -58,7 +58,9 @@ pub fn plan_scan(
     let status = match table.bucket_spec.as_ref() {
         None => BucketedStatus::NotBucketedTable,
         Some(_) if !conf.bucketing_enabled => BucketedStatus::DisabledByConfiguration,
-        Some(spec) if spec.bucket_columns.iter().all(|c| projection.iter().any(|i| table_schema.field(*i).name() == c)) => {
+        Some(spec)
+            if spec.bucket_columns.iter().all(|c| projection.iter().any(|i| table_schema.field(*i).name() == c)) =>
+        {
             BucketedStatus::Bucketed
         }
         Some(_) => BucketedStatus::BucketColumnsNotRead,
@@ -86,7 +88,12 @@ pub fn plan_scan(
 }
 
 /// Keeps the files of partitions whose values satisfy every partition filter.
-fn prune_partitions(state: &dyn Session, table: &TableMeta, schema: &Schema, filters: &[&Expr]) -> Result<Vec<DataFile>> {
+fn prune_partitions(
+    state: &dyn Session,
+    table: &TableMeta,
+    schema: &Schema,
+    filters: &[&Expr],
+) -> Result<Vec<DataFile>> {
     if filters.is_empty() {
         return Ok(table.files.clone());
     }
@@ -99,7 +106,8 @@ fn prune_partitions(state: &dyn Session, table: &TableMeta, schema: &Schema, fil
         table.partition_columns.iter().map(|c| schema.field_with_name(c).cloned()).collect::<Result<Vec<_>, _>>()?,
     ));
     let df_schema = DFSchema::try_from(Arc::clone(&partition_schema))?;
-    let predicate = state.create_physical_expr(conjunction(filters.iter().map(|e| (*e).clone())).expect("non-empty"), &df_schema)?;
+    let predicate = state
+        .create_physical_expr(conjunction(filters.iter().map(|e| (*e).clone())).expect("non-empty"), &df_schema)?;
     let mut verdicts: BTreeMap<&str, bool> = BTreeMap::new();
     for file in &table.files {
         if verdicts.contains_key(file.partition.as_str()) {

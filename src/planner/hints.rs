@@ -139,9 +139,7 @@ fn parse_hint_text(text: &str) -> Vec<Hint> {
     let mut rest = text;
     loop {
         rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
-        let name_len = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
+        let name_len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
         if name_len == 0 {
             return hints;
         }
@@ -237,28 +235,15 @@ mod tests {
         assert_eq!(
             extract_hints(select_of(&stmt)),
             [
-                Hint {
-                    name: "BROADCAST".to_string(),
-                    args: vec!["a".to_string()]
-                },
-                Hint {
-                    name: "MERGE".to_string(),
-                    args: vec!["b".to_string(), "c".to_string()]
-                },
-                Hint {
-                    name: "SHUFFLE_HASH".to_string(),
-                    args: vec!["d".to_string()]
-                },
-                Hint {
-                    name: "COALESCE".to_string(),
-                    args: vec!["3".to_string()]
-                },
+                Hint { name: "BROADCAST".to_string(), args: vec!["a".to_string()] },
+                Hint { name: "MERGE".to_string(), args: vec!["b".to_string(), "c".to_string()] },
+                Hint { name: "SHUFFLE_HASH".to_string(), args: vec!["d".to_string()] },
+                Hint { name: "COALESCE".to_string(), args: vec!["3".to_string()] },
             ]
         );
         assert!(stmt.to_string().starts_with("SELECT /*+ BROADCAST(a)"));
 
-        let stmt =
-            parse("SELECT /*+ REPARTITION(4, t.c, f(x, y)), NOARGS, EMPTY() */ * FROM t");
+        let stmt = parse("SELECT /*+ REPARTITION(4, t.c, f(x, y)), NOARGS, EMPTY() */ * FROM t");
         assert_eq!(
             extract_hints(select_of(&stmt)),
             [
@@ -266,22 +251,13 @@ mod tests {
                     name: "REPARTITION".to_string(),
                     args: vec!["4".to_string(), "t.c".to_string(), "f(x, y)".to_string()]
                 },
-                Hint {
-                    name: "NOARGS".to_string(),
-                    args: vec![]
-                },
-                Hint {
-                    name: "EMPTY".to_string(),
-                    args: vec![]
-                },
+                Hint { name: "NOARGS".to_string(), args: vec![] },
+                Hint { name: "EMPTY".to_string(), args: vec![] },
             ]
         );
 
         let stmt = parse("SELECT /*+ BROADCAST(a) */ /*+ MERGE(b) */ * FROM a, b");
-        let names: Vec<String> = extract_hints(select_of(&stmt))
-            .into_iter()
-            .map(|h| h.name)
-            .collect();
+        let names: Vec<String> = extract_hints(select_of(&stmt)).into_iter().map(|h| h.name).collect();
         assert_eq!(names, ["BROADCAST", "MERGE"]);
 
         let stmt = parse("SELECT /*+ BROADCAST(a) ?? MERGE(b) */ * FROM a");
@@ -295,8 +271,7 @@ mod tests {
         let stmt = parse("SELECT * FROM a");
         assert!(extract_hints(select_of(&stmt)).is_empty());
 
-        let Statement::Insert(insert) =
-            parse("INSERT INTO t SELECT /*+ BROADCAST(s) */ * FROM s JOIN u USING (k)")
+        let Statement::Insert(insert) = parse("INSERT INTO t SELECT /*+ BROADCAST(s) */ * FROM s JOIN u USING (k)")
         else {
             panic!("expected INSERT");
         };

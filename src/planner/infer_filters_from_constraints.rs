@@ -76,7 +76,8 @@ fn widens(from: &DataType, to: &DataType) -> bool {
         }
         _ if from.is_integer() && to.is_integer() => match (integer_digits(from), integer_digits(to)) {
             (Some((_, from_signed)), Some((_, to_signed))) => {
-                (from_signed == to_signed && width(to) >= width(from)) || (!from_signed && to_signed && width(to) > width(from))
+                (from_signed == to_signed && width(to) >= width(from))
+                    || (!from_signed && to_signed && width(to) > width(from))
             }
             _ => false,
         },
@@ -116,7 +117,8 @@ impl OptimizerRule for InferFiltersFromConstraints {
     fn rewrite(&self, plan: LogicalPlan, _config: &dyn OptimizerConfig) -> Result<Transformed<LogicalPlan>> {
         plan.transform_up(|node| match node {
             LogicalPlan::Filter(filter) => {
-                let (predicates, changed) = infer(split_conjunction_owned(filter.predicate.clone()), filter.input.schema());
+                let (predicates, changed) =
+                    infer(split_conjunction_owned(filter.predicate.clone()), filter.input.schema());
                 if !changed {
                     return Ok(Transformed::no(LogicalPlan::Filter(filter)));
                 }

@@ -17,18 +17,18 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{JoinType, NullEquality};
 use datafusion::error::Result;
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_plan::joins::utils::JoinFilter;
-use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::joins::utils::JoinFilter;
+use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec};
 use datafusion::physical_plan::projection::ProjectionExec;
 
 use super::hints::{JoinHint, QueryHints};
 use super::statistics::size_in_bytes;
+use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
-use crate::config::SparkConf;
 
 type JoinKeys = Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>;
 
@@ -93,7 +93,10 @@ fn can_broadcast(side: BuildSide, join_type: JoinType) -> bool {
     match side {
         BuildSide::Left => matches!(join_type, JoinType::Inner | JoinType::Right),
         BuildSide::Right => {
-            matches!(join_type, JoinType::Inner | JoinType::Left | JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark)
+            matches!(
+                join_type,
+                JoinType::Inner | JoinType::Left | JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark
+            )
         }
     }
 }
@@ -104,7 +107,13 @@ fn can_build_hash(side: BuildSide, join_type: JoinType) -> bool {
         BuildSide::Left => matches!(join_type, JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full),
         BuildSide::Right => matches!(
             join_type,
-            JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full | JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark
+            JoinType::Inner
+                | JoinType::Left
+                | JoinType::Right
+                | JoinType::Full
+                | JoinType::LeftSemi
+                | JoinType::LeftAnti
+                | JoinType::LeftMark
         ),
     }
 }
@@ -135,7 +144,11 @@ fn pick(left_ok: bool, right_ok: bool, left_size: u128, right_size: u128) -> Opt
     }
 }
 
-pub fn join_selection(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
+pub fn join_selection(
+    plan: Arc<dyn ExecutionPlan>,
+    conf: &SparkConf,
+    hints: &QueryHints,
+) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| {
         if let Some(join) = LogicalJoin::from_plan(node.as_ref()) {
             return Ok(Transformed::yes(select(normalized(join), conf, hints)?));
@@ -185,7 +198,9 @@ fn fold_right_key_projection(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc
     }
     // Where the appended columns land in the join's output, if they are part of it.
     let right_offset = match join.spec().join_type {
-        JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full => Some(join.left().schema().fields().len()),
+        JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full => {
+            Some(join.left().schema().fields().len())
+        }
         _ => None,
     };
     if let Some(offset) = right_offset {
@@ -201,14 +216,23 @@ fn fold_right_key_projection(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc
             return Ok(None);
         }
     }
-    let appended = |e: &Arc<dyn PhysicalExpr>| e.downcast_ref::<Column>().filter(|c| c.index() >= width).map(|c| Arc::clone(&exprs[c.index()]));
+    let appended = |e: &Arc<dyn PhysicalExpr>| {
+        e.downcast_ref::<Column>().filter(|c| c.index() >= width).map(|c| Arc::clone(&exprs[c.index()]))
+    };
     let mut spec = join.spec().clone();
-    if !spec.on.iter().all(|(_, r)| appended(r).is_some() || r.downcast_ref::<Column>().is_some_and(|c| c.index() < width)) {
+    if !spec
+        .on
+        .iter()
+        .all(|(_, r)| appended(r).is_some() || r.downcast_ref::<Column>().is_some_and(|c| c.index() < width))
+    {
         return Ok(None);
     }
     spec.on = spec.on.into_iter().map(|(l, r)| (l, appended(&r).unwrap_or(r))).collect();
     let right: Arc<dyn ExecutionPlan> = match broadcast {
-        Some(_) => Arc::new(BroadcastExchangeExec::new(Arc::clone(input), spec.on.iter().map(|(_, r)| Arc::clone(r)).collect())),
+        Some(_) => Arc::new(BroadcastExchangeExec::new(
+            Arc::clone(input),
+            spec.on.iter().map(|(_, r)| Arc::clone(r)).collect(),
+        )),
         None => Arc::clone(input),
     };
     let join = Arc::new(SparkJoinExec::try_new(spec, Arc::clone(join.left()), right)?);

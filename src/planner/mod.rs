@@ -43,7 +43,11 @@ use join_selection::join_selection;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 
 /// Plans `plan` for execution. The session's [`SparkConf`] must be installed in `state`.
-pub async fn create_physical_plan(state: &SessionState, plan: &LogicalPlan, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
+pub async fn create_physical_plan(
+    state: &SessionState,
+    plan: &LogicalPlan,
+    hints: &QueryHints,
+) -> Result<Arc<dyn ExecutionPlan>> {
     let conf = state.config().get_extension::<SparkConf>().map(|c| (*c).clone()).unwrap_or_default();
     let lowered = state.create_physical_plan(plan).await?;
     let plan = resolve_grouping_analytics(lowered)?;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
-use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
 use crate::exec::expand::ExpandExec;
 

@@ -28,7 +28,11 @@ pub fn describe_side(plan: &Arc<dyn ExecutionPlan>) -> String {
     match (scan.bucket_spec(), scan.status()) {
         (None, _) => format!("{table} (not bucketed)"),
         (Some(spec), BucketedStatus::Bucketed) => {
-            format!("{table} (bucketed by {} into {} buckets)", spec.bucket_columns.join(", "), scan.coalesced_to().unwrap_or(spec.num_buckets))
+            format!(
+                "{table} (bucketed by {} into {} buckets)",
+                spec.bucket_columns.join(", "),
+                scan.coalesced_to().unwrap_or(spec.num_buckets)
+            )
         }
         (Some(spec), status) => format!(
             "{table} (bucketed by {}, but read without buckets: {})",

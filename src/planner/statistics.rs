@@ -10,19 +10,19 @@
 
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::common::JoinType;
-use datafusion::physical_plan::aggregates::AggregateExec;
-use datafusion::physical_plan::filter::FilterExec;
-use datafusion::physical_plan::limit::GlobalLimitExec;
-use datafusion::physical_plan::union::UnionExec;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::aggregates::AggregateExec;
 use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::limit::GlobalLimitExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::union::UnionExec;
 
 use crate::exec::file_source_scan::FileSourceScanExec;
-use crate::exec::range::range_splits;
 use crate::exec::join::SparkJoinExec;
+use crate::exec::range::range_splits;
 
 /// Spark's `DataType.defaultSize`.
 fn default_size(data_type: &DataType) -> u128 {
@@ -65,13 +65,15 @@ pub fn size_in_bytes(plan: &dyn ExecutionPlan) -> u128 {
         return children.iter().fold(0u128, |total, c| total.saturating_add(size_in_bytes(c.as_ref())));
     }
     if let Some(limit) = plan.downcast_ref::<GlobalLimitExec>()
-        && let Some(fetch) = limit.fetch() {
-            return (fetch as u128).saturating_mul(row_size(&plan.schema())).max(1);
-        }
+        && let Some(fetch) = limit.fetch()
+    {
+        return (fetch as u128).saturating_mul(row_size(&plan.schema())).max(1);
+    }
     if let Some(aggregate) = plan.downcast_ref::<AggregateExec>()
-        && aggregate.group_expr().is_empty() {
-            return row_size(&plan.schema());
-        }
+        && aggregate.group_expr().is_empty()
+    {
+        return row_size(&plan.schema());
+    }
     match children.as_slice() {
         [] => leaf_size(plan),
         [child] => {
@@ -102,7 +104,8 @@ fn leaf_size(plan: &dyn ExecutionPlan) -> u128 {
     if plan.is::<EmptyExec>() {
         return 0;
     }
-    let memory = plan.downcast_ref::<DataSourceExec>().and_then(|s| s.data_source().downcast_ref::<MemorySourceConfig>());
+    let memory =
+        plan.downcast_ref::<DataSourceExec>().and_then(|s| s.data_source().downcast_ref::<MemorySourceConfig>());
     match memory {
         Some(memory) => {
             let rows: usize = memory.partitions().iter().flatten().map(|b| b.num_rows()).sum();

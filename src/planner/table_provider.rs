@@ -12,8 +12,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::catalog::metastore::{Metastore, TableMeta};
 use super::file_source_strategy::{is_partition_filter, plan_scan};
+use crate::catalog::metastore::{Metastore, TableMeta};
 use crate::error::SqlError;
 
 /// The catalog name Spark gives its session catalog; plans and DESCRIBE print it.
@@ -59,10 +59,9 @@ impl CatalogProvider for MetastoreCatalog {
             return Some(Arc::clone(schema));
         }
         match self.metastore.0.schema_exists(name) {
-            Ok(true) => Some(Arc::new(MetastoreSchema {
-                metastore: Arc::clone(&self.metastore),
-                schema: name.to_string(),
-            })),
+            Ok(true) => {
+                Some(Arc::new(MetastoreSchema { metastore: Arc::clone(&self.metastore), schema: name.to_string() }))
+            }
             _ => None,
         }
     }
@@ -81,11 +80,7 @@ impl SchemaProvider for MetastoreSchema {
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        let meta = self
-            .metastore
-            .0
-            .table(&self.schema, name)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let meta = self.metastore.0.table(&self.schema, name).map_err(|e| DataFusionError::External(Box::new(e)))?;
         Ok(meta.map(|m| Arc::new(ParquetTable::new(m)) as Arc<dyn TableProvider>))
     }
 

@@ -7,8 +7,8 @@
 use std::future::pending;
 use std::sync::Arc;
 
-use futures::future::{BoxFuture, FutureExt, Shared};
 use futures::Stream;
+use futures::future::{BoxFuture, FutureExt, Shared};
 use pgwire::api::{ClientInfo, ConnectionHandle};
 use pgwire::error::{PgWireError, PgWireResult};
 

@@ -27,9 +27,9 @@ use super::encoding::{
     BinaryError, decode_binary, encode_batch, field_infos, numeric_binary_text, parse_bytea, pg_type, user_error,
 };
 use crate::catalog::types::SparkType;
+use crate::error::SqlError;
 use crate::sql::copy::{CopyFormat, CopyIn, CopyOptions, CopyOut};
 use crate::sql::dml::append_batches;
-use crate::error::SqlError;
 use crate::sql::session::Session;
 
 /// Rows per batch handed to the table writer.
@@ -148,7 +148,13 @@ impl<'a> RowBuilder<'a> {
     }
 
     /// `COPY t, line 3, column a: ...`, as PostgreSQL's error context reads.
-    fn error(&self, code: &'static str, line: usize, field: Option<usize>, message: impl std::fmt::Display) -> SqlError {
+    fn error(
+        &self,
+        code: &'static str,
+        line: usize,
+        field: Option<usize>,
+        message: impl std::fmt::Display,
+    ) -> SqlError {
         let column = field.map(|f| format!(", column {}", self.copy.table_schema.field(self.copy.columns[f]).name()));
         SqlError::new(code, format!("COPY {}, line {line}{}: {message}", self.copy.table, column.unwrap_or_default()))
     }
@@ -179,7 +185,8 @@ impl<'a> RowBuilder<'a> {
 
     fn flush(&mut self) -> Result<(), SqlError> {
         let schema = &self.copy.table_schema;
-        let mut columns: Vec<ArrayRef> = schema.fields().iter().map(|f| new_null_array(f.data_type(), self.lines.len())).collect();
+        let mut columns: Vec<ArrayRef> =
+            schema.fields().iter().map(|f| new_null_array(f.data_type(), self.lines.len())).collect();
         for field in 0..self.copy.columns.len() {
             let dt = self.column_type(field).clone();
             columns[self.copy.columns[field]] = if self.copy.options.format == CopyFormat::Binary {
@@ -187,8 +194,14 @@ impl<'a> RowBuilder<'a> {
             } else {
                 let text = self.text[field].finish();
                 parse_column(&text, &dt).map_err(|row| {
-                    let ty = SparkType::from_arrow(&dt).map(|t| t.as_str().to_string()).unwrap_or_else(|_| dt.to_string());
-                    self.error("22P02", self.lines[row], Some(field), format!("invalid input syntax for type {ty}: \"{}\"", text.value(row)))
+                    let ty =
+                        SparkType::from_arrow(&dt).map(|t| t.as_str().to_string()).unwrap_or_else(|_| dt.to_string());
+                    self.error(
+                        "22P02",
+                        self.lines[row],
+                        Some(field),
+                        format!("invalid input syntax for type {ty}: \"{}\"", text.value(row)),
+                    )
                 })?
             };
         }
@@ -209,7 +222,9 @@ impl<'a> RowBuilder<'a> {
 fn parse_column(text: &StringArray, dt: &DataType) -> Result<ArrayRef, usize> {
     let parsed: ArrayRef = match dt {
         DataType::Utf8 => return Ok(Arc::new(text.clone())),
-        DataType::Binary => Arc::new(text.iter().map(|v| v.and_then(|v| parse_bytea(v.as_bytes()))).collect::<BinaryArray>()),
+        DataType::Binary => {
+            Arc::new(text.iter().map(|v| v.and_then(|v| parse_bytea(v.as_bytes()))).collect::<BinaryArray>())
+        }
         _ => cast_with_options(text, dt, &CastOptions { safe: true, ..Default::default() }).map_err(|_| 0usize)?,
     };
     match (0..text.len()).find(|&i| text.is_valid(i) && parsed.is_null(i)) {
@@ -405,7 +420,10 @@ fn read_binary(data: &[u8], rows: &mut RowBuilder) -> Result<(), SqlError> {
     if flags & (1 << 16) != 0 {
         return Err(SqlError::feature_not_supported("binary COPY with OIDs is not supported"));
     }
-    let extension = reader.i32().and_then(|n| usize::try_from(n).ok()).ok_or_else(|| bad("invalid COPY file header (missing length)"))?;
+    let extension = reader
+        .i32()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| bad("invalid COPY file header (missing length)"))?;
     reader.take(extension).ok_or_else(|| bad("invalid COPY file header (wrong length)"))?;
     let mut line = 0;
     loop {
@@ -415,7 +433,12 @@ fn read_binary(data: &[u8], rows: &mut RowBuilder) -> Result<(), SqlError> {
             return Ok(());
         }
         if count as usize != copy.columns.len() {
-            return Err(rows.error("22P04", line, None, format!("row field count is {count}, expected {}", copy.columns.len())));
+            return Err(rows.error(
+                "22P04",
+                line,
+                None,
+                format!("row field count is {count}, expected {}", copy.columns.len()),
+            ));
         }
         let mut fields = Vec::with_capacity(count as usize);
         for field in 0..count as usize {
@@ -423,7 +446,10 @@ fn read_binary(data: &[u8], rows: &mut RowBuilder) -> Result<(), SqlError> {
             let value = match reader.i32() {
                 Some(-1) => ScalarValue::try_from(dt)?,
                 Some(len) => {
-                    let raw = usize::try_from(len).ok().and_then(|len| reader.take(len)).ok_or_else(|| bad("unexpected EOF in COPY data"))?;
+                    let raw = usize::try_from(len)
+                        .ok()
+                        .and_then(|len| reader.take(len))
+                        .ok_or_else(|| bad("unexpected EOF in COPY data"))?;
                     binary_value(dt, raw).map_err(|m| rows.error("22P03", line, Some(field), m))?
                 }
                 None => return Err(bad("unexpected EOF in COPY data")),
@@ -458,7 +484,9 @@ fn binary_value(dt: &DataType, raw: &[u8]) -> Result<ScalarValue, String> {
     if let DataType::Decimal128(..) = dt {
         return match numeric_binary_text(raw)?.as_str() {
             "NaN" | "Infinity" | "-Infinity" => Err("NaN and infinite numerics cannot be stored".to_string()),
-            text => ScalarValue::try_from_string(text.to_string(), dt).map_err(|_| "numeric field overflow".to_string()),
+            text => {
+                ScalarValue::try_from_string(text.to_string(), dt).map_err(|_| "numeric field overflow".to_string())
+            }
         };
     }
     let ty = pg_type(dt).map_err(|_| unsupported())?;

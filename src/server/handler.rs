@@ -39,7 +39,11 @@ impl ConnectionHandlers {
             startup: Arc::new(Startup::new(Arc::clone(auth), Arc::clone(&session))),
             cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(auth.connection_manager()))),
             copy: Arc::clone(&copy),
-            handler: Arc::new(QueryHandler { parser: Arc::new(StatementParser { session: Arc::clone(&session) }), session, copy }),
+            handler: Arc::new(QueryHandler {
+                parser: Arc::new(StatementParser { session: Arc::clone(&session) }),
+                session,
+                copy,
+            }),
         }
     }
 }
@@ -144,14 +148,17 @@ pub struct StatementParser {
 impl QueryParser for StatementParser {
     type Statement = Arc<Prepared>;
 
-    async fn parse_sql<C>(&self, _client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Self::Statement>>
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let declared: Vec<_> = types
-            .iter()
-            .map(|t| t.as_ref().filter(|t| **t != Type::UNKNOWN).and_then(arrow_type))
-            .collect();
+        let declared: Vec<_> =
+            types.iter().map(|t| t.as_ref().filter(|t| **t != Type::UNKNOWN).and_then(arrow_type)).collect();
         let prepared = self.session.prepare(sql, &declared).await.map_err(to_pgwire)?;
         Ok(prepared.map(Arc::new))
     }
@@ -183,7 +190,12 @@ impl ExtendedQueryHandler for QueryHandler {
         Arc::clone(&self.parser)
     }
 
-    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: pgwire::api::store::PortalStore<Statement = Self::Statement>,

@@ -28,7 +28,12 @@ pub struct Server {
 
 impl Server {
     /// `tls`: offer TLS to clients that ask for it.
-    pub async fn bind(addr: &str, engine: Arc<Engine>, auth: Authenticator, tls: Option<TlsAcceptor>) -> std::io::Result<Self> {
+    pub async fn bind(
+        addr: &str,
+        engine: Arc<Engine>,
+        auth: Authenticator,
+        tls: Option<TlsAcceptor>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         Ok(Server { listener, engine, auth: Arc::new(auth), tls })
     }

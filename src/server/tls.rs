@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use pgwire::tokio::TlsAcceptor;
+use pgwire::tokio::tokio_rustls::rustls::ServerConfig;
 use pgwire::tokio::tokio_rustls::rustls::crypto::ring;
 use pgwire::tokio::tokio_rustls::rustls::pki_types::pem::PemObject;
 use pgwire::tokio::tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use pgwire::tokio::tokio_rustls::rustls::ServerConfig;
 
 /// An acceptor for the PEM certificate chain in `cert` and the private key in `key`.
 pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAcceptor> {
@@ -17,7 +17,8 @@ pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAcceptor> {
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .with_context(|| format!("reading the certificates in {}", cert.display()))?;
     anyhow::ensure!(!chain.is_empty(), "{} holds no certificate", cert.display());
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading the private key in {}", key.display()))?;
+    let key =
+        PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading the private key in {}", key.display()))?;
     let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()

@@ -14,10 +14,10 @@ use datafusion::sql::sqlparser::ast::{
 use futures::{StreamExt, stream};
 
 use super::dialect::{BucketSqlStatement, parse_sql};
-use crate::error::SqlError;
 use super::output::Output;
 use super::session::Session;
 use super::statement::table_name;
+use crate::error::SqlError;
 use crate::planner::table_provider::table_schema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,9 +63,9 @@ pub async fn copy(session: &Session, stmt: &Statement) -> Result<Output, SqlErro
     match (to, target) {
         (false, CopyTarget::Stdin) if values.is_empty() => copy_in(session, source, options),
         (true, CopyTarget::Stdout) => copy_out(session, source, options).await,
-        (false, CopyTarget::Stdin) => Err(SqlError::feature_not_supported(
-            "COPY data must follow as CopyData messages, not inside the statement",
-        )),
+        (false, CopyTarget::Stdin) => {
+            Err(SqlError::feature_not_supported("COPY data must follow as CopyData messages, not inside the statement"))
+        }
         _ => Err(SqlError::feature_not_supported(
             "COPY with a file or program on the server is not supported; use FROM STDIN / TO STDOUT (psql's \\copy)",
         )),
@@ -88,15 +88,20 @@ fn copy_in(session: &Session, source: &CopySource, options: CopyOptions) -> Resu
     } else {
         let mut indices: Vec<usize> = Vec::with_capacity(columns.len());
         for column in columns {
-            let index = table_schema
-                .fields()
-                .iter()
-                .position(|f| f.name().eq_ignore_ascii_case(&column.value))
-                .ok_or_else(|| {
-                    SqlError::undefined_column(format!("column \"{}\" of relation \"{table}\" does not exist", column.value))
-                })?;
+            let index =
+                table_schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(&column.value)).ok_or_else(
+                    || {
+                        SqlError::undefined_column(format!(
+                            "column \"{}\" of relation \"{table}\" does not exist",
+                            column.value
+                        ))
+                    },
+                )?;
             if indices.contains(&index) {
-                return Err(SqlError::duplicate_column(format!("column \"{}\" specified more than once", column.value)));
+                return Err(SqlError::duplicate_column(format!(
+                    "column \"{}\" specified more than once",
+                    column.value
+                )));
             }
             indices.push(index);
         }
@@ -154,7 +159,9 @@ impl CopyOptions {
                         "text" => CopyFormat::Text,
                         "csv" => CopyFormat::Csv,
                         "binary" => CopyFormat::Binary,
-                        other => return Err(SqlError::invalid_parameter(format!("COPY format \"{other}\" not recognized"))),
+                        other => {
+                            return Err(SqlError::invalid_parameter(format!("COPY format \"{other}\" not recognized")));
+                        }
                     }
                 }
                 CopyOption::Header(on) => header = *on,
@@ -225,11 +232,17 @@ mod tests {
     #[test]
     fn reads_new_and_legacy_option_syntax() {
         let text = options("COPY t FROM STDIN").unwrap();
-        assert_eq!((text.format, text.delimiter, text.null.as_str(), text.header), (CopyFormat::Text, b'\t', "\\N", false));
+        assert_eq!(
+            (text.format, text.delimiter, text.null.as_str(), text.header),
+            (CopyFormat::Text, b'\t', "\\N", false)
+        );
         let csv = options("COPY t (a, b) FROM STDIN WITH (FORMAT csv, HEADER true, DELIMITER ';', NULL 'NA')").unwrap();
         assert_eq!((csv.format, csv.delimiter, csv.null.as_str(), csv.header), (CopyFormat::Csv, b';', "NA", true));
         let legacy = options("COPY t FROM STDIN WITH CSV HEADER").unwrap();
-        assert_eq!((legacy.format, legacy.delimiter, legacy.null.as_str(), legacy.header), (CopyFormat::Csv, b',', "", true));
+        assert_eq!(
+            (legacy.format, legacy.delimiter, legacy.null.as_str(), legacy.header),
+            (CopyFormat::Csv, b',', "", true)
+        );
         let psql = options("COPY  t FROM STDIN DELIMITER '|' CSV").unwrap();
         assert_eq!((psql.format, psql.delimiter), (CopyFormat::Csv, b'|'));
         assert_eq!(options("COPY t TO STDOUT (FORMAT binary)").unwrap().format, CopyFormat::Binary);

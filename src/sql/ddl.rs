@@ -11,16 +11,16 @@ use datafusion::sql::sqlparser::ast::{
     HiveDistributionStyle, HiveIOFormat, ObjectType, SqlOption, Statement, Value as SqlValue,
 };
 
-use crate::error::SqlError;
 use super::engine::valid_name;
 use super::output::{Output, bool_column, rows_output};
 use super::session::Session;
 use super::statement::table_name;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
 use crate::catalog::types::SparkType;
+use crate::error::SqlError;
+use crate::sql::table_writer::{TableLayout, write_table};
 use crate::storage::commit::StagedWrite;
 use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
-use crate::sql::table_writer::{TableLayout, write_table};
 
 /// The only table format: Spark's default data source, and what its bucketing writes.
 const PARQUET: &str = "parquet";
@@ -174,8 +174,7 @@ fn bucket_spec(
             )))
         }
     };
-    let bucket_columns =
-        clustered.columns.iter().map(|c| known("bucket", &c.value)).collect::<Result<Vec<_>, _>>()?;
+    let bucket_columns = clustered.columns.iter().map(|c| known("bucket", &c.value)).collect::<Result<Vec<_>, _>>()?;
     let mut sort_columns = Vec::new();
     for order in clustered.sorted_by.iter().flatten() {
         if order.options.asc == Some(false) {
@@ -189,7 +188,9 @@ fn bucket_spec(
     for (kind, names) in [("bucket", &bucket_columns), ("sort", &sort_columns)] {
         let mut seen = HashSet::new();
         if let Some(dup) = names.iter().find(|n| !seen.insert(n.as_str())) {
-            return Err(SqlError::duplicate_column(format!("Found duplicate column(s) in the {kind} definition: `{dup}`")));
+            return Err(SqlError::duplicate_column(format!(
+                "Found duplicate column(s) in the {kind} definition: `{dup}`"
+            )));
         }
     }
     let partition_list = || partitions.join(", ");
@@ -274,13 +275,16 @@ fn declared_columns(definitions: &[ColumnDef]) -> Result<Vec<ColumnMeta>, SqlErr
                     ColumnOption::Null => nullable = true,
                     ColumnOption::Comment(text) => comment = Some(text.clone()),
                     other => {
-                        return Err(SqlError::feature_not_supported(format!(
-                            "column option {other} is not supported"
-                        )));
+                        return Err(SqlError::feature_not_supported(format!("column option {other} is not supported")));
                     }
                 }
             }
-            Ok(ColumnMeta { name: c.name.value.to_lowercase(), ty: SparkType::from_sql(&c.data_type)?, nullable, comment })
+            Ok(ColumnMeta {
+                name: c.name.value.to_lowercase(),
+                ty: SparkType::from_sql(&c.data_type)?,
+                nullable,
+                comment,
+            })
         })
         .collect::<Result<Vec<_>, SqlError>>()?;
     check_unique(&columns)?;
@@ -291,10 +295,7 @@ fn check_unique(columns: &[ColumnMeta]) -> Result<(), SqlError> {
     let mut seen = HashSet::new();
     for column in columns {
         if !seen.insert(column.name.as_str()) {
-            return Err(SqlError::duplicate_column(format!(
-                "column \"{}\" specified more than once",
-                column.name
-            )));
+            return Err(SqlError::duplicate_column(format!("column \"{}\" specified more than once", column.name)));
         }
     }
     Ok(())
@@ -309,7 +310,12 @@ fn columns_from(fields: &datafusion::arrow::datatypes::Fields) -> Result<Vec<Col
     let columns = fields
         .iter()
         .map(|f| {
-            Ok(ColumnMeta { name: f.name().to_lowercase(), ty: SparkType::from_arrow(f.data_type())?, nullable: true, comment: None })
+            Ok(ColumnMeta {
+                name: f.name().to_lowercase(),
+                ty: SparkType::from_arrow(f.data_type())?,
+                nullable: true,
+                comment: None,
+            })
         })
         .collect::<Result<Vec<_>, SqlError>>()?;
     check_unique(&columns)?;
@@ -329,10 +335,7 @@ fn columns_of_files(location: &std::path::Path) -> Result<Vec<ColumnMeta>, SqlEr
 fn conform_to(plan: LogicalPlan, columns: &[ColumnMeta]) -> Result<LogicalPlan, SqlError> {
     let width = plan.schema().fields().len();
     if width != columns.len() {
-        return Err(SqlError::syntax(format!(
-            "the query returns {width} columns but the table has {}",
-            columns.len()
-        )));
+        return Err(SqlError::syntax(format!("the query returns {width} columns but the table has {}", columns.len())));
     }
     let exprs = columns
         .iter()

@@ -8,11 +8,11 @@ use chrono::DateTime;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use crate::error::SqlError;
+use super::dml::{STATISTICS_ROWS, STATISTICS_SIZE};
 use super::output::{Output, rows_output};
 use super::session::Session;
 use crate::catalog::metastore::TableMeta;
-use super::dml::{STATISTICS_ROWS, STATISTICS_SIZE};
+use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
 
 pub fn describe_schema() -> SchemaRef {
@@ -108,7 +108,13 @@ pub fn describe(session: &Session, schema: &str, name: &str, extended: bool) -> 
 /// The DDL that recreates the table, clause order as Spark prints it.
 pub fn create_statement(meta: &TableMeta) -> String {
     let columns: Vec<String> = meta.columns.iter().map(|c| format!("  {} {}", c.name, c.ty.ddl_name())).collect();
-    let mut ddl = format!("CREATE TABLE {CATALOG_NAME}.{}.{} (\n{})\nUSING {}\n", meta.schema, meta.name, columns.join(",\n"), meta.provider);
+    let mut ddl = format!(
+        "CREATE TABLE {CATALOG_NAME}.{}.{} (\n{})\nUSING {}\n",
+        meta.schema,
+        meta.name,
+        columns.join(",\n"),
+        meta.provider
+    );
     if !meta.partition_columns.is_empty() {
         ddl.push_str(&format!("PARTITIONED BY ({})\n", meta.partition_columns.join(", ")));
     }

@@ -4,18 +4,18 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::logical_expr::dml::InsertOp;
 use datafusion::datasource::{MemTable, provider_as_source};
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp};
 
-use crate::error::SqlError;
 use super::output::Output;
 use super::session::Session;
 use crate::catalog::metastore::{DataFile, TableMeta, WriteMode};
+use crate::error::SqlError;
 use crate::planner::table_provider::{ParquetTable, table_schema};
+use crate::sql::table_writer::{TableLayout, write_table};
 use crate::storage::commit::StagedWrite;
 use crate::storage::parquet_writer::StagedFile;
-use crate::sql::table_writer::{TableLayout, write_table};
 
 pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlError> {
     let LogicalPlan::Dml(DmlStatement { target, op, input, .. }) = plan else {
@@ -30,7 +30,9 @@ pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlE
         WriteOp::Insert(InsertOp::Append) => WriteMode::Append,
         // Spark's `spark.sql.sources.partitionOverwriteMode`: `static` replaces the whole
         // table, `dynamic` only the partitions the write produces.
-        WriteOp::Insert(InsertOp::Overwrite) if session.spark_conf().dynamic_partition_overwrite && !meta.partition_columns.is_empty() => {
+        WriteOp::Insert(InsertOp::Overwrite)
+            if session.spark_conf().dynamic_partition_overwrite && !meta.partition_columns.is_empty() =>
+        {
             WriteMode::OverwritePartitions
         }
         WriteOp::Insert(InsertOp::Overwrite) => WriteMode::Overwrite,
@@ -49,12 +51,20 @@ pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlE
 }
 
 /// Appends rows already shaped as the table's columns (COPY FROM), in one atomic commit.
-pub async fn append_batches(session: &Session, schema: &str, table: &str, batches: Vec<RecordBatch>) -> Result<usize, SqlError> {
+pub async fn append_batches(
+    session: &Session,
+    schema: &str,
+    table: &str,
+    batches: Vec<RecordBatch>,
+) -> Result<usize, SqlError> {
     let meta = existing_table(session, schema, table)?;
     let source = MemTable::try_new(table_schema(&meta)?, vec![batches])?;
     let plan = LogicalPlanBuilder::scan(table, provider_as_source(Arc::new(source)), None)?.build()?;
     let metastore = &session.engine.metastore;
-    let files = write_and_publish(session, &meta, plan, |described| metastore.commit_write(meta.id, WriteMode::Append, described)).await?;
+    let files = write_and_publish(session, &meta, plan, |described| {
+        metastore.commit_write(meta.id, WriteMode::Append, described)
+    })
+    .await?;
     Ok(files.iter().map(|f| f.rows as usize).sum())
 }
 
@@ -91,7 +101,8 @@ pub async fn optimize(session: &Session, schema: &str, table: &str) -> Result<Ou
     let plan = LogicalPlanBuilder::scan(table, provider_as_source(snapshot), None)?.build()?;
     let metastore = &session.engine.metastore;
     let files =
-        write_and_publish(session, &meta, plan, |described| metastore.commit_rewrite(meta.id, &meta.files, described)).await?;
+        write_and_publish(session, &meta, plan, |described| metastore.commit_rewrite(meta.id, &meta.files, described))
+            .await?;
     session.engine.janitor.files_retired()?;
     Ok(Output::Command { tag: "OPTIMIZE", rows: Some(files.len()) })
 }

@@ -12,9 +12,9 @@ use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 
 use crate::catalog::metastore::Metastore;
+use crate::error::SqlError;
 use crate::planner::table_provider::MetastoreCatalog;
 use crate::sql::pg_catalog;
-use crate::error::SqlError;
 use crate::storage::janitor::FileJanitor;
 
 pub const METASTORE_FILE: &str = "metastore.sqlite";
@@ -81,7 +81,10 @@ impl Engine {
             .collect::<Result<_, _>>()?;
         Ok(Arc::new(Engine {
             sort_spill_reservation: options.memory_limit.map(|limit| (limit / 16).clamp(256 << 10, 10 << 20)),
-            catalog: Arc::new(pg_catalog::with_system_schemas(MetastoreCatalog::new(Arc::clone(&metastore)), &metastore)),
+            catalog: Arc::new(pg_catalog::with_system_schemas(
+                MetastoreCatalog::new(Arc::clone(&metastore)),
+                &metastore,
+            )),
             metastore,
             janitor,
             runtime: runtime.build_arc()?,
@@ -93,7 +96,8 @@ impl Engine {
 
     /// An external table's directory, if it lies under a root allowed at startup.
     pub fn external_location(&self, location: &str) -> Result<PathBuf, SqlError> {
-        let path = PathBuf::from(location.strip_prefix("file://").or(location.strip_prefix("file:")).unwrap_or(location));
+        let path =
+            PathBuf::from(location.strip_prefix("file://").or(location.strip_prefix("file:")).unwrap_or(location));
         if !path.is_absolute() {
             return Err(SqlError::invalid_parameter(format!("LOCATION must be an absolute path, not {location}")));
         }
@@ -102,8 +106,11 @@ impl Engine {
         let mut existing = path.as_path();
         let mut rest = Vec::new();
         while !existing.exists() {
-            rest.push(existing.file_name().ok_or_else(|| SqlError::invalid_parameter("LOCATION has no existing ancestor"))?);
-            existing = existing.parent().ok_or_else(|| SqlError::invalid_parameter("LOCATION has no existing ancestor"))?;
+            rest.push(
+                existing.file_name().ok_or_else(|| SqlError::invalid_parameter("LOCATION has no existing ancestor"))?,
+            );
+            existing =
+                existing.parent().ok_or_else(|| SqlError::invalid_parameter("LOCATION has no existing ancestor"))?;
         }
         let mut resolved = existing.canonicalize()?;
         for part in rest.iter().rev() {
@@ -136,7 +143,9 @@ pub fn valid_name(name: &str) -> Result<&str, SqlError> {
     } else {
         Err(SqlError::new(
             "42602",
-            format!("`{name}` is not a valid name for tables/schemas. Valid names only contain alphabet characters, numbers and _."),
+            format!(
+                "`{name}` is not a valid name for tables/schemas. Valid names only contain alphabet characters, numbers and _."
+            ),
         ))
     }
 }

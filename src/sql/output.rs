@@ -14,9 +14,15 @@ use super::dialect::BucketSqlStatement;
 
 /// What a statement returns to the client.
 pub enum Output {
-    Rows { schema: SchemaRef, stream: SendableRecordBatchStream },
+    Rows {
+        schema: SchemaRef,
+        stream: SendableRecordBatchStream,
+    },
     /// A command tag such as `CREATE TABLE` or `INSERT 0 3` (`rows` fills the count).
-    Command { tag: &'static str, rows: Option<usize> },
+    Command {
+        tag: &'static str,
+        rows: Option<usize>,
+    },
     TransactionStart(&'static str),
     TransactionEnd(&'static str),
     /// A `COPY ... FROM STDIN` waiting for its data.

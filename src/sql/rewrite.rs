@@ -13,8 +13,8 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident, LimitClause, OrderByKind, Query, SelectItem, SetExpr, Statement,
-    TableFactor, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
+    CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident, LimitClause, OrderByKind, Query,
+    SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
 };
 
 pub fn rewrite(statement: &mut Statement) {
@@ -65,9 +65,10 @@ fn is_narrowed(expr: &Expr) -> bool {
 /// Gives an ordinal or limit back its plain literal.
 fn restore(expr: &mut Expr) {
     if is_narrowed(expr)
-        && let Expr::Cast { expr: inner, .. } = expr {
-            *expr = (**inner).clone();
-        }
+        && let Expr::Cast { expr: inner, .. } = expr
+    {
+        *expr = (**inner).clone();
+    }
 }
 
 impl VisitorMut for NarrowIntegerLiterals {
@@ -87,15 +88,16 @@ impl VisitorMut for NarrowIntegerLiterals {
         }
         if let Expr::Value(value) = expr
             && let Value::Number(text, false) = &value.value
-                && text.parse::<i32>().is_ok() {
-                    *expr = Expr::Cast {
-                        kind: CastKind::DoubleColon,
-                        expr: Box::new(expr.clone()),
-                        data_type: DataType::Int(None),
-                        array: false,
-                        format: None,
-                    };
-                }
+            && text.parse::<i32>().is_ok()
+        {
+            *expr = Expr::Cast {
+                kind: CastKind::DoubleColon,
+                expr: Box::new(expr.clone()),
+                data_type: DataType::Int(None),
+                array: false,
+                format: None,
+            };
+        }
         ControlFlow::Continue(())
     }
 
@@ -113,9 +115,10 @@ impl VisitorMut for NarrowIntegerLiterals {
 
     fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         if let Some(order_by) = &mut query.order_by
-            && let OrderByKind::Expressions(items) = &mut order_by.kind {
-                items.iter_mut().for_each(|item| restore(&mut item.expr));
-            }
+            && let OrderByKind::Expressions(items) = &mut order_by.kind
+        {
+            items.iter_mut().for_each(|item| restore(&mut item.expr));
+        }
         match &mut query.limit_clause {
             Some(LimitClause::LimitOffset { limit, offset, .. }) => {
                 limit.iter_mut().for_each(restore);
@@ -128,9 +131,10 @@ impl VisitorMut for NarrowIntegerLiterals {
             None => {}
         }
         if let SetExpr::Select(select) = query.body.as_mut()
-            && let GroupByExpr::Expressions(items, _) = &mut select.group_by {
-                items.iter_mut().for_each(restore);
-            }
+            && let GroupByExpr::Expressions(items, _) = &mut select.group_by
+        {
+            items.iter_mut().for_each(restore);
+        }
         ControlFlow::Continue(())
     }
 }
@@ -146,10 +150,11 @@ fn name_select_items(query: &mut Query) {
     };
     for item in &mut select.projection {
         if let SelectItem::UnnamedExpr(expr) = item
-            && !matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
-                let name = Ident::with_quote('"', expr.to_string());
-                *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: name };
-            }
+            && !matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+        {
+            let name = Ident::with_quote('"', expr.to_string());
+            *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: name };
+        }
     }
 }
 

@@ -23,7 +23,6 @@ use crate::planner::infer_filters_from_constraints::InferFiltersFromConstraints;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::planner::{self, hints::QueryHints};
 
-
 /// Sorted runs below this size are sorted in place before the merge.
 const SORT_IN_PLACE_BYTES: usize = 32 << 20;
 
@@ -100,7 +99,11 @@ impl Session {
 
     /// Plans a query with our planner; with `spark.sql.adaptive.enabled`, a plan that moves rows
     /// between partitions runs adaptively, stage by stage.
-    pub(crate) async fn physical_plan(&self, stmt: &Statement, plan: &LogicalPlan) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
+    pub(crate) async fn physical_plan(
+        &self,
+        stmt: &Statement,
+        plan: &LogicalPlan,
+    ) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
         let hints = QueryHints::resolve(stmt, plan);
         let state = self.ctx.state();
         let physical = planner::create_physical_plan(&state, plan, &hints).await?;

@@ -10,9 +10,7 @@ use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
-use datafusion::sql::sqlparser::ast::{
-    DescribeAlias, HiveDescribeFormat, ObjectName, ShowCreateObject, Statement,
-};
+use datafusion::sql::sqlparser::ast::{DescribeAlias, HiveDescribeFormat, ObjectName, ShowCreateObject, Statement};
 use futures::StreamExt;
 use tokio::time::Instant;
 
@@ -82,9 +80,9 @@ impl Session {
             .map(|(i, value)| {
                 let planned = prepared.planned_types.get(i).cloned().flatten();
                 match planned.or_else(|| prepared.parameter_types.get(i).cloned().flatten()) {
-                    Some(dt) if value.data_type() != dt => value.cast_to(&dt).map_err(|e| {
-                        SqlError::new("22P02", format!("invalid value for parameter ${}: {e}", i + 1))
-                    }),
+                    Some(dt) if value.data_type() != dt => value
+                        .cast_to(&dt)
+                        .map_err(|e| SqlError::new("22P02", format!("invalid value for parameter ${}: {e}", i + 1))),
                     _ => Ok(value),
                 }
             })
@@ -101,7 +99,11 @@ impl Session {
         })
     }
 
-    async fn execute_untimed(&self, statement: &BucketSqlStatement, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+    async fn execute_untimed(
+        &self,
+        statement: &BucketSqlStatement,
+        params: Vec<ScalarValue>,
+    ) -> Result<Output, SqlError> {
         let guard = self.engine.janitor.begin_statement();
         let output = match statement {
             BucketSqlStatement::Sql(stmt) => self.execute_sql_statement(stmt, params).await?,
@@ -124,7 +126,10 @@ impl Session {
                     let _ = &guard;
                     batch
                 });
-                Output::Rows { schema: Arc::clone(&schema), stream: Box::pin(RecordBatchStreamAdapter::new(schema, stream)) }
+                Output::Rows {
+                    schema: Arc::clone(&schema),
+                    stream: Box::pin(RecordBatchStreamAdapter::new(schema, stream)),
+                }
             }
             other => other,
         })
@@ -145,9 +150,15 @@ impl Session {
                 let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
                 dml::insert(self, plan).await
             }
-            Statement::ExplainTable { describe_alias: DescribeAlias::Describe | DescribeAlias::Desc, hive_format, table_name: name, .. } => {
+            Statement::ExplainTable {
+                describe_alias: DescribeAlias::Describe | DescribeAlias::Desc,
+                hive_format,
+                table_name: name,
+                ..
+            } => {
                 let (schema, table) = table_name(name)?;
-                let extended = matches!(hive_format, Some(HiveDescribeFormat::Extended | HiveDescribeFormat::Formatted));
+                let extended =
+                    matches!(hive_format, Some(HiveDescribeFormat::Extended | HiveDescribeFormat::Formatted));
                 describe::describe(self, &schema, &table, extended)
             }
             Statement::ShowCreate { obj_type: ShowCreateObject::Table, obj_name } => {
@@ -188,10 +199,9 @@ impl Session {
                 let mode = explain_mode(stmt).unwrap_or(ExplainMode::Simple);
                 self.explain(statement, mode, params).await
             }
-            other => Err(SqlError::feature_not_supported(format!(
-                "statement not supported: {}",
-                statement_kind(other)
-            ))),
+            other => {
+                Err(SqlError::feature_not_supported(format!("statement not supported: {}", statement_kind(other))))
+            }
         }
     }
 
@@ -207,7 +217,12 @@ impl Session {
 
     /// EXPLAIN in Spark's formats, rendered from the plan that would run. EXPLAIN ANALYZE
     /// runs it and adds what each operator measured.
-    async fn explain(&self, statement: &Statement, mode: ExplainMode, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+    async fn explain(
+        &self,
+        statement: &Statement,
+        mode: ExplainMode,
+        params: Vec<ScalarValue>,
+    ) -> Result<Output, SqlError> {
         if !matches!(statement, Statement::Query(_)) {
             return Err(SqlError::feature_not_supported("EXPLAIN is supported for queries"));
         }
@@ -234,7 +249,8 @@ impl Session {
             explain::render(&physical, mode, &context)
         };
         let schema = Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)]));
-        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(StringArray::from(vec![text])) as ArrayRef])?;
+        let batch =
+            RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(StringArray::from(vec![text])) as ArrayRef])?;
         Ok(rows_output(schema, vec![batch]))
     }
 
@@ -294,7 +310,9 @@ pub(crate) fn table_name(name: &ObjectName) -> Result<(String, String), SqlError
     let parts: Vec<String> = name
         .0
         .iter()
-        .map(|p| p.as_ident().map(|i| i.value.to_lowercase()).ok_or_else(|| SqlError::syntax(format!("invalid name {name}"))))
+        .map(|p| {
+            p.as_ident().map(|i| i.value.to_lowercase()).ok_or_else(|| SqlError::syntax(format!("invalid name {name}")))
+        })
         .collect::<Result<_, _>>()?;
     match parts.as_slice() {
         [table] => Ok((DEFAULT_SCHEMA.to_string(), table.clone())),

@@ -22,13 +22,13 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 use datafusion::prelude::SessionContext;
 
-use crate::storage::commit::StagedWrite;
-use crate::storage::parquet_writer::{StagedFile, WriteLayout, write_partitions};
 use crate::catalog::metastore::{BucketSpec, ColumnMeta};
+use crate::error::SqlError;
 use crate::planner::create_physical_plan;
 use crate::planner::hints::QueryHints;
-use crate::error::SqlError;
 use crate::sql::functions::spark_hash::spark_hash_udf;
+use crate::storage::commit::StagedWrite;
+use crate::storage::parquet_writer::{StagedFile, WriteLayout, write_partitions};
 
 const BUCKET_ID_COLUMN: &str = "__bucket_id";
 
@@ -65,7 +65,8 @@ pub async fn write_table(
 
     let plan = match layout.bucket_spec {
         Some(spec) => {
-            let mut exprs: Vec<Expr> = layout.columns.iter().map(|c| Ok(col(qualified(&plan, c)?))).collect::<Result<_, SqlError>>()?;
+            let mut exprs: Vec<Expr> =
+                layout.columns.iter().map(|c| Ok(col(qualified(&plan, c)?))).collect::<Result<_, SqlError>>()?;
             exprs.push(bucket_id_expr(&plan, spec)?.alias(BUCKET_ID_COLUMN));
             LogicalPlanBuilder::from(plan).project(exprs)?.build()?
         }
@@ -92,8 +93,10 @@ pub async fn write_table(
         None => Vec::new(),
     };
     let writers = state.config().target_partitions().max(1);
-    let distributed: Arc<dyn ExecutionPlan> =
-        Arc::new(RepartitionExec::try_new(input, Partitioning::Hash(keys.iter().map(|i| column(*i)).collect(), writers))?);
+    let distributed: Arc<dyn ExecutionPlan> = Arc::new(RepartitionExec::try_new(
+        input,
+        Partitioning::Hash(keys.iter().map(|i| column(*i)).collect(), writers),
+    )?);
     let ordering = LexOrdering::new(
         keys.iter().chain(&sort_columns).map(|i| PhysicalSortExpr::new(column(*i), SortOptions::new(false, true))),
     )
@@ -111,7 +114,8 @@ pub async fn write_table(
 
 /// `pmod(hash(bucket columns), n)`: Spark's `HashPartitioning.partitionIdExpression`.
 fn bucket_id_expr(plan: &LogicalPlan, spec: &BucketSpec) -> Result<Expr, SqlError> {
-    let args = spec.bucket_columns.iter().map(|c| Ok(col(qualified(plan, c)?))).collect::<Result<Vec<_>, SqlError>>()?;
+    let args =
+        spec.bucket_columns.iter().map(|c| Ok(col(qualified(plan, c)?))).collect::<Result<Vec<_>, SqlError>>()?;
     let hash = Expr::ScalarFunction(ScalarFunction::new_udf(Arc::new(spark_hash_udf()), args));
     let n = lit(spec.num_buckets as i32);
     Ok((hash % n.clone() + n.clone()) % n)

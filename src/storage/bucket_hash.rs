@@ -35,10 +35,7 @@ fn mix_k1(k: u32) -> u32 {
 
 #[inline(always)]
 fn mix_h1(h: u32, k: u32) -> u32 {
-    (h ^ k)
-        .rotate_left(13)
-        .wrapping_mul(5)
-        .wrapping_add(0xe654_6b64)
+    (h ^ k).rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64)
 }
 
 #[inline(always)]
@@ -72,12 +69,8 @@ pub fn hash_long(l: i64, seed: i32) -> i32 {
 pub fn hash_bytes(b: &[u8], seed: i32) -> i32 {
     let words = b.chunks_exact(4);
     let tail = words.remainder();
-    let h = words.fold(seed as u32, |h, w| {
-        mix_h1(h, mix_k1(u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
-    });
-    let h = tail
-        .iter()
-        .fold(h, |h, &byte| mix_h1(h, mix_k1(byte as i8 as u32)));
+    let h = words.fold(seed as u32, |h, w| mix_h1(h, mix_k1(u32::from_le_bytes([w[0], w[1], w[2], w[3]]))));
+    let h = tail.iter().fold(h, |h, &byte| mix_h1(h, mix_k1(byte as i8 as u32)));
     fmix(h, b.len() as u32) as i32
 }
 
@@ -141,10 +134,7 @@ pub fn hash_columns(columns: &[ArrayRef], num_rows: usize) -> Result<Vec<i32>> {
     let mut hashes = vec![SPARK_HASH_SEED; num_rows];
     for column in columns {
         if column.len() != num_rows {
-            return exec_err!(
-                "Spark hash: column has {} rows, expected {num_rows}",
-                column.len()
-            );
+            return exec_err!("Spark hash: column has {} rows, expected {num_rows}", column.len());
         }
         hash_column(&mut hashes, column.as_ref())?;
     }
@@ -210,15 +200,11 @@ fn hash_column(hashes: &mut [i32], array: &dyn Array) -> Result<()> {
             match unit {
                 TimeUnit::Second => {
                     let values = array.as_primitive::<TimestampSecondType>().values();
-                    update_values(hashes, values, nulls, |v, h| {
-                        hash_long(v.wrapping_mul(1_000_000), h)
-                    });
+                    update_values(hashes, values, nulls, |v, h| hash_long(v.wrapping_mul(1_000_000), h));
                 }
                 TimeUnit::Millisecond => {
                     let values = array.as_primitive::<TimestampMillisecondType>().values();
-                    update_values(hashes, values, nulls, |v, h| {
-                        hash_long(v.wrapping_mul(1_000), h)
-                    });
+                    update_values(hashes, values, nulls, |v, h| hash_long(v.wrapping_mul(1_000), h));
                 }
                 TimeUnit::Microsecond => {
                     let values = array.as_primitive::<TimestampMicrosecondType>().values();
@@ -226,9 +212,7 @@ fn hash_column(hashes: &mut [i32], array: &dyn Array) -> Result<()> {
                 }
                 TimeUnit::Nanosecond => {
                     let values = array.as_primitive::<TimestampNanosecondType>().values();
-                    update_values(hashes, values, nulls, |v, h| {
-                        hash_long(v.div_euclid(1_000), h)
-                    });
+                    update_values(hashes, values, nulls, |v, h| hash_long(v.div_euclid(1_000), h));
                 }
             }
         }
@@ -336,7 +320,11 @@ fn hash_column(hashes: &mut [i32], array: &dyn Array) -> Result<()> {
 }
 
 /// Chains the hash of each element of every non-null row's collection, in order.
-fn hash_elements(hashes: &mut [i32], nulls: Option<&NullBuffer>, rows: impl Iterator<Item = Option<ArrayRef>>) -> Result<()> {
+fn hash_elements(
+    hashes: &mut [i32],
+    nulls: Option<&NullBuffer>,
+    rows: impl Iterator<Item = Option<ArrayRef>>,
+) -> Result<()> {
     for (i, elements) in rows.enumerate() {
         let Some(elements) = elements.filter(|_| nulls.is_none_or(|n| n.is_valid(i))) else { continue };
         let mut seed = [hashes[i]];
@@ -352,53 +340,26 @@ fn hash_elements(hashes: &mut [i32], nulls: Option<&NullBuffer>, rows: impl Iter
 #[inline]
 fn update(hashes: &mut [i32], nulls: Option<&NullBuffer>, f: impl Fn(usize, i32) -> i32) {
     match nulls.filter(|n| n.null_count() > 0) {
-        None => hashes
-            .iter_mut()
-            .enumerate()
-            .for_each(|(i, h)| *h = f(i, *h)),
-        Some(nulls) => nulls
-            .valid_indices()
-            .for_each(|i| hashes[i] = f(i, hashes[i])),
+        None => hashes.iter_mut().enumerate().for_each(|(i, h)| *h = f(i, *h)),
+        Some(nulls) => nulls.valid_indices().for_each(|i| hashes[i] = f(i, hashes[i])),
     }
 }
 
 /// [`update`] over a primitive value slice, with a tight loop when there are no nulls.
 #[inline]
-fn update_values<T: Copy>(
-    hashes: &mut [i32],
-    values: &[T],
-    nulls: Option<&NullBuffer>,
-    f: impl Fn(T, i32) -> i32,
-) {
+fn update_values<T: Copy>(hashes: &mut [i32], values: &[T], nulls: Option<&NullBuffer>, f: impl Fn(T, i32) -> i32) {
     match nulls.filter(|n| n.null_count() > 0) {
-        None => hashes
-            .iter_mut()
-            .zip(values)
-            .for_each(|(h, &v)| *h = f(v, *h)),
-        Some(nulls) => nulls
-            .valid_indices()
-            .for_each(|i| hashes[i] = f(values[i], hashes[i])),
+        None => hashes.iter_mut().zip(values).for_each(|(h, &v)| *h = f(v, *h)),
+        Some(nulls) => nulls.valid_indices().for_each(|i| hashes[i] = f(values[i], hashes[i])),
     }
 }
 
-fn update_byte_array<T: ByteArrayType>(
-    hashes: &mut [i32],
-    array: &GenericByteArray<T>,
-    nulls: Option<&NullBuffer>,
-) {
-    update(hashes, nulls, |i, h| {
-        hash_bytes(AsRef::<[u8]>::as_ref(array.value(i)), h)
-    });
+fn update_byte_array<T: ByteArrayType>(hashes: &mut [i32], array: &GenericByteArray<T>, nulls: Option<&NullBuffer>) {
+    update(hashes, nulls, |i, h| hash_bytes(AsRef::<[u8]>::as_ref(array.value(i)), h));
 }
 
-fn update_byte_view<T: ByteViewType>(
-    hashes: &mut [i32],
-    array: &GenericByteViewArray<T>,
-    nulls: Option<&NullBuffer>,
-) {
-    update(hashes, nulls, |i, h| {
-        hash_bytes(AsRef::<[u8]>::as_ref(array.value(i)), h)
-    });
+fn update_byte_view<T: ByteViewType>(hashes: &mut [i32], array: &GenericByteViewArray<T>, nulls: Option<&NullBuffer>) {
+    update(hashes, nulls, |i, h| hash_bytes(AsRef::<[u8]>::as_ref(array.value(i)), h));
 }
 
 #[cfg(test)]
@@ -411,10 +372,7 @@ mod tests {
     use datafusion::arrow::datatypes::{ArrowPrimitiveType, Field, Fields, UnionFields};
     use datafusion::error::DataFusionError;
 
-    const VECTORS: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/spark-hash-vectors.tsv"
-    );
+    const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/spark-hash-vectors.tsv");
     const BUCKET_COUNTS: [u32; 4] = [4, 8, 200, 256];
 
     struct Vector {
@@ -424,16 +382,8 @@ mod tests {
         buckets: [u32; 4],
     }
 
-    fn primitive<T: ArrowPrimitiveType>(
-        values: &[Option<&str>],
-        parse: impl Fn(&str) -> T::Native,
-    ) -> ArrayRef {
-        Arc::new(
-            values
-                .iter()
-                .map(|v| v.map(&parse))
-                .collect::<PrimitiveArray<T>>(),
-        )
+    fn primitive<T: ArrowPrimitiveType>(values: &[Option<&str>], parse: impl Fn(&str) -> T::Native) -> ArrayRef {
+        Arc::new(values.iter().map(|v| v.map(&parse)).collect::<PrimitiveArray<T>>())
     }
 
     /// An Arrow array of the Spark SQL type `ty` holding `values` (None = NULL).
@@ -441,12 +391,7 @@ mod tests {
         let strings: ArrayRef = Arc::new(StringArray::from(values.to_vec()));
         let from_string = |target: DataType| cast(&strings, &target).unwrap();
         match ty {
-            "boolean" => Arc::new(
-                values
-                    .iter()
-                    .map(|v| v.map(|s| s.parse().unwrap()))
-                    .collect::<BooleanArray>(),
-            ),
+            "boolean" => Arc::new(values.iter().map(|v| v.map(|s| s.parse().unwrap())).collect::<BooleanArray>()),
             "tinyint" => primitive::<Int8Type>(values, |s| s.parse().unwrap()),
             "smallint" => primitive::<Int16Type>(values, |s| s.parse().unwrap()),
             "int" => primitive::<Int32Type>(values, |s| s.parse().unwrap()),
@@ -455,10 +400,7 @@ mod tests {
             "double" => primitive::<Float64Type>(values, |s| s.parse().unwrap()),
             "string" => strings,
             "date" => from_string(DataType::Date32),
-            "timestamp" => from_string(DataType::Timestamp(
-                TimeUnit::Microsecond,
-                Some("UTC".into()),
-            )),
+            "timestamp" => from_string(DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))),
             _ => {
                 let (p, s) = ty
                     .strip_prefix("decimal(")
@@ -482,15 +424,11 @@ mod tests {
                 DataType::BinaryView,
                 DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
             ],
-            DataType::Timestamp(..) => vec![
-                DataType::Timestamp(TimeUnit::Microsecond, None),
-                DataType::Timestamp(TimeUnit::Nanosecond, utc),
-            ],
+            DataType::Timestamp(..) => {
+                vec![DataType::Timestamp(TimeUnit::Microsecond, None), DataType::Timestamp(TimeUnit::Nanosecond, utc)]
+            }
             DataType::Int64 => {
-                vec![DataType::Dictionary(
-                    Box::new(DataType::Int8),
-                    Box::new(DataType::Int64),
-                )]
+                vec![DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Int64))]
             }
             _ => vec![],
         };
@@ -515,15 +453,9 @@ mod tests {
     /// Vectors from the Spark-generated file, grouped by column types in file order.
     fn load_vectors() -> (Vec<(String, Vec<Vector>)>, usize) {
         let text = std::fs::read_to_string(VECTORS).unwrap();
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.starts_with('#'));
+        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.starts_with('#'));
         let (_, header) = lines.next().unwrap();
-        assert!(
-            header.starts_with("type\tvalue\thash\tbucket_4"),
-            "{header}"
-        );
+        assert!(header.starts_with("type\tvalue\thash\tbucket_4"), "{header}");
         let mut groups: Vec<(String, Vec<Vector>)> = Vec::new();
         let mut count = 0;
         for (i, line) in lines.filter(|(_, l)| !l.is_empty()) {
@@ -531,10 +463,7 @@ mod tests {
             assert_eq!(f.len(), 7, "line {}: {line:?}", i + 1);
             let vector = Vector {
                 line: i + 1,
-                values: f[1]
-                    .split('|')
-                    .map(|v| (v != "NULL").then(|| v.to_string()))
-                    .collect(),
+                values: f[1].split('|').map(|v| (v != "NULL").then(|| v.to_string())).collect(),
                 hash: f[2].parse().unwrap(),
                 buckets: std::array::from_fn(|b| f[3 + b].parse().unwrap()),
             };
@@ -559,17 +488,13 @@ mod tests {
                 .enumerate()
                 .map(|(c, ty)| {
                     assert!(rows.iter().all(|r| r.values.len() == types.len()));
-                    let values: Vec<Option<&str>> =
-                        rows.iter().map(|r| r.values[c].as_deref()).collect();
+                    let values: Vec<Option<&str>> = rows.iter().map(|r| r.values[c].as_deref()).collect();
                     spark_array(ty, &values)
                 })
                 .collect();
             let n = rows.len();
             let hashes = hash_columns(&columns, n).unwrap();
-            let buckets: Vec<Vec<u32>> = BUCKET_COUNTS
-                .iter()
-                .map(|&b| bucket_ids(&columns, n, b).unwrap())
-                .collect();
+            let buckets: Vec<Vec<u32>> = BUCKET_COUNTS.iter().map(|&b| bucket_ids(&columns, n, b).unwrap()).collect();
             for (r, row) in rows.iter().enumerate() {
                 let got = (hashes[r], std::array::from_fn(|b| buckets[b][r]));
                 if got != (row.hash, row.buckets) {
@@ -586,27 +511,13 @@ mod tests {
                 for encoded in encodings(column) {
                     let mut alt = columns.clone();
                     alt[c] = encoded;
-                    assert_eq!(
-                        hash_columns(&alt, n).unwrap(),
-                        hashes,
-                        "{types:?} as {}",
-                        alt[c].data_type()
-                    );
+                    assert_eq!(hash_columns(&alt, n).unwrap(), hashes, "{types:?} as {}", alt[c].data_type());
                 }
             }
             let sliced: Vec<ArrayRef> = columns.iter().map(|c| c.slice(1, n - 1)).collect();
-            assert_eq!(
-                hash_columns(&sliced, n - 1).unwrap(),
-                hashes[1..],
-                "{types:?} sliced"
-            );
+            assert_eq!(hash_columns(&sliced, n - 1).unwrap(), hashes[1..], "{types:?} sliced");
         }
-        assert!(
-            mismatches.is_empty(),
-            "{} mismatches:\n{}",
-            mismatches.len(),
-            mismatches.join("\n")
-        );
+        assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
         assert_eq!(checked, data_rows);
         assert!(checked > 200, "only {checked} vectors");
     }
@@ -615,10 +526,7 @@ mod tests {
     fn spec_vectors() {
         let s = SPARK_HASH_SEED;
         // hash('Spark', array(123), 2): arrays fold their elements.
-        assert_eq!(
-            hash_int(2, hash_int(123, hash_bytes(b"Spark", s))),
-            -1321691492
-        );
+        assert_eq!(hash_int(2, hash_int(123, hash_bytes(b"Spark", s))), -1321691492);
         let cases = [
             (hash_int(1, s), -559580957, 3),
             (hash_int(0, s), 933211791, 7),
@@ -649,42 +557,21 @@ mod tests {
     fn spec_vectors_through_arrays() {
         let columns: Vec<ArrayRef> = vec![
             Arc::new(Int32Array::from(vec![Some(1), Some(0), None, Some(1)])),
-            Arc::new(BooleanArray::from(vec![
-                Some(true),
-                Some(false),
-                None,
-                None,
-            ])),
+            Arc::new(BooleanArray::from(vec![Some(true), Some(false), None, None])),
             Arc::new(StringArray::from(vec![None, None, None, Some("a")])),
         ];
         // Each column's result seeds the next; NULLs leave the running hash unchanged.
-        let expected = vec![
-            hash_int(1, -559580957),
-            hash_int(0, 933211791),
-            42,
-            -936062819,
-        ];
+        let expected = vec![hash_int(1, -559580957), hash_int(0, 933211791), 42, -936062819];
         assert_eq!(hash_columns(&columns, 4).unwrap(), expected);
         assert_eq!(hash_columns(&[], 3).unwrap(), vec![42; 3]);
     }
 
     #[test]
     fn floats_normalise_zero_and_nan() {
-        let f: ArrayRef = Arc::new(Float32Array::from(vec![
-            0.0,
-            -0.0,
-            f32::NAN,
-            f32::from_bits(0xffc0_0001),
-        ]));
-        assert_eq!(
-            hash_columns(&[f], 4).unwrap(),
-            vec![933211791, 933211791, -349261430, -349261430]
-        );
+        let f: ArrayRef = Arc::new(Float32Array::from(vec![0.0, -0.0, f32::NAN, f32::from_bits(0xffc0_0001)]));
+        assert_eq!(hash_columns(&[f], 4).unwrap(), vec![933211791, 933211791, -349261430, -349261430]);
         let d: ArrayRef = Arc::new(Float64Array::from(vec![-0.0, f64::NAN, -f64::NAN]));
-        assert_eq!(
-            hash_columns(&[d], 3).unwrap(),
-            vec![-1670924195, -1281358385, -1281358385]
-        );
+        assert_eq!(hash_columns(&[d], 3).unwrap(), vec![-1670924195, -1281358385, -1281358385]);
     }
 
     #[test]
@@ -706,24 +593,12 @@ mod tests {
     #[test]
     fn timestamps_convert_to_microseconds_flooring() {
         let ns: ArrayRef = Arc::new(TimestampNanosecondArray::from(vec![-1, 1_999, 0]));
-        assert_eq!(
-            hash_columns(&[ns], 3).unwrap(),
-            vec![hash_long(-1, 42), hash_long(1, 42), hash_long(0, 42)]
-        );
-        let s = cast(
-            &(Arc::new(Int64Array::from(vec![3])) as ArrayRef),
-            &DataType::Timestamp(TimeUnit::Second, None),
-        )
-        .unwrap();
+        assert_eq!(hash_columns(&[ns], 3).unwrap(), vec![hash_long(-1, 42), hash_long(1, 42), hash_long(0, 42)]);
+        let s = cast(&(Arc::new(Int64Array::from(vec![3])) as ArrayRef), &DataType::Timestamp(TimeUnit::Second, None))
+            .unwrap();
         let ms = cast(&s, &DataType::Timestamp(TimeUnit::Millisecond, None)).unwrap();
-        assert_eq!(
-            hash_columns(&[s], 1).unwrap(),
-            vec![hash_long(3_000_000, 42)]
-        );
-        assert_eq!(
-            hash_columns(&[ms], 1).unwrap(),
-            vec![hash_long(3_000_000, 42)]
-        );
+        assert_eq!(hash_columns(&[s], 1).unwrap(), vec![hash_long(3_000_000, 42)]);
+        assert_eq!(hash_columns(&[ms], 1).unwrap(), vec![hash_long(3_000_000, 42)]);
     }
 
     #[test]
@@ -793,7 +668,8 @@ mod tests {
         ]));
         assert_eq!(hash_columns(&[list], 3).unwrap(), vec![hash_int(2, hash_int(1, 42)), hash_int(1, 42), 42]);
         // A struct hashes its fields in order; a NULL struct leaves the seed.
-        let fields: Vec<ArrayRef> = vec![Arc::new(Int32Array::from(vec![1, 3])), Arc::new(Int64Array::from(vec![2, 4]))];
+        let fields: Vec<ArrayRef> =
+            vec![Arc::new(Int32Array::from(vec![1, 3])), Arc::new(Int64Array::from(vec![2, 4]))];
         let structs: ArrayRef = Arc::new(StructArray::new(
             Fields::from(vec![Field::new("a", DataType::Int32, true), Field::new("b", DataType::Int64, true)]),
             fields,

@@ -106,9 +106,10 @@ impl StagedWrite {
 impl Drop for StagedWrite {
     fn drop(&mut self) {
         if self.staging_dir.exists()
-            && let Err(e) = std::fs::remove_dir_all(&self.staging_dir) {
-                tracing::warn!(dir = %self.staging_dir.display(), "could not remove staging directory: {e}");
-            }
+            && let Err(e) = std::fs::remove_dir_all(&self.staging_dir)
+        {
+            tracing::warn!(dir = %self.staging_dir.display(), "could not remove staging directory: {e}");
+        }
         let staging_root = self.table_location.join(STAGING_DIR);
         // Only succeeds once no other write is staging here.
         let _ = std::fs::remove_dir(staging_root);

@@ -30,7 +30,11 @@ pub struct ExpectedLayout<'a> {
 impl<'a> ExpectedLayout<'a> {
     /// The layout of a table with these columns (partition columns among them), partitioning
     /// and buckets.
-    pub fn new(columns: &'a [ColumnMeta], partition_columns: &'a [String], bucket_spec: Option<&'a BucketSpec>) -> Self {
+    pub fn new(
+        columns: &'a [ColumnMeta],
+        partition_columns: &'a [String],
+        bucket_spec: Option<&'a BucketSpec>,
+    ) -> Self {
         let data_columns =
             columns.iter().filter(|c| !partition_columns.contains(&c.name)).map(|c| (c.name.as_str(), &c.ty)).collect();
         ExpectedLayout { data_columns, partition_columns, bucket_spec }
@@ -65,7 +69,10 @@ fn collect(
         let path = entry.path();
         if entry.file_type()?.is_dir() {
             let expected = partition_columns.get(depth).ok_or_else(|| {
-                SqlError::invalid_parameter(format!("{} is a directory, but the table has no partition level for it", path.display()))
+                SqlError::invalid_parameter(format!(
+                    "{} is a directory, but the table has no partition level for it",
+                    path.display()
+                ))
             })?;
             let column = name.split_once('=').map(|(c, _)| c.to_lowercase());
             if column.as_deref() != Some(expected.as_str()) {
@@ -88,7 +95,12 @@ fn collect(
     Ok(())
 }
 
-fn describe(location: &Path, path: &Path, partition: String, expected: &ExpectedLayout<'_>) -> Result<DataFile, SqlError> {
+fn describe(
+    location: &Path,
+    path: &Path,
+    partition: String,
+    expected: &ExpectedLayout<'_>,
+) -> Result<DataFile, SqlError> {
     let relative = path.strip_prefix(location).unwrap_or(path).to_string_lossy().to_string();
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     let bucket = match expected.bucket_spec {
@@ -110,11 +122,9 @@ fn describe(location: &Path, path: &Path, partition: String, expected: &Expected
     let reader = open(path)?;
     let schema = arrow_schema(&reader)?;
     for (column, declared) in &expected.data_columns {
-        let field = schema
-            .fields()
-            .iter()
-            .find(|f| f.name().eq_ignore_ascii_case(column))
-            .ok_or_else(|| SqlError::undefined_column(format!("column {column} is missing from data file {}", path.display())))?;
+        let field = schema.fields().iter().find(|f| f.name().eq_ignore_ascii_case(column)).ok_or_else(|| {
+            SqlError::undefined_column(format!("column {column} is missing from data file {}", path.display()))
+        })?;
         // A column read as another type than it was written hashes differently, so a shuffled
         // side would no longer meet the rows in the files' buckets.
         let stored = SparkType::from_arrow(field.data_type());

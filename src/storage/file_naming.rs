@@ -41,10 +41,7 @@ mod tests {
 
     #[test]
     fn parses_names_written_by_spark() {
-        assert_eq!(
-            bucket_id_of("part-00000-39d1b4c5-8d4b-4f0a-9c4e-0fd3e6a8c4ae_00001.c000.snappy.parquet"),
-            Some(1)
-        );
+        assert_eq!(bucket_id_of("part-00000-39d1b4c5-8d4b-4f0a-9c4e-0fd3e6a8c4ae_00001.c000.snappy.parquet"), Some(1));
         assert_eq!(bucket_id_of("00002_0_copy"), None);
         assert_eq!(bucket_id_of("x_12"), Some(12));
         assert_eq!(bucket_id_of("part-00000-abc.c000.snappy.parquet"), None);

@@ -95,8 +95,7 @@ impl FileJanitor {
             let mut state = self.lock();
             state.epoch += 1;
             let epoch = state.epoch;
-            let known: std::collections::HashSet<PathBuf> =
-                state.retired.iter().map(|(_, p)| p.clone()).collect();
+            let known: std::collections::HashSet<PathBuf> = state.retired.iter().map(|(_, p)| p.clone()).collect();
             state.retired.extend(retired.into_iter().filter(|p| !known.contains(p)).map(|p| (epoch, p)));
         }
         self.collect();

@@ -13,7 +13,8 @@ pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
 /// Characters Spark's `ExternalCatalogUtils.escapePathName` escapes.
 fn needs_escape(c: char) -> bool {
-    c.is_control() || matches!(c, '"' | '#' | '%' | '\'' | '*' | '/' | ':' | '=' | '?' | '\\' | '\u{7f}' | '{' | '[' | ']' | '^')
+    c.is_control()
+        || matches!(c, '"' | '#' | '%' | '\'' | '*' | '/' | ':' | '=' | '?' | '\\' | '\u{7f}' | '{' | '[' | ']' | '^')
 }
 
 pub fn escape(text: &str) -> String {
@@ -38,7 +39,8 @@ pub fn unescape(text: &str) -> String {
     while i < bytes.len() {
         // Bytes, not `str` slices: what follows a `%` may be any UTF-8 character.
         if bytes[i] == b'%'
-            && let (Some(high), Some(low)) = (bytes.get(i + 1).and_then(hex_digit), bytes.get(i + 2).and_then(hex_digit))
+            && let (Some(high), Some(low)) =
+                (bytes.get(i + 1).and_then(hex_digit), bytes.get(i + 2).and_then(hex_digit))
         {
             out.push(high << 4 | low);
             i += 3;
@@ -56,7 +58,9 @@ fn hex_digit(byte: &u8) -> Option<u8> {
 
 /// The directory of one row, from single-row arrays of its partition values.
 pub fn partition_path(values: &[(&str, ArrayRef)]) -> Result<String, SqlError> {
-    let options = FormatOptions::default().with_timestamp_format(Some("%Y-%m-%d %H:%M:%S%.f")).with_timestamp_tz_format(Some("%Y-%m-%d %H:%M:%S%.f"));
+    let options = FormatOptions::default()
+        .with_timestamp_format(Some("%Y-%m-%d %H:%M:%S%.f"))
+        .with_timestamp_tz_format(Some("%Y-%m-%d %H:%M:%S%.f"));
     let mut parts = Vec::with_capacity(values.len());
     for (name, array) in values {
         let value = if array.is_null(0) {
@@ -110,7 +114,10 @@ mod tests {
             &[("d".into(), DataType::Date32), ("c".into(), DataType::Utf8), ("n".into(), DataType::Int64)],
         )
         .unwrap();
-        assert_eq!(parsed, vec![ScalarValue::Date32(Some(20454)), ScalarValue::from("a/b=c d"), ScalarValue::Int64(None)]);
+        assert_eq!(
+            parsed,
+            vec![ScalarValue::Date32(Some(20454)), ScalarValue::from("a/b=c d"), ScalarValue::Int64(None)]
+        );
     }
 
     #[test]

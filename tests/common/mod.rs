@@ -81,8 +81,7 @@ impl TestServer {
     }
 
     pub async fn connect(&self) -> Client {
-        let (client, connection) =
-            tokio_postgres::connect(&self.connection_string(), NoTls).await.expect("connects");
+        let (client, connection) = tokio_postgres::connect(&self.connection_string(), NoTls).await.expect("connects");
         tokio::spawn(async move {
             let _ = connection.await;
         });

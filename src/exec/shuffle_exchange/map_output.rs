@@ -113,7 +113,9 @@ impl MapOutputs {
             .iter()
             .map(|(map, partition)| {
                 self.parts.get(map * self.partitions + partition).and_then(|part| part.lock().take()).ok_or_else(|| {
-                    DataFusionError::Internal(format!("exchange output of map task {map} for partition {partition} already taken"))
+                    DataFusionError::Internal(format!(
+                        "exchange output of map task {map} for partition {partition} already taken"
+                    ))
                 })
             })
             .collect()

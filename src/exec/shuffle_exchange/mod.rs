@@ -33,15 +33,17 @@ use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
+};
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, TryStreamExt};
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
 use map_output::{ExchangeMetrics, MapOutputs, run_map_task};
-pub use reader::ShuffleReadSpec;
 use reader::PartsReader;
+pub use reader::ShuffleReadSpec;
 pub use statistics::MapOutputStatistics;
 
 /// How rows are distributed over the output partitions.
@@ -99,8 +101,12 @@ impl ShuffleExchangeExec {
             ExchangePartitioning::Single => Partitioning::UnknownPartitioning(1),
         };
         // Nothing comes out before the map side has read all of its input.
-        let properties =
-            PlanProperties::new(EquivalenceProperties::new(input.schema()), output, EmissionType::Final, Boundedness::Bounded);
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(input.schema()),
+            output,
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
         ShuffleExchangeExec {
             input,
             partitioning,
@@ -153,7 +159,8 @@ impl ShuffleExchangeExec {
             }
             self.map_side(&mut state, Arc::clone(&context))
         };
-        let (schema, reads, batch_size) = (self.schema(), Arc::clone(&self.spill_reads), context.session_config().batch_size());
+        let (schema, reads, batch_size) =
+            (self.schema(), Arc::clone(&self.spill_reads), context.session_config().batch_size());
         let stream = futures::stream::once(async move {
             let outputs = map_side.await.map_err(|e| DataFusionError::from(&e))?;
             Ok::<_, DataFusionError>(PartsReader::new(outputs.take(&parts)?, schema, batch_size, reads).into_stream())
@@ -170,8 +177,15 @@ impl ShuffleExchangeExec {
             let (input, partitioning) = (Arc::clone(&self.input), self.partitioning.clone());
             async move {
                 let tasks = (0..maps).map(|map| {
-                    let task = run_map_task(Arc::clone(&input), map, Arc::clone(&context), partitioning.clone(), metrics.clone());
-                    SpawnedTask::spawn(task).map(|joined| joined.map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?)
+                    let task = run_map_task(
+                        Arc::clone(&input),
+                        map,
+                        Arc::clone(&context),
+                        partitioning.clone(),
+                        metrics.clone(),
+                    );
+                    SpawnedTask::spawn(task)
+                        .map(|joined| joined.map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?)
                 });
                 // The first error drops (and so aborts) the other tasks.
                 let outputs = futures::future::try_join_all(tasks).await?;

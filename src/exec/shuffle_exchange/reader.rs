@@ -43,8 +43,9 @@ impl ShuffleReadSpec {
         let parts: Option<Vec<(usize, usize)>> = match self {
             ShuffleReadSpec::Partitions(range) => within(range, partitions)
                 .then(|| range.clone().flat_map(|partition| (0..maps).map(move |map| (map, partition))).collect()),
-            ShuffleReadSpec::PartialReducer { partition, maps: range } => (*partition < partitions && within(range, maps))
-                .then(|| range.clone().map(|map| (map, *partition)).collect()),
+            ShuffleReadSpec::PartialReducer { partition, maps: range } => (*partition < partitions
+                && within(range, maps))
+            .then(|| range.clone().map(|map| (map, *partition)).collect()),
             ShuffleReadSpec::PartialMapper { map, partitions: range } => (*map < maps && within(range, partitions))
                 .then(|| range.clone().map(|partition| (*map, partition)).collect()),
         };

@@ -154,8 +154,11 @@ impl SpilledSegments {
         if self.segments.is_empty() {
             return Ok(None);
         }
-        let path =
-            self.file.path().ok_or_else(|| DataFusionError::Internal("spill file has no local path".into()))?.to_path_buf();
+        let path = self
+            .file
+            .path()
+            .ok_or_else(|| DataFusionError::Internal("spill file has no local path".into()))?
+            .to_path_buf();
         let segments = mem::take(&mut self.segments);
         let permit = reads.acquire().await.map_err(|e| DataFusionError::External(Box::new(e)))?;
         let (segments, chunks) = SpawnedTask::spawn_blocking(move || read_chunks(&path, segments))

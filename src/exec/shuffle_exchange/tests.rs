@@ -77,8 +77,12 @@ fn expected(maps: usize, batches: usize, rows: usize, partitions: usize) -> Hash
     parts
 }
 
-fn expected_keys(expected: &HashMap<(usize, usize), Vec<i64>>, parts: impl IntoIterator<Item = (usize, usize)>) -> Vec<i64> {
-    let mut keys: Vec<i64> = parts.into_iter().flat_map(|part| expected.get(&part).cloned().unwrap_or_default()).collect();
+fn expected_keys(
+    expected: &HashMap<(usize, usize), Vec<i64>>,
+    parts: impl IntoIterator<Item = (usize, usize)>,
+) -> Vec<i64> {
+    let mut keys: Vec<i64> =
+        parts.into_iter().flat_map(|part| expected.get(&part).cloned().unwrap_or_default()).collect();
     keys.sort_unstable();
     keys
 }
@@ -120,7 +124,11 @@ async fn rows_reach_their_spark_partition_and_spill_past_the_budget() {
     let metrics = exchange.metrics().unwrap();
     assert!(metrics.spill_count().unwrap_or(0) > 0, "{metrics:?}");
     assert_eq!(context.memory_pool().reserved(), 0, "every reservation is released once read");
-    assert_eq!(context.runtime_env().disk_manager.spilling_progress().active_files_count, 0, "spill files go once read");
+    assert_eq!(
+        context.runtime_env().disk_manager.spilling_progress().active_files_count,
+        0,
+        "spill files go once read"
+    );
 }
 
 #[tokio::test]
@@ -129,7 +137,11 @@ async fn spilling_under_a_tiny_memory_limit_returns_the_same_rows() {
     let (roomy, tight) = (context(None), context(Some(32 * 1024)));
     for partition in 0..5 {
         let expected = keys(in_memory.execute(partition, Arc::clone(&roomy)).unwrap()).await;
-        assert_eq!(keys(spilled.execute(partition, Arc::clone(&tight)).unwrap()).await, expected, "partition {partition}");
+        assert_eq!(
+            keys(spilled.execute(partition, Arc::clone(&tight)).unwrap()).await,
+            expected,
+            "partition {partition}"
+        );
     }
     assert_eq!(spills(&in_memory), 0);
     assert!(spills(&spilled) > 0);
@@ -151,7 +163,8 @@ async fn two_hundred_partitions_under_a_small_memory_limit_keep_descriptors_few(
     let context = context(Some(256 * 1024));
     let disk = Arc::clone(&context.runtime_env().disk_manager);
     let baseline = open_descriptors();
-    let (stop, most_descriptors, most_files) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (stop, most_descriptors, most_files) =
+        (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let sampler = {
         let (stop, most_descriptors, most_files, disk) =
             (Arc::clone(&stop), Arc::clone(&most_descriptors), Arc::clone(&most_files), Arc::clone(&disk));
@@ -234,18 +247,25 @@ async fn reads_by_spec_return_exactly_their_part() {
         }
         pieces.sort_unstable();
         let whole = hash(input(maps, batches, rows), partitions);
-        assert_eq!(pieces, keys(whole.execute(0, Arc::clone(&context)).unwrap()).await, "the pieces make the partition");
+        assert_eq!(
+            pieces,
+            keys(whole.execute(0, Arc::clone(&context)).unwrap()).await,
+            "the pieces make the partition"
+        );
 
-        let local = exchange.read(ShuffleReadSpec::PartialMapper { map: 2, partitions: 3..5 }, Arc::clone(&context)).unwrap();
+        let local =
+            exchange.read(ShuffleReadSpec::PartialMapper { map: 2, partitions: 3..5 }, Arc::clone(&context)).unwrap();
         assert_eq!(keys(local).await, expected_keys(&expected, (3..5).map(|p| (2, p))));
-        let rest = exchange.read(ShuffleReadSpec::PartialMapper { map: 1, partitions: 3..4 }, Arc::clone(&context)).unwrap();
+        let rest =
+            exchange.read(ShuffleReadSpec::PartialMapper { map: 1, partitions: 3..4 }, Arc::clone(&context)).unwrap();
         assert_eq!(keys(rest).await, expected_keys(&expected, [(1, 3)]));
 
         for spec in [ShuffleReadSpec::Partitions(3..4), ShuffleReadSpec::PartialReducer { partition: 0, maps: 2..3 }] {
             let twice = exchange.read(spec, Arc::clone(&context)).err().expect("a part is read once");
             assert!(matches!(twice, DataFusionError::Internal(_)), "{twice}");
         }
-        let out_of_range = exchange.read(ShuffleReadSpec::Partitions(4..6), Arc::clone(&context)).err().expect("out of range");
+        let out_of_range =
+            exchange.read(ShuffleReadSpec::Partitions(4..6), Arc::clone(&context)).err().expect("out of range");
         assert!(matches!(out_of_range, DataFusionError::Internal(_)), "{out_of_range}");
         drop((exchange, whole));
         assert_eq!(context.memory_pool().reserved(), 0, "unread parts are released with the plan");

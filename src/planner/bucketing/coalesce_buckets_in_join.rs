@@ -15,9 +15,9 @@ use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary};
 
+use crate::config::SparkConf;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::{BuildSide, JoinStrategy, SparkJoinExec};
-use crate::config::SparkConf;
 
 pub fn coalesce_buckets_in_join(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
     if !conf.coalesce_buckets_in_join {
@@ -30,7 +30,9 @@ pub fn coalesce_buckets_in_join(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) 
         if !join.spec().strategy.is_shuffled() {
             return Ok(Transformed::no(node));
         }
-        let (Some(left), Some(right)) = (bucket_count(join.left(), &join.left_keys()), bucket_count(join.right(), &join.right_keys())) else {
+        let (Some(left), Some(right)) =
+            (bucket_count(join.left(), &join.left_keys()), bucket_count(join.right(), &join.right_keys()))
+        else {
             return Ok(Transformed::no(node));
         };
         if left == right {
@@ -44,7 +46,8 @@ pub fn coalesce_buckets_in_join(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) 
         // A shuffled hash join may only coalesce its stream side.
         if join.spec().strategy == JoinStrategy::ShuffledHash {
             let build = join.spec().build_side;
-            if (coalesce_left && build == Some(BuildSide::Left)) || (!coalesce_left && build == Some(BuildSide::Right)) {
+            if (coalesce_left && build == Some(BuildSide::Left)) || (!coalesce_left && build == Some(BuildSide::Right))
+            {
                 return Ok(Transformed::no(node));
             }
         }
@@ -60,7 +63,10 @@ pub fn coalesce_buckets_in_join(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) 
 
 /// The bucket count of a side that is filters and projections over a bucketed scan
 /// partitioned exactly on join keys.
-fn bucket_count(side: &Arc<dyn ExecutionPlan>, keys: &[Arc<dyn datafusion::physical_expr::PhysicalExpr>]) -> Option<u32> {
+fn bucket_count(
+    side: &Arc<dyn ExecutionPlan>,
+    keys: &[Arc<dyn datafusion::physical_expr::PhysicalExpr>],
+) -> Option<u32> {
     if let Some(scan) = side.downcast_ref::<FileSourceScanExec>() {
         if !scan.is_bucketed() || scan.coalesced_to().is_some() {
             return None;
@@ -71,7 +77,9 @@ fn bucket_count(side: &Arc<dyn ExecutionPlan>, keys: &[Arc<dyn datafusion::physi
         bucket_count(side.children()[0], keys)?;
     }
     match side.output_partitioning() {
-        Partitioning::Hash(exprs, n) if exprs.len() == keys.len() && exprs.iter().all(|e| physical_exprs_contains(keys, e)) => {
+        Partitioning::Hash(exprs, n)
+            if exprs.len() == keys.len() && exprs.iter().all(|e| physical_exprs_contains(keys, e)) =>
+        {
             u32::try_from(*n).ok()
         }
         _ => None,

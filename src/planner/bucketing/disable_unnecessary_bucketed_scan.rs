@@ -16,12 +16,15 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
+use crate::config::SparkConf;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::distribution::required_distributions;
-use crate::config::SparkConf;
 
-pub fn disable_unnecessary_bucketed_scan(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
+pub fn disable_unnecessary_bucketed_scan(
+    plan: Arc<dyn ExecutionPlan>,
+    conf: &SparkConf,
+) -> Result<Arc<dyn ExecutionPlan>> {
     if !conf.bucketing_enabled || !conf.auto_bucketed_scan {
         return Ok(plan);
     }
@@ -36,7 +39,12 @@ fn is_allowed(plan: &dyn ExecutionPlan) -> bool {
         || plan.downcast_ref::<AggregateExec>().is_some_and(|a| *a.mode() == AggregateMode::Partial)
 }
 
-fn walk(plan: Arc<dyn ExecutionPlan>, interesting: bool, exchange: bool, allowed: bool) -> Result<Arc<dyn ExecutionPlan>> {
+fn walk(
+    plan: Arc<dyn ExecutionPlan>,
+    interesting: bool,
+    exchange: bool,
+    allowed: bool,
+) -> Result<Arc<dyn ExecutionPlan>> {
     if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
         if scan.is_bucketed() && (!interesting || (exchange && allowed)) {
             return Ok(Arc::new(scan.with_status(BucketedStatus::DisabledByQueryPlanner)?));
@@ -55,10 +63,8 @@ fn walk(plan: Arc<dyn ExecutionPlan>, interesting: bool, exchange: bool, allowed
     } else {
         (interesting, exchange, allowed && is_allowed(plan.as_ref()))
     };
-    let new_children = children
-        .iter()
-        .map(|c| walk(Arc::clone(c), interesting, exchange, allowed))
-        .collect::<Result<Vec<_>>>()?;
+    let new_children =
+        children.iter().map(|c| walk(Arc::clone(c), interesting, exchange, allowed)).collect::<Result<Vec<_>>>()?;
     if new_children.iter().zip(&children).all(|(a, b)| Arc::ptr_eq(a, b)) {
         return Ok(plan);
     }

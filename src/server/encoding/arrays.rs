@@ -11,7 +11,6 @@ use super::types::pg_type;
 use super::user_error;
 use super::writers::{ValueWriter, put_length_prefixed, value_writer};
 
-
 /// One-dimensional arrays with lower bound 1, as `array_out`/`array_send`
 /// write them.
 pub(super) fn list_writer<'a, O: OffsetSizeTrait>(
@@ -72,12 +71,9 @@ fn quote_array_element(buf: &mut BytesMut, from: usize) {
     let element = &buf[from..];
     let needs_quotes = element.is_empty()
         || element.eq_ignore_ascii_case(b"NULL")
-        || element.iter().any(|&c| {
-            matches!(
-                c,
-                b'{' | b'}' | b',' | b'"' | b'\\' | b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c
-            )
-        });
+        || element
+            .iter()
+            .any(|&c| matches!(c, b'{' | b'}' | b',' | b'"' | b'\\' | b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c));
     if needs_quotes {
         let element = element.to_vec();
         buf.truncate(from);
@@ -97,8 +93,8 @@ mod tests {
     use std::sync::Arc;
 
     use datafusion::arrow::array::{
-        ArrayRef, BinaryArray, BooleanArray, Decimal128Array, LargeListArray, ListArray,
-        ListBuilder, StringBuilder, TimestampMicrosecondArray,
+        ArrayRef, BinaryArray, BooleanArray, Decimal128Array, LargeListArray, ListArray, ListBuilder, StringBuilder,
+        TimestampMicrosecondArray,
     };
     use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int16Type, Int32Type, TimeUnit};
 
@@ -111,60 +107,35 @@ mod tests {
             Some(vec![]),
             None,
         ]));
-        assert_eq!(
-            text(int2.clone()),
-            vec![Some("{1,2,NULL}".into()), Some("{}".into()), None]
-        );
+        assert_eq!(text(int2.clone()), vec![Some("{1,2,NULL}".into()), Some("{}".into()), None]);
         assert_eq!(
             binary(int2),
             vec![
-                Some(hex(
-                    "0000000100000001000000150000000300000001000000020001000000020002ffffffff"
-                )),
+                Some(hex("0000000100000001000000150000000300000001000000020001000000020002ffffffff")),
                 Some(hex("000000000000000000000015")),
                 None
             ]
         );
         let empty_int4: ArrayRef =
-            Arc::new(LargeListArray::from_iter_primitive::<Int32Type, _, _>(
-                vec![Some(Vec::<Option<i32>>::new())],
-            ));
+            Arc::new(LargeListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(Vec::<Option<i32>>::new())]));
         assert_eq!(binary(empty_int4), hexes(&["000000000000000000000017"]));
 
         let mut builder = ListBuilder::new(StringBuilder::new());
-        builder.append_value(
-            [
-                "a", "", "NULL", "null", "a b", "a\"b", "a\\b", "{x}", "a,b", " ",
-            ]
-            .map(Some),
-        );
+        builder.append_value(["a", "", "NULL", "null", "a b", "a\"b", "a\\b", "{x}", "a,b", " "].map(Some));
         builder.append_value([Some("a"), Some("bc")]);
         let strings: ArrayRef = Arc::new(builder.finish());
         assert_eq!(
             text(strings.clone()),
-            texts(&[
-                r#"{a,"","NULL","null","a b","a\"b","a\\b","{x}","a,b"," "}"#,
-                "{a,bc}"
-            ])
+            texts(&[r#"{a,"","NULL","null","a b","a\"b","a\\b","{x}","a,b"," "}"#, "{a,bc}"])
         );
-        assert_eq!(
-            binary(strings)[1],
-            Some(hex(
-                "00000001000000000000001900000002000000010000000161000000026263"
-            ))
-        );
+        assert_eq!(binary(strings)[1], Some(hex("00000001000000000000001900000002000000010000000161000000026263")));
 
-        let float8: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Float64Type, _, _>(vec![
-            Some(vec![Some(1.5)]),
-        ]));
+        let float8: ArrayRef =
+            Arc::new(ListArray::from_iter_primitive::<Float64Type, _, _>(vec![Some(vec![Some(1.5)])]));
         assert_eq!(text(float8.clone()), texts(&["{1.5}"]));
-        assert_eq!(
-            binary(float8),
-            hexes(&["0000000100000000000002bd0000000100000001000000083ff8000000000000"])
-        );
+        assert_eq!(binary(float8), hexes(&["0000000100000000000002bd0000000100000001000000083ff8000000000000"]));
 
-        let bools =
-            ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(0), None])]);
+        let bools = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(0), None])]);
         let bools: ArrayRef = Arc::new(ListArray::new(
             Arc::new(Field::new("item", DataType::Boolean, true)),
             bools.offsets().clone(),
@@ -172,19 +143,12 @@ mod tests {
             None,
         ));
         assert_eq!(text(bools.clone()), texts(&["{t,NULL}"]));
-        assert_eq!(
-            binary(bools),
-            hexes(&["00000001000000010000001000000002000000010000000101ffffffff"])
-        );
+        assert_eq!(binary(bools), hexes(&["00000001000000010000001000000002000000010000000101ffffffff"]));
 
         let numerics: ArrayRef = Arc::new(ListArray::new(
             Arc::new(Field::new("item", DataType::Decimal128(10, 2), true)),
             datafusion::arrow::buffer::OffsetBuffer::from_lengths([1]),
-            Arc::new(
-                Decimal128Array::from(vec![1230])
-                    .with_precision_and_scale(10, 2)
-                    .unwrap(),
-            ),
+            Arc::new(Decimal128Array::from(vec![1230]).with_precision_and_scale(10, 2).unwrap()),
             None,
         ));
         assert_eq!(text(numerics.clone()), texts(&["{12.30}"]));
@@ -200,31 +164,15 @@ mod tests {
             None,
         ));
         assert_eq!(text(bytea.clone()), texts(&[r#"{"\\x0102"}"#]));
-        assert_eq!(
-            binary(bytea),
-            hexes(&["0000000100000000000000110000000100000001000000020102"])
-        );
+        assert_eq!(binary(bytea), hexes(&["0000000100000000000000110000000100000001000000020102"]));
 
         let timestamps: ArrayRef = Arc::new(ListArray::new(
-            Arc::new(Field::new(
-                "item",
-                DataType::Timestamp(TimeUnit::Microsecond, None),
-                true,
-            )),
+            Arc::new(Field::new("item", DataType::Timestamp(TimeUnit::Microsecond, None), true)),
             datafusion::arrow::buffer::OffsetBuffer::from_lengths([1]),
-            Arc::new(TimestampMicrosecondArray::from(vec![micros(
-                2026, 1, 2, 3, 4, 5, 0,
-            )])),
+            Arc::new(TimestampMicrosecondArray::from(vec![micros(2026, 1, 2, 3, 4, 5, 0)])),
             None,
         ));
-        assert_eq!(
-            text(timestamps.clone()),
-            texts(&[r#"{"2026-01-02 03:04:05"}"#])
-        );
-        assert_eq!(
-            binary(timestamps),
-            hexes(&["00000001000000000000045a0000000100000001000000080002ea5dbb151340"])
-        );
+        assert_eq!(text(timestamps.clone()), texts(&[r#"{"2026-01-02 03:04:05"}"#]));
+        assert_eq!(binary(timestamps), hexes(&["00000001000000000000045a0000000100000001000000080002ea5dbb151340"]));
     }
-
 }

@@ -77,9 +77,8 @@ mod tests {
     use std::sync::Arc;
 
     use datafusion::arrow::array::{
-        ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array,
-        Float64Array, Int16Array, Int32Array, Int64Array, StringArray, Time64MicrosecondArray,
-        TimestampMicrosecondArray,
+        ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int16Array,
+        Int32Array, Int64Array, StringArray, Time64MicrosecondArray, TimestampMicrosecondArray,
     };
     use datafusion::arrow::datatypes::{Field, Schema};
     use datafusion::arrow::record_batch::RecordBatch;
@@ -95,105 +94,33 @@ mod tests {
             (Type::BOOL, vec![1], ScalarValue::Boolean(Some(true))),
             (Type::INT2, hex("fffb"), ScalarValue::Int16(Some(-5))),
             (Type::INT4, hex("0000002a"), ScalarValue::Int32(Some(42))),
-            (
-                Type::INT8,
-                hex("7fffffffffffffff"),
-                ScalarValue::Int64(Some(i64::MAX)),
-            ),
-            (
-                Type::OID,
-                hex("ffffffff"),
-                ScalarValue::Int64(Some(4_294_967_295)),
-            ),
-            (
-                Type::FLOAT4,
-                1.5f32.to_be_bytes().to_vec(),
-                ScalarValue::Float32(Some(1.5)),
-            ),
-            (
-                Type::FLOAT8,
-                0.1f64.to_be_bytes().to_vec(),
-                ScalarValue::Float64(Some(0.1)),
-            ),
-            (
-                Type::NUMERIC,
-                hex("0002000000000002000c0bb8"),
-                ScalarValue::Decimal128(Some(1230), 4, 2),
-            ),
-            (
-                Type::NUMERIC,
-                hex("0001ffff00000003000a"),
-                ScalarValue::Decimal128(Some(1), 3, 3),
-            ),
-            (
-                Type::NUMERIC,
-                hex("00010001400000000064"),
-                ScalarValue::Decimal128(Some(-1_000_000), 7, 0),
-            ),
-            (
-                Type::NUMERIC,
-                hex("0000000000000002"),
-                ScalarValue::Decimal128(Some(0), 2, 2),
-            ),
-            (
-                Type::NUMERIC,
-                hex("0001fff6400000260064"),
-                ScalarValue::Decimal128(Some(-1), 38, 38),
-            ),
+            (Type::INT8, hex("7fffffffffffffff"), ScalarValue::Int64(Some(i64::MAX))),
+            (Type::OID, hex("ffffffff"), ScalarValue::Int64(Some(4_294_967_295))),
+            (Type::FLOAT4, 1.5f32.to_be_bytes().to_vec(), ScalarValue::Float32(Some(1.5))),
+            (Type::FLOAT8, 0.1f64.to_be_bytes().to_vec(), ScalarValue::Float64(Some(0.1))),
+            (Type::NUMERIC, hex("0002000000000002000c0bb8"), ScalarValue::Decimal128(Some(1230), 4, 2)),
+            (Type::NUMERIC, hex("0001ffff00000003000a"), ScalarValue::Decimal128(Some(1), 3, 3)),
+            (Type::NUMERIC, hex("00010001400000000064"), ScalarValue::Decimal128(Some(-1_000_000), 7, 0)),
+            (Type::NUMERIC, hex("0000000000000002"), ScalarValue::Decimal128(Some(0), 2, 2)),
+            (Type::NUMERIC, hex("0001fff6400000260064"), ScalarValue::Decimal128(Some(-1), 38, 38)),
             (
                 Type::NUMERIC,
                 hex("000a000900000000000c0d801ed204d2162e23340d801ed204d2162e"),
-                ScalarValue::Decimal128(
-                    Some("12345678901234567890123456789012345678".parse().unwrap()),
-                    38,
-                    0,
-                ),
+                ScalarValue::Decimal128(Some("12345678901234567890123456789012345678".parse().unwrap()), 38, 0),
             ),
             (
                 Type::NUMERIC,
                 hex("000500040000000007341a5802e103bb064f"),
                 ScalarValue::Decimal128(Some(18_446_744_073_709_551_615), 20, 0),
             ),
-            (
-                Type::TEXT,
-                "héllo".as_bytes().to_vec(),
-                ScalarValue::Utf8(Some("héllo".into())),
-            ),
-            (
-                Type::VARCHAR,
-                b"it''s".to_vec(),
-                ScalarValue::Utf8(Some("it''s".into())),
-            ),
-            (
-                Type::BYTEA,
-                vec![0, 255],
-                ScalarValue::Binary(Some(vec![0, 255])),
-            ),
-            (
-                Type::DATE,
-                hex("00000000"),
-                ScalarValue::Date32(Some(10_957)),
-            ),
-            (
-                Type::DATE,
-                hex("fff4da8b"),
-                ScalarValue::Date32(Some(-719_528)),
-            ),
-            (
-                Type::TIME,
-                hex("0000000861cc0920"),
-                ScalarValue::Time64Microsecond(Some(36_000_500_000)),
-            ),
-            (
-                Type::TIMESTAMP,
-                hex("0000000000000000"),
-                ScalarValue::TimestampMicrosecond(Some(PG_EPOCH_USECS), None),
-            ),
-            (
-                Type::TIMESTAMP,
-                hex("0002ea5dbb16e800"),
-                ScalarValue::TimestampMicrosecond(Some(t), None),
-            ),
+            (Type::TEXT, "héllo".as_bytes().to_vec(), ScalarValue::Utf8(Some("héllo".into()))),
+            (Type::VARCHAR, b"it''s".to_vec(), ScalarValue::Utf8(Some("it''s".into()))),
+            (Type::BYTEA, vec![0, 255], ScalarValue::Binary(Some(vec![0, 255]))),
+            (Type::DATE, hex("00000000"), ScalarValue::Date32(Some(10_957))),
+            (Type::DATE, hex("fff4da8b"), ScalarValue::Date32(Some(-719_528))),
+            (Type::TIME, hex("0000000861cc0920"), ScalarValue::Time64Microsecond(Some(36_000_500_000))),
+            (Type::TIMESTAMP, hex("0000000000000000"), ScalarValue::TimestampMicrosecond(Some(PG_EPOCH_USECS), None)),
+            (Type::TIMESTAMP, hex("0002ea5dbb16e800"), ScalarValue::TimestampMicrosecond(Some(t), None)),
             (
                 Type::TIMESTAMPTZ,
                 hex("0002ea5dbb16e800"),
@@ -201,31 +128,20 @@ mod tests {
             ),
         ];
         for (ty, input, expected) in cases {
-            assert_eq!(
-                decode_one(ty.clone(), 1, Some(&input)).unwrap(),
-                expected,
-                "{ty}"
-            );
+            assert_eq!(decode_one(ty.clone(), 1, Some(&input)).unwrap(), expected, "{ty}");
         }
-        let ScalarValue::Float64(Some(nan)) =
-            decode_one(Type::NUMERIC, 1, Some(&hex("00000000c0000000"))).unwrap()
+        let ScalarValue::Float64(Some(nan)) = decode_one(Type::NUMERIC, 1, Some(&hex("00000000c0000000"))).unwrap()
         else {
             panic!("NaN numeric is not a Float64");
         };
         assert!(nan.is_nan());
         // u64::MAX with a display scale of 20 needs 40 digits: Float64.
         assert_eq!(
-            decode_one(
-                Type::NUMERIC,
-                1,
-                Some(&hex("000500040000001407341a5802e103bb064f"))
-            )
-            .unwrap(),
+            decode_one(Type::NUMERIC, 1, Some(&hex("000500040000001407341a5802e103bb064f"))).unwrap(),
             ScalarValue::Float64(Some(18446744073709551615.0))
         );
         assert_eq!(code(decode_one(Type::JSON, 1, Some(b"{}"))), "0A000");
     }
-
 
     /// What the server sends in binary, a client sends back as a parameter.
     #[test]
@@ -244,11 +160,7 @@ mod tests {
             Arc::new(Time64MicrosecondArray::from(vec![1])),
             Arc::new(TimestampMicrosecondArray::from(vec![t])),
             Arc::new(TimestampMicrosecondArray::from(vec![t]).with_timezone("UTC")),
-            Arc::new(
-                Decimal128Array::from(vec![-(i128::MAX / 10)])
-                    .with_precision_and_scale(38, 5)
-                    .unwrap(),
-            ),
+            Arc::new(Decimal128Array::from(vec![-(i128::MAX / 10)]).with_precision_and_scale(38, 5).unwrap()),
         ];
         let schema = Arc::new(Schema::new(
             columns

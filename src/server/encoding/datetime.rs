@@ -27,8 +27,7 @@ pub(super) fn date_writer<'a>(days: impl Fn(usize) -> i64 + 'a, text: bool) -> V
                 buf.put_slice(b" BC");
             }
         } else {
-            let pg_days = i32::try_from(days - PG_EPOCH_DAYS)
-                .map_err(|_| user_error("22008", "date out of range"))?;
+            let pg_days = i32::try_from(days - PG_EPOCH_DAYS).map_err(|_| user_error("22008", "date out of range"))?;
             buf.put_i32(pg_days);
         }
         Ok(())
@@ -69,11 +68,7 @@ pub(super) fn timestamp_writer<'a>(
                 buf.put_slice(b" BC");
             }
         } else {
-            buf.put_i64(
-                micros
-                    .checked_sub(PG_EPOCH_USECS)
-                    .ok_or_else(out_of_range)?,
-            );
+            buf.put_i64(micros.checked_sub(PG_EPOCH_USECS).ok_or_else(out_of_range)?);
         }
         Ok(())
     })
@@ -85,8 +80,7 @@ pub(super) fn interval_writer<'a>(
     text: bool,
 ) -> ValueWriter<'a> {
     Box::new(move |i, buf| {
-        let (months, days, micros) =
-            parts(i).ok_or_else(|| user_error("22008", "interval out of range"))?;
+        let (months, days, micros) = parts(i).ok_or_else(|| user_error("22008", "interval out of range"))?;
         if text {
             write_interval(buf, months, days, micros);
         } else {
@@ -150,11 +144,7 @@ fn write_fraction(buf: &mut BytesMut, mut micros: u64) {
 fn write_interval(buf: &mut BytesMut, months: i32, days: i32, micros: i64) {
     let mut is_zero = true;
     let mut is_before = false;
-    for (value, unit) in [
-        (i64::from(months / 12), "year"),
-        (i64::from(months % 12), "mon"),
-        (i64::from(days), "day"),
-    ] {
+    for (value, unit) in [(i64::from(months / 12), "year"), (i64::from(months % 12), "mon"), (i64::from(days), "day")] {
         if value == 0 {
             continue;
         }
@@ -178,10 +168,7 @@ fn write_interval(buf: &mut BytesMut, months: i32, days: i32, micros: i64) {
         let hours = abs / USECS_PER_HOUR as u64;
         let minutes = abs % USECS_PER_HOUR as u64 / USECS_PER_MINUTE as u64;
         let seconds = abs % USECS_PER_MINUTE as u64 / USECS_PER_SEC as u64;
-        put_display(
-            buf,
-            format_args!("{space}{sign}{hours:02}:{minutes:02}:{seconds:02}"),
-        );
+        put_display(buf, format_args!("{space}{sign}{hours:02}:{minutes:02}:{seconds:02}"));
         write_fraction(buf, abs % USECS_PER_SEC as u64);
     }
 }
@@ -191,10 +178,7 @@ fn time_micros(t: NaiveTime) -> i64 {
 }
 
 pub(super) fn parse_time(t: &str) -> Option<i64> {
-    ["%H:%M:%S%.f", "%H:%M"]
-        .iter()
-        .find_map(|format| NaiveTime::parse_from_str(t, format).ok())
-        .map(time_micros)
+    ["%H:%M:%S%.f", "%H:%M"].iter().find_map(|format| NaiveTime::parse_from_str(t, format).ok()).map(time_micros)
 }
 
 /// Microseconds since the Unix epoch of an ISO date or date-time, with `T` or
@@ -202,27 +186,14 @@ pub(super) fn parse_time(t: &str) -> Option<i64> {
 /// for timestamptz and, as PostgreSQL does, ignored for timestamp; a
 /// timestamptz without one is taken as UTC.
 pub(super) fn parse_timestamp(t: &str, with_tz: bool) -> Option<i64> {
-    const FORMATS: [&str; 4] = [
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M",
-    ];
-    let (datetime, rest) = FORMATS
-        .iter()
-        .find_map(|format| NaiveDateTime::parse_and_remainder(t, format).ok())
-        .or_else(|| {
-            NaiveDate::parse_and_remainder(t, "%Y-%m-%d")
-                .ok()
-                .map(|(date, rest)| (date.and_time(NaiveTime::MIN), rest))
+    const FORMATS: [&str; 4] = ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"];
+    let (datetime, rest) =
+        FORMATS.iter().find_map(|format| NaiveDateTime::parse_and_remainder(t, format).ok()).or_else(|| {
+            NaiveDate::parse_and_remainder(t, "%Y-%m-%d").ok().map(|(date, rest)| (date.and_time(NaiveTime::MIN), rest))
         })?;
     let offset_secs = parse_utc_offset(rest.trim())?;
     let micros = datetime.and_utc().timestamp_micros();
-    if with_tz {
-        micros.checked_sub(offset_secs * USECS_PER_SEC)
-    } else {
-        Some(micros)
-    }
+    if with_tz { micros.checked_sub(offset_secs * USECS_PER_SEC) } else { Some(micros) }
 }
 
 /// Seconds east of UTC of `""`, `Z`, `UTC`, `±HH`, `±HHMM`, `±HH:MM` or
@@ -243,11 +214,7 @@ fn parse_utc_offset(s: &str) -> Option<i64> {
     } else {
         vec![body]
     };
-    if parts.len() > 3
-        || parts
-            .iter()
-            .any(|p| p.is_empty() || p.len() > 2 || !p.bytes().all(|c| c.is_ascii_digit()))
-    {
+    if parts.len() > 3 || parts.iter().any(|p| p.is_empty() || p.len() > 2 || !p.bytes().all(|c| c.is_ascii_digit())) {
         return None;
     }
     let secs = parts
@@ -265,11 +232,10 @@ mod tests {
     use std::sync::Arc;
 
     use datafusion::arrow::array::{
-        ArrayRef, Date32Array, Date64Array, DurationMillisecondArray, DurationSecondArray,
-        IntervalDayTimeArray, IntervalMonthDayNanoArray, IntervalYearMonthArray,
-        Time32MillisecondArray, Time32SecondArray, Time64MicrosecondArray, Time64NanosecondArray,
-        TimestampMicrosecondArray, TimestampMillisecondArray, TimestampNanosecondArray,
-        TimestampSecondArray,
+        ArrayRef, Date32Array, Date64Array, DurationMillisecondArray, DurationSecondArray, IntervalDayTimeArray,
+        IntervalMonthDayNanoArray, IntervalYearMonthArray, Time32MillisecondArray, Time32SecondArray,
+        Time64MicrosecondArray, Time64NanosecondArray, TimestampMicrosecondArray, TimestampMillisecondArray,
+        TimestampNanosecondArray, TimestampSecondArray,
     };
     use datafusion::arrow::datatypes::{Field, IntervalDayTime, IntervalMonthDayNano, Schema};
     use datafusion::arrow::record_batch::RecordBatch;
@@ -300,69 +266,33 @@ mod tests {
             ]
         );
         // date_send('1970-01-01'), ('2000-01-01'), ('0001-01-01 BC')
-        assert_eq!(
-            binary(dates)[..3],
-            hexes(&["ffffd533", "00000000", "fff4da8b"])[..]
-        );
+        assert_eq!(binary(dates)[..3], hexes(&["ffffd533", "00000000", "fff4da8b"])[..]);
         let date64: ArrayRef = Arc::new(Date64Array::from(vec![10_957 * 86_400_000, -1]));
         assert_eq!(text(date64.clone()), texts(&["2000-01-01", "1969-12-31"]));
         assert_eq!(binary(date64), hexes(&["00000000", "ffffd532"]));
 
         let cases: Vec<(ArrayRef, &str, i64)> = vec![
-            (
-                Arc::new(Time64MicrosecondArray::from(vec![36_000_500_000])),
-                "10:00:00.5",
-                36_000_500_000,
-            ),
-            (
-                Arc::new(Time32SecondArray::from(vec![3661])),
-                "01:01:01",
-                3_661_000_000,
-            ),
-            (
-                Arc::new(Time32MillisecondArray::from(vec![1500])),
-                "00:00:01.5",
-                1_500_000,
-            ),
-            (
-                Arc::new(Time64NanosecondArray::from(vec![1_999])),
-                "00:00:00.000001",
-                1,
-            ),
-            (
-                Arc::new(Time64MicrosecondArray::from(vec![86_400_000_000])),
-                "24:00:00",
-                86_400_000_000,
-            ),
+            (Arc::new(Time64MicrosecondArray::from(vec![36_000_500_000])), "10:00:00.5", 36_000_500_000),
+            (Arc::new(Time32SecondArray::from(vec![3661])), "01:01:01", 3_661_000_000),
+            (Arc::new(Time32MillisecondArray::from(vec![1500])), "00:00:01.5", 1_500_000),
+            (Arc::new(Time64NanosecondArray::from(vec![1_999])), "00:00:00.000001", 1),
+            (Arc::new(Time64MicrosecondArray::from(vec![86_400_000_000])), "24:00:00", 86_400_000_000),
         ];
         for (array, expected_text, expected_micros) in cases {
             assert_eq!(text(array.clone()), texts(&[expected_text]));
-            assert_eq!(
-                binary(array),
-                vec![Some(expected_micros.to_be_bytes().to_vec())]
-            );
+            assert_eq!(binary(array), vec![Some(expected_micros.to_be_bytes().to_vec())]);
         }
         // time_send('10:00:00.5'), time_send('01:01:01')
-        assert_eq!(
-            binary(Arc::new(Time64MicrosecondArray::from(vec![36_000_500_000]))),
-            hexes(&["0000000861cc0920"])
-        );
-        assert_eq!(
-            binary(Arc::new(Time32SecondArray::from(vec![3661]))),
-            hexes(&["00000000da366d40"])
-        );
+        assert_eq!(binary(Arc::new(Time64MicrosecondArray::from(vec![36_000_500_000]))), hexes(&["0000000861cc0920"]));
+        assert_eq!(binary(Arc::new(Time32SecondArray::from(vec![3661]))), hexes(&["00000000da366d40"]));
     }
 
     #[test]
     fn encodes_timestamps() {
         let t = micros(2026, 1, 2, 3, 4, 5, 120_000);
         let bc = micros(-43, 3, 15, 0, 0, 0, 0);
-        let naive: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![
-            Some(t),
-            Some(PG_EPOCH_USECS),
-            Some(bc),
-            None,
-        ]));
+        let naive: ArrayRef =
+            Arc::new(TimestampMicrosecondArray::from(vec![Some(t), Some(PG_EPOCH_USECS), Some(bc), None]));
         assert_eq!(
             text(naive.clone()),
             vec![
@@ -373,21 +303,13 @@ mod tests {
             ]
         );
         // timestamp_send('2026-01-02 03:04:05.12'), timestamp_send('2000-01-01')
-        assert_eq!(
-            binary(naive)[..2],
-            hexes(&["0002ea5dbb16e800", "0000000000000000"])[..]
-        );
+        assert_eq!(binary(naive)[..2], hexes(&["0002ea5dbb16e800", "0000000000000000"])[..]);
 
-        let zoned: ArrayRef =
-            Arc::new(TimestampMicrosecondArray::from(vec![t, bc]).with_timezone("UTC"));
-        assert_eq!(
-            text(zoned.clone()),
-            texts(&["2026-01-02 03:04:05.12+00", "0044-03-15 00:00:00+00 BC"])
-        );
+        let zoned: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![t, bc]).with_timezone("UTC"));
+        assert_eq!(text(zoned.clone()), texts(&["2026-01-02 03:04:05.12+00", "0044-03-15 00:00:00+00 BC"]));
         assert_eq!(binary(zoned)[0], Some(hex("0002ea5dbb16e800")));
         // Zoned values are instants: rendered in UTC whatever the column's zone.
-        let berlin: ArrayRef =
-            Arc::new(TimestampMicrosecondArray::from(vec![t]).with_timezone("Europe/Berlin"));
+        let berlin: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![t]).with_timezone("Europe/Berlin"));
         assert_eq!(text(berlin), texts(&["2026-01-02 03:04:05.12+00"]));
 
         let whole = micros(2026, 1, 2, 3, 4, 5, 0);
@@ -398,10 +320,7 @@ mod tests {
         ];
         for array in units {
             assert_eq!(text(array.clone()), texts(&["2026-01-02 03:04:05"]));
-            assert_eq!(
-                binary(array),
-                vec![Some((whole - PG_EPOCH_USECS).to_be_bytes().to_vec())]
-            );
+            assert_eq!(binary(array), vec![Some((whole - PG_EPOCH_USECS).to_be_bytes().to_vec())]);
         }
         let before_epoch: ArrayRef = Arc::new(TimestampNanosecondArray::from(vec![-1]));
         assert_eq!(text(before_epoch), texts(&["1969-12-31 23:59:59.999999"]));
@@ -415,26 +334,13 @@ mod tests {
 
     #[test]
     fn encodes_intervals() {
-        let mdn =
-            |months, days, micros: i64| IntervalMonthDayNano::new(months, days, micros * 1000);
+        let mdn = |months, days, micros: i64| IntervalMonthDayNano::new(months, days, micros * 1000);
         let hour = USECS_PER_HOUR;
         // (value, interval_out, interval_send where captured from PostgreSQL 15)
         let cases = [
-            (
-                mdn(0, 1, 2 * hour),
-                "1 day 02:00:00",
-                Some("00000001ad2748000000000100000000"),
-            ),
-            (
-                mdn(3, 0, 0),
-                "3 mons",
-                Some("00000000000000000000000000000003"),
-            ),
-            (
-                mdn(-12, 2, 1_500_000),
-                "-1 years +2 days 00:00:01.5",
-                Some("000000000016e36000000002fffffff4"),
-            ),
+            (mdn(0, 1, 2 * hour), "1 day 02:00:00", Some("00000001ad2748000000000100000000")),
+            (mdn(3, 0, 0), "3 mons", Some("00000000000000000000000000000003")),
+            (mdn(-12, 2, 1_500_000), "-1 years +2 days 00:00:01.5", Some("000000000016e36000000002fffffff4")),
             (
                 mdn(14, -3, 4 * hour + 5 * USECS_PER_MINUTE + 6_789_000),
                 "1 year 2 mons -3 days +04:05:06.789",
@@ -449,9 +355,7 @@ mod tests {
             (mdn(0, 0, 25 * hour + 1), "25:00:00.000001", None),
             (mdn(-3, 0, 0), "-3 mons", None),
         ];
-        let array: ArrayRef = Arc::new(IntervalMonthDayNanoArray::from(
-            cases.iter().map(|c| c.0).collect::<Vec<_>>(),
-        ));
+        let array: ArrayRef = Arc::new(IntervalMonthDayNanoArray::from(cases.iter().map(|c| c.0).collect::<Vec<_>>()));
         let expected: Vec<_> = cases.iter().map(|c| c.1).collect();
         assert_eq!(text(array.clone()), texts(&expected));
         for (got, case) in binary(array).into_iter().zip(&cases) {
@@ -460,32 +364,16 @@ mod tests {
             }
         }
 
-        let year_month: ArrayRef =
-            Arc::new(IntervalYearMonthArray::from(vec![Some(3), Some(-13), None]));
-        assert_eq!(
-            text(year_month.clone()),
-            vec![Some("3 mons".into()), Some("-1 years -1 mons".into()), None]
-        );
-        assert_eq!(
-            binary(year_month)[0],
-            Some(hex("00000000000000000000000000000003"))
-        );
-        let day_time: ArrayRef = Arc::new(IntervalDayTimeArray::from(vec![IntervalDayTime::new(
-            1, 3_600_000,
-        )]));
+        let year_month: ArrayRef = Arc::new(IntervalYearMonthArray::from(vec![Some(3), Some(-13), None]));
+        assert_eq!(text(year_month.clone()), vec![Some("3 mons".into()), Some("-1 years -1 mons".into()), None]);
+        assert_eq!(binary(year_month)[0], Some(hex("00000000000000000000000000000003")));
+        let day_time: ArrayRef = Arc::new(IntervalDayTimeArray::from(vec![IntervalDayTime::new(1, 3_600_000)]));
         assert_eq!(text(day_time.clone()), texts(&["1 day 01:00:00"]));
-        assert_eq!(
-            binary(day_time),
-            hexes(&["00000000d693a4000000000100000000"])
-        );
+        assert_eq!(binary(day_time), hexes(&["00000000d693a4000000000100000000"]));
         let seconds: ArrayRef = Arc::new(DurationSecondArray::from(vec![360_000]));
         assert_eq!(text(seconds.clone()), texts(&["100:00:00"]));
-        assert_eq!(
-            binary(seconds),
-            hexes(&["00000053d1ac10000000000000000000"])
-        );
+        assert_eq!(binary(seconds), hexes(&["00000053d1ac10000000000000000000"]));
         let millis: ArrayRef = Arc::new(DurationMillisecondArray::from(vec![-500]));
         assert_eq!(text(millis), texts(&["-00:00:00.5"]));
     }
-
 }

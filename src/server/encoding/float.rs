@@ -26,10 +26,7 @@ impl StackStr {
 impl fmt::Write for StackStr {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let end = self.len + s.len();
-        self.buf
-            .get_mut(self.len..end)
-            .ok_or(fmt::Error)?
-            .copy_from_slice(s.as_bytes());
+        self.buf.get_mut(self.len..end).ok_or(fmt::Error)?.copy_from_slice(s.as_bytes());
         self.len = end;
         Ok(())
     }
@@ -66,11 +63,7 @@ impl PgFloat for f64 {
         let exponent = ((bits >> 52) & 0x7ff) as i32;
         let mantissa = bits & ((1 << 52) - 1);
         BinaryFloat {
-            m2: if exponent == 0 {
-                mantissa
-            } else {
-                mantissa | (1 << 52)
-            },
+            m2: if exponent == 0 { mantissa } else { mantissa | (1 << 52) },
             e2: exponent.max(1) - 1075,
             lower_closer: mantissa == 0 && exponent > 1,
         }
@@ -90,11 +83,7 @@ impl PgFloat for f32 {
         let exponent = ((bits >> 23) & 0xff) as i32;
         let mantissa = u64::from(bits & ((1 << 23) - 1));
         BinaryFloat {
-            m2: if exponent == 0 {
-                mantissa
-            } else {
-                mantissa | (1 << 23)
-            },
+            m2: if exponent == 0 { mantissa } else { mantissa | (1 << 23) },
             e2: exponent.max(1) - 150,
             lower_closer: mantissa == 0 && exponent > 1,
         }
@@ -116,14 +105,8 @@ impl Decimal {
         let s = s.as_str().trim_start_matches('-');
         let (mantissa, exp) = s.split_once('e').unwrap_or((s, "0"));
         let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        let digits = int
-            .bytes()
-            .chain(frac.bytes())
-            .fold(0u64, |acc, c| acc * 10 + u64::from(c - b'0'));
-        Decimal {
-            digits,
-            exp: exp.parse::<i32>().unwrap_or(0) - frac.len() as i32,
-        }
+        let digits = int.bytes().chain(frac.bytes()).fold(0u64, |acc, c| acc * 10 + u64::from(c - b'0'));
+        Decimal { digits, exp: exp.parse::<i32>().unwrap_or(0) - frac.len() as i32 }
     }
 
     fn normalized(mut self) -> Self {
@@ -149,11 +132,7 @@ impl Decimal {
         if self.exp >= 0 {
             let lhs = u128::from(self.digits) * pow5;
             let t = self.exp - f;
-            if t >= 0 {
-                shl_exact(lhs, t) == Some(u128::from(c))
-            } else {
-                shl_exact(u128::from(c), -t) == Some(lhs)
-            }
+            if t >= 0 { shl_exact(lhs, t) == Some(u128::from(c)) } else { shl_exact(u128::from(c), -t) == Some(lhs) }
         } else {
             let s = f - self.exp;
             s >= 0 && shl_exact(u128::from(c) * pow5, s) == Some(u128::from(self.digits))
@@ -169,11 +148,7 @@ fn shl_exact(v: u128, shift: i32) -> Option<u128> {
 /// Whether `d` lies exactly on an end of `bin`'s rounding interval: halfway
 /// to the next float above or below.
 fn on_rounding_bound(bin: &BinaryFloat, d: Decimal) -> bool {
-    let (lower_c, lower_f) = if bin.lower_closer {
-        (4 * bin.m2 - 1, bin.e2 - 2)
-    } else {
-        (2 * bin.m2 - 1, bin.e2 - 1)
-    };
+    let (lower_c, lower_f) = if bin.lower_closer { (4 * bin.m2 - 1, bin.e2 - 2) } else { (2 * bin.m2 - 1, bin.e2 - 1) };
     d.equals_dyadic(2 * bin.m2 + 1, bin.e2 - 1) || d.equals_dyadic(lower_c, lower_f)
 }
 
@@ -198,14 +173,8 @@ fn pg_shortest<F: PgFloat>(v: F) -> Decimal {
     for len in shortest.len()..=F::MAX_DIGITS {
         // `len` digits, correctly rounded with ties to even.
         let nearest = Decimal::from_scientific(format_args!("{abs:.prec$e}", prec = len - 1));
-        let below = Decimal {
-            digits: nearest.digits - 1,
-            ..nearest
-        };
-        let above = Decimal {
-            digits: nearest.digits + 1,
-            ..nearest
-        };
+        let below = Decimal { digits: nearest.digits - 1, ..nearest };
+        let above = Decimal { digits: nearest.digits + 1, ..nearest };
         if let Some(found) = [nearest, below, above].into_iter().find(|&d| inside(d)) {
             return found.normalized();
         }
@@ -303,20 +272,12 @@ mod tests {
             (f64::MAX, "1.7976931348623157e+308"),
             (5e-324, "5e-324"),
         ];
-        let array: ArrayRef = Arc::new(Float64Array::from(
-            cases.iter().map(|c| c.0).collect::<Vec<_>>(),
-        ));
+        let array: ArrayRef = Arc::new(Float64Array::from(cases.iter().map(|c| c.0).collect::<Vec<_>>()));
         let expected: Vec<_> = cases.iter().map(|c| c.1).collect();
         assert_eq!(text(array.clone()), texts(&expected));
-        let expected_binary: Vec<_> = cases
-            .iter()
-            .map(|c| Some(c.0.to_be_bytes().to_vec()))
-            .collect();
+        let expected_binary: Vec<_> = cases.iter().map(|c| Some(c.0.to_be_bytes().to_vec())).collect();
         assert_eq!(binary(array), expected_binary);
-        assert_eq!(
-            binary(Arc::new(Float64Array::from(vec![-0.0]))),
-            hexes(&["8000000000000000"])
-        );
+        assert_eq!(binary(Arc::new(Float64Array::from(vec![-0.0]))), hexes(&["8000000000000000"]));
     }
 
     #[test]
@@ -340,15 +301,10 @@ mod tests {
             (f32::NAN, "NaN"),
             (f32::NEG_INFINITY, "-Infinity"),
         ];
-        let array: ArrayRef = Arc::new(Float32Array::from(
-            cases.iter().map(|c| c.0).collect::<Vec<_>>(),
-        ));
+        let array: ArrayRef = Arc::new(Float32Array::from(cases.iter().map(|c| c.0).collect::<Vec<_>>()));
         let expected: Vec<_> = cases.iter().map(|c| c.1).collect();
         assert_eq!(text(array.clone()), texts(&expected));
-        let expected_binary: Vec<_> = cases
-            .iter()
-            .map(|c| Some(c.0.to_be_bytes().to_vec()))
-            .collect();
+        let expected_binary: Vec<_> = cases.iter().map(|c| Some(c.0.to_be_bytes().to_vec())).collect();
         assert_eq!(binary(array), expected_binary);
 
         let half: ArrayRef = Arc::new(Float16Array::from(vec![Some(half_of(1.5)), None]));
@@ -359,5 +315,4 @@ mod tests {
     fn half_of(v: f32) -> <Float16Type as ArrowPrimitiveType>::Native {
         <Float16Type as ArrowPrimitiveType>::Native::from_f32(v)
     }
-
 }

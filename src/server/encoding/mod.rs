@@ -35,11 +35,7 @@ pub use writers::encode_batch;
 /// An `ERROR` with the given SQLSTATE, the way all of the server reports
 /// failures to clients (drivers key their exceptions on the code).
 pub fn user_error(sqlstate: &str, message: impl Into<String>) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "ERROR".to_owned(),
-        sqlstate.to_owned(),
-        message.into(),
-    )))
+    PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_owned(), sqlstate.to_owned(), message.into())))
 }
 
 #[cfg(test)]
@@ -52,11 +48,7 @@ mod tests {
             panic!("not a user error");
         };
         assert_eq!(
-            (
-                info.severity.as_str(),
-                info.code.as_str(),
-                info.message.as_str()
-            ),
+            (info.severity.as_str(), info.code.as_str(), info.message.as_str()),
             ("ERROR", "42P01", "no such table")
         );
     }

@@ -28,18 +28,15 @@ impl ParamError {
     fn into_pg(self, number: usize, ty: &Type) -> PgWireError {
         let name = ty.name();
         match self {
-            ParamError::Invalid(detail) => user_error(
-                "22P02",
-                format!("invalid value for parameter ${number} of type {name}: {detail}"),
-            ),
-            ParamError::OutOfRange => user_error(
-                "22003",
-                format!("value for parameter ${number} is out of range for type {name}"),
-            ),
-            ParamError::BinaryUnsupported => user_error(
-                "0A000",
-                format!("binary format for parameter ${number} of type {name} is not supported"),
-            ),
+            ParamError::Invalid(detail) => {
+                user_error("22P02", format!("invalid value for parameter ${number} of type {name}: {detail}"))
+            }
+            ParamError::OutOfRange => {
+                user_error("22003", format!("value for parameter ${number} is out of range for type {name}"))
+            }
+            ParamError::BinaryUnsupported => {
+                user_error("0A000", format!("binary format for parameter ${number} of type {name} is not supported"))
+            }
         }
     }
 }
@@ -48,19 +45,14 @@ impl ParamError {
 /// client declared in Parse when it declared one other than UNKNOWN, else the
 /// server-inferred `types[i]`, else TEXT. Values of types without a dedicated
 /// decoder are passed on as their text, for DataFusion to cast.
-pub fn decode_parameters<S: Clone>(
-    portal: &Portal<S>,
-    types: &[Type],
-) -> PgWireResult<Vec<ScalarValue>> {
+pub fn decode_parameters<S: Clone>(portal: &Portal<S>, types: &[Type]) -> PgWireResult<Vec<ScalarValue>> {
     let declared = &portal.statement.parameter_types;
     let count = portal.parameters.len();
     let expected = declared.len().max(types.len());
     if count != expected {
         return Err(user_error(
             "08P01",
-            format!(
-                "bind message supplies {count} parameters, but prepared statement requires {expected}"
-            ),
+            format!("bind message supplies {count} parameters, but prepared statement requires {expected}"),
         ));
     }
     let formats = resolve_formats(&portal.parameter_format, count, |codes| {
@@ -101,9 +93,7 @@ impl From<BinaryError> for ParamError {
 }
 
 fn typed_null(ty: &Type) -> ScalarValue {
-    arrow_type(ty)
-        .and_then(|dt| ScalarValue::try_from(&dt).ok())
-        .unwrap_or(ScalarValue::Utf8(None))
+    arrow_type(ty).and_then(|dt| ScalarValue::try_from(&dt).ok()).unwrap_or(ScalarValue::Utf8(None))
 }
 
 #[cfg(test)]
@@ -115,13 +105,7 @@ mod tests {
     #[test]
     fn decodes_nulls_as_typed_nulls() {
         let p = portal(
-            vec![
-                Some(Type::INT4),
-                Some(Type::NUMERIC),
-                None,
-                Some(Type::TIMESTAMPTZ),
-                Some(Type::JSON),
-            ],
+            vec![Some(Type::INT4), Some(Type::NUMERIC), None, Some(Type::TIMESTAMPTZ), Some(Type::JSON)],
             vec![1, 0, 0, 1, 0],
             vec![None, None, None, None, None],
         );
@@ -156,24 +140,15 @@ mod tests {
         );
         // No declared types at all (asyncpg, node-postgres): inferred ones.
         let p = portal(vec![], vec![1], vec![Some(&hex("0000002a"))]);
-        assert_eq!(
-            decode_parameters(&p, &[Type::INT4]).unwrap(),
-            vec![ScalarValue::Int32(Some(42))]
-        );
+        assert_eq!(decode_parameters(&p, &[Type::INT4]).unwrap(), vec![ScalarValue::Int32(Some(42))]);
     }
 
     #[test]
     fn rejects_malformed_parameters_with_22p02() {
-        let p = portal(
-            vec![Some(Type::INT4), Some(Type::INT4)],
-            vec![0, 1],
-            vec![Some(b"1"), Some(&[0, 0, 1])],
-        );
+        let p = portal(vec![Some(Type::INT4), Some(Type::INT4)], vec![0, 1], vec![Some(b"1"), Some(&[0, 0, 1])]);
         let err = decode_parameters(&p, &[]).unwrap_err();
         assert_eq!(err.code(), "22P02");
-        let PgWireError::UserError(info) = err else {
-            panic!("not a user error")
-        };
+        let PgWireError::UserError(info) = err else { panic!("not a user error") };
         assert!(info.message.contains("$2"), "{}", info.message);
 
         let malformed = [
@@ -195,38 +170,14 @@ mod tests {
             (Type::TIMESTAMPTZ, "2026-01-02 03:04:05 +25:99:00:00"),
         ];
         for (ty, input) in malformed {
-            assert_eq!(
-                code(decode_text_one(ty.clone(), input)),
-                "22P02",
-                "{ty} {input:?}"
-            );
+            assert_eq!(code(decode_text_one(ty.clone(), input)), "22P02", "{ty} {input:?}");
         }
         assert_eq!(code(decode_one(Type::TEXT, 0, Some(&[0xff]))), "22P02");
         assert_eq!(code(decode_one(Type::TEXT, 1, Some(&[0xff]))), "22P02");
-        assert_eq!(
-            code(decode_one(
-                Type::NUMERIC,
-                1,
-                Some(&hex("0002000000000002000c"))
-            )),
-            "22P02"
-        );
-        assert_eq!(
-            code(decode_one(
-                Type::NUMERIC,
-                1,
-                Some(&hex("00010000000000002710"))
-            )),
-            "22P02"
-        );
-        assert_eq!(
-            code(decode_one(Type::NUMERIC, 1, Some(&hex("0000")))),
-            "22P02"
-        );
-        assert_eq!(
-            code(decode_one(Type::TIMESTAMP, 1, Some(&hex("00")))),
-            "22P02"
-        );
+        assert_eq!(code(decode_one(Type::NUMERIC, 1, Some(&hex("0002000000000002000c")))), "22P02");
+        assert_eq!(code(decode_one(Type::NUMERIC, 1, Some(&hex("00010000000000002710")))), "22P02");
+        assert_eq!(code(decode_one(Type::NUMERIC, 1, Some(&hex("0000")))), "22P02");
+        assert_eq!(code(decode_one(Type::TIMESTAMP, 1, Some(&hex("00")))), "22P02");
 
         for (ty, input) in [
             (Type::INT2, "70000"),
@@ -234,31 +185,17 @@ mod tests {
             (Type::FLOAT4, "1e39"),
             (Type::OID, "4294967296"),
         ] {
-            assert_eq!(
-                code(decode_text_one(ty.clone(), input)),
-                "22003",
-                "{ty} {input:?}"
-            );
+            assert_eq!(code(decode_text_one(ty.clone(), input)), "22003", "{ty} {input:?}");
         }
     }
 
     #[test]
     fn rejects_wrong_parameter_counts_with_08p01() {
         let p = portal(vec![], vec![], vec![Some(b"1")]);
-        assert_eq!(
-            code(decode_parameters(&p, &[Type::INT4, Type::INT4])),
-            "08P01"
-        );
-        let p = portal(
-            vec![Some(Type::INT4), Some(Type::INT4)],
-            vec![],
-            vec![Some(b"1")],
-        );
+        assert_eq!(code(decode_parameters(&p, &[Type::INT4, Type::INT4])), "08P01");
+        let p = portal(vec![Some(Type::INT4), Some(Type::INT4)], vec![], vec![Some(b"1")]);
         assert_eq!(code(decode_parameters(&p, &[])), "08P01");
         let p = portal(vec![], vec![0, 1, 0], vec![Some(b"1"), Some(b"2")]);
-        assert_eq!(
-            code(decode_parameters(&p, &[Type::INT4, Type::INT4])),
-            "08P01"
-        );
+        assert_eq!(code(decode_parameters(&p, &[Type::INT4, Type::INT4])), "08P01");
     }
 }

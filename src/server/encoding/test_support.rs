@@ -23,10 +23,7 @@ use super::{decode_parameters, encode_batch, field_infos};
 const UNIX_EPOCH_DAYS_FROM_CE: i32 = 719_163;
 
 pub(super) fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 /// The fields of a DataRow: `None` for NULL.
@@ -52,18 +49,11 @@ fn encode_column(array: ArrayRef, format: Format) -> Vec<Option<Vec<u8>>> {
     let schema = Schema::new(vec![Field::new("c", array.data_type().clone(), true)]);
     let batch = RecordBatch::try_new(Arc::new(schema.clone()), vec![array]).unwrap();
     let fields = Arc::new(field_infos(&schema, &format).unwrap());
-    encode_batch(&batch, &fields)
-        .unwrap()
-        .iter()
-        .map(|row| row_fields(row).remove(0))
-        .collect()
+    encode_batch(&batch, &fields).unwrap().iter().map(|row| row_fields(row).remove(0)).collect()
 }
 
 pub(super) fn text(array: ArrayRef) -> Vec<Option<String>> {
-    encode_column(array, Format::UnifiedText)
-        .into_iter()
-        .map(|v| v.map(|b| String::from_utf8(b).unwrap()))
-        .collect()
+    encode_column(array, Format::UnifiedText).into_iter().map(|v| v.map(|b| String::from_utf8(b).unwrap())).collect()
 }
 
 pub(super) fn binary(array: ArrayRef) -> Vec<Option<Vec<u8>>> {
@@ -79,51 +69,29 @@ pub(super) fn hexes(values: &[&str]) -> Vec<Option<Vec<u8>>> {
 }
 
 pub(super) fn micros(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32, us: u32) -> i64 {
-    NaiveDate::from_ymd_opt(y, mo, d)
-        .unwrap()
-        .and_hms_micro_opt(h, mi, s, us)
-        .unwrap()
-        .and_utc()
-        .timestamp_micros()
+    NaiveDate::from_ymd_opt(y, mo, d).unwrap().and_hms_micro_opt(h, mi, s, us).unwrap().and_utc().timestamp_micros()
 }
 
 pub(super) fn days(y: i32, mo: u32, d: u32) -> i32 {
-    NaiveDate::from_ymd_opt(y, mo, d)
-        .unwrap()
-        .num_days_from_ce()
-        - UNIX_EPOCH_DAYS_FROM_CE
+    NaiveDate::from_ymd_opt(y, mo, d).unwrap().num_days_from_ce() - UNIX_EPOCH_DAYS_FROM_CE
 }
 
 pub(super) fn code(result: PgWireResult<impl fmt::Debug>) -> String {
     result.unwrap_err().code().to_owned()
 }
 
-pub(super) fn portal(
-    declared: Vec<Option<Type>>,
-    formats: Vec<i16>,
-    values: Vec<Option<&[u8]>>,
-) -> Portal<String> {
-    let bind = Bind::new(
-        None,
-        None,
-        formats,
-        values
-            .into_iter()
-            .map(|v| v.map(Bytes::copy_from_slice))
-            .collect(),
-        vec![],
-    );
+pub(super) fn portal(declared: Vec<Option<Type>>, formats: Vec<i16>, values: Vec<Option<&[u8]>>) -> Portal<String> {
+    let bind =
+        Bind::new(None, None, formats, values.into_iter().map(|v| v.map(Bytes::copy_from_slice)).collect(), vec![]);
     let statement = StoredStatement::new("s".to_owned(), "SELECT".to_owned(), declared);
     Portal::try_new(&bind, Arc::new(statement)).unwrap()
 }
 
 /// Decodes one parameter of type `ty` in the given format (0 text, 1 binary).
 pub(super) fn decode_one(ty: Type, format: i16, value: Option<&[u8]>) -> PgWireResult<ScalarValue> {
-    decode_parameters(&portal(vec![Some(ty)], vec![format], vec![value]), &[])
-        .map(|mut v| v.remove(0))
+    decode_parameters(&portal(vec![Some(ty)], vec![format], vec![value]), &[]).map(|mut v| v.remove(0))
 }
 
 pub(super) fn decode_text_one(ty: Type, value: &str) -> PgWireResult<ScalarValue> {
     decode_one(ty, 0, Some(value.as_bytes()))
 }
-

@@ -12,20 +12,14 @@ use super::user_error;
 use crate::sql::pg_catalog::types as pg_types;
 
 pub(super) fn unsupported_type(dt: &DataType) -> PgWireError {
-    user_error(
-        "0A000",
-        format!("data type {dt} is not supported by the PostgreSQL protocol layer"),
-    )
+    user_error("0A000", format!("data type {dt} is not supported by the PostgreSQL protocol layer"))
 }
 
 /// The PostgreSQL type a column of `dt` is sent as, with its `pg_type.typlen`,
 /// which PostgreSQL sends in every RowDescription.
 fn wire_type(dt: &DataType) -> PgWireResult<(Type, i16)> {
     let (ty, array) = pg_types::sent_as(dt).ok_or_else(|| unsupported_type(dt))?;
-    let wire = u32::try_from(ty.oid_of(array))
-        .ok()
-        .and_then(Type::from_oid)
-        .ok_or_else(|| unsupported_type(dt))?;
+    let wire = u32::try_from(ty.oid_of(array)).ok().and_then(Type::from_oid).ok_or_else(|| unsupported_type(dt))?;
     Ok((wire, ty.len_of(array)))
 }
 
@@ -69,18 +63,13 @@ pub(super) fn resolve_formats(
     match format {
         Format::UnifiedText => Ok(vec![FieldFormat::Text; count]),
         Format::UnifiedBinary => Ok(vec![FieldFormat::Binary; count]),
-        Format::Individual(codes) if codes.len() != count => {
-            Err(user_error("08P01", mismatch(codes.len())))
-        }
+        Format::Individual(codes) if codes.len() != count => Err(user_error("08P01", mismatch(codes.len()))),
         Format::Individual(codes) => codes
             .iter()
             .map(|&code| match code {
                 0 => Ok(FieldFormat::Text),
                 1 => Ok(FieldFormat::Binary),
-                _ => Err(user_error(
-                    "22023",
-                    format!("unsupported format code: {code}"),
-                )),
+                _ => Err(user_error("22023", format!("unsupported format code: {code}"))),
             })
             .collect(),
     }
@@ -105,7 +94,6 @@ pub fn field_infos(schema: &Schema, format: &Format) -> PgWireResult<Vec<FieldIn
         })
         .collect()
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -147,37 +135,16 @@ mod tests {
             (DataType::Date64, Type::DATE),
             (DataType::Time32(TimeUnit::Second), Type::TIME),
             (DataType::Time64(TimeUnit::Nanosecond), Type::TIME),
-            (
-                DataType::Timestamp(TimeUnit::Nanosecond, None),
-                Type::TIMESTAMP,
-            ),
-            (
-                DataType::Timestamp(TimeUnit::Second, Some("+02:00".into())),
-                Type::TIMESTAMPTZ,
-            ),
-            (
-                DataType::Interval(IntervalUnit::MonthDayNano),
-                Type::INTERVAL,
-            ),
+            (DataType::Timestamp(TimeUnit::Nanosecond, None), Type::TIMESTAMP),
+            (DataType::Timestamp(TimeUnit::Second, Some("+02:00".into())), Type::TIMESTAMPTZ),
+            (DataType::Interval(IntervalUnit::MonthDayNano), Type::INTERVAL),
             (DataType::Duration(TimeUnit::Millisecond), Type::INTERVAL),
             (DataType::Null, Type::TEXT),
-            (
-                DataType::List(Arc::new(Field::new("item", DataType::Int64, true))),
-                Type::INT8_ARRAY,
-            ),
-            (
-                DataType::LargeList(Arc::new(Field::new("item", DataType::Int8, true))),
-                Type::INT2_ARRAY,
-            ),
+            (DataType::List(Arc::new(Field::new("item", DataType::Int64, true))), Type::INT8_ARRAY),
+            (DataType::LargeList(Arc::new(Field::new("item", DataType::Int8, true))), Type::INT2_ARRAY),
             (utf8_list, Type::TEXT_ARRAY),
-            (
-                DataType::List(Arc::new(Field::new("item", DataType::Null, true))),
-                Type::TEXT_ARRAY,
-            ),
-            (
-                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
-                Type::TEXT,
-            ),
+            (DataType::List(Arc::new(Field::new("item", DataType::Null, true))), Type::TEXT_ARRAY),
+            (DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), Type::TEXT),
         ];
         for (dt, expected) in cases {
             assert_eq!(pg_type(&dt).unwrap(), expected, "{dt}");
@@ -199,8 +166,7 @@ mod tests {
             assert_eq!(info.code, "0A000");
             assert!(info.message.contains(&dt.to_string()), "{}", info.message);
         }
-        let nested_list =
-            ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(1)])]);
+        let nested_list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(1)])]);
         let nested = ListArray::new(
             Arc::new(Field::new("item", nested_list.data_type().clone(), true)),
             datafusion::arrow::buffer::OffsetBuffer::from_lengths([1]),
@@ -210,7 +176,6 @@ mod tests {
         let schema = Schema::new(vec![Field::new("c", nested.data_type().clone(), true)]);
         assert_eq!(code(field_infos(&schema, &Format::UnifiedText)), "0A000");
     }
-
 
     #[test]
     fn field_infos_carry_names_types_formats_and_typmods() {
@@ -223,35 +188,15 @@ mod tests {
         let fields = field_infos(&schema, &Format::Individual(vec![1, 0, 1, 0])).unwrap();
         let summary: Vec<_> = fields
             .iter()
-            .map(|f| {
-                (
-                    f.name(),
-                    f.datatype().clone(),
-                    f.format(),
-                    f.type_modifier(),
-                    f.type_size(),
-                )
-            })
+            .map(|f| (f.name(), f.datatype().clone(), f.format(), f.type_modifier(), f.type_size()))
             .collect();
         assert_eq!(
             summary,
             vec![
                 ("id", Type::INT4, FieldFormat::Binary, -1, 4),
-                (
-                    "price",
-                    Type::NUMERIC,
-                    FieldFormat::Text,
-                    ((10 << 16) | 2) + 4,
-                    -1
-                ),
+                ("price", Type::NUMERIC, FieldFormat::Text, ((10 << 16) | 2) + 4, -1),
                 ("name", Type::TEXT, FieldFormat::Binary, -1, -1),
-                (
-                    "hundreds",
-                    Type::NUMERIC,
-                    FieldFormat::Text,
-                    ((5 << 16) | 0x7fe) + 4,
-                    -1
-                ),
+                ("hundreds", Type::NUMERIC, FieldFormat::Text, ((5 << 16) | 0x7fe) + 4, -1),
             ]
         );
         let all_binary = field_infos(&schema, &Format::UnifiedBinary).unwrap();
@@ -267,24 +212,11 @@ mod tests {
             Field::new("b", DataType::Int32, false),
             Field::new("c", DataType::Int32, false),
         ]);
-        assert_eq!(
-            code(field_infos(&schema, &Format::Individual(vec![1, 0]))),
-            "08P01"
-        );
-        assert_eq!(
-            code(field_infos(&schema, &Format::Individual(vec![1]))),
-            "08P01"
-        );
-        assert_eq!(
-            code(field_infos(&schema, &Format::Individual(vec![1, 0, 0, 1]))),
-            "08P01"
-        );
-        assert_eq!(
-            code(field_infos(&schema, &Format::Individual(vec![1, 2, 0]))),
-            "22023"
-        );
+        assert_eq!(code(field_infos(&schema, &Format::Individual(vec![1, 0]))), "08P01");
+        assert_eq!(code(field_infos(&schema, &Format::Individual(vec![1]))), "08P01");
+        assert_eq!(code(field_infos(&schema, &Format::Individual(vec![1, 0, 0, 1]))), "08P01");
+        assert_eq!(code(field_infos(&schema, &Format::Individual(vec![1, 2, 0]))), "22023");
     }
-
 
     #[test]
     fn arrow_type_inverts_pg_type_for_parameters() {
@@ -304,10 +236,7 @@ mod tests {
         ] {
             assert_eq!(arrow_type(&pg_type(&dt).unwrap()), Some(dt.clone()), "{dt}");
         }
-        assert_eq!(
-            arrow_type(&Type::NUMERIC),
-            Some(DataType::Decimal128(38, 10))
-        );
+        assert_eq!(arrow_type(&Type::NUMERIC), Some(DataType::Decimal128(38, 10)));
         assert_eq!(arrow_type(&Type::OID), Some(DataType::Int64));
         assert_eq!(arrow_type(&Type::VARCHAR), Some(DataType::Utf8));
         assert_eq!(arrow_type(&Type::UNKNOWN), None);

@@ -10,11 +10,10 @@ use bytes::{BufMut, BytesMut};
 use datafusion::arrow::array::{Array, ArrowPrimitiveType, AsArray, PrimitiveArray};
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Date64Type, Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type,
-    DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType, DurationSecondType,
-    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
-    IntervalDayTimeType, IntervalMonthDayNanoType, IntervalUnit, IntervalYearMonthType,
-    Time32MillisecondType, Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimeUnit,
-    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType, DurationSecondType, Float16Type,
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, IntervalDayTimeType, IntervalMonthDayNanoType,
+    IntervalUnit, IntervalYearMonthType, Time32MillisecondType, Time32SecondType, Time64MicrosecondType,
+    Time64NanosecondType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use datafusion::arrow::record_batch::RecordBatch;
@@ -23,37 +22,25 @@ use pgwire::error::PgWireResult;
 use pgwire::messages::data::DataRow;
 
 use super::arrays::list_writer;
-use super::datetime::{
-    MSECS_PER_DAY, USECS_PER_SEC, date_writer, interval_writer, time_writer, timestamp_writer,
-};
+use super::datetime::{MSECS_PER_DAY, USECS_PER_SEC, date_writer, interval_writer, time_writer, timestamp_writer};
 use super::float::write_float;
 use super::numeric::{decimal_writer, decimal256_writer};
 use super::types::unsupported_type;
 use super::user_error;
 
-
 /// Encodes every row of `batch`. The Arrow type of each column decides the
 /// encoding and `fields` only the text/binary choice, so `fields` must come
 /// from [`field_infos`] for the batch's schema.
-pub fn encode_batch(
-    batch: &RecordBatch,
-    fields: &Arc<Vec<FieldInfo>>,
-) -> PgWireResult<Vec<DataRow>> {
+pub fn encode_batch(batch: &RecordBatch, fields: &Arc<Vec<FieldInfo>>) -> PgWireResult<Vec<DataRow>> {
     if fields.len() != batch.num_columns() {
         return Err(user_error(
             "XX000",
-            format!(
-                "row description has {} fields but the result has {} columns",
-                fields.len(),
-                batch.num_columns()
-            ),
+            format!("row description has {} fields but the result has {} columns", fields.len(), batch.num_columns()),
         ));
     }
-    let field_count = i16::try_from(fields.len())
-        .map_err(|_| user_error("54000", "target lists can have at most 32767 entries"))?;
-    let mut rows: Vec<BytesMut> = (0..batch.num_rows())
-        .map(|_| BytesMut::with_capacity(8 * fields.len()))
-        .collect();
+    let field_count =
+        i16::try_from(fields.len()).map_err(|_| user_error("54000", "target lists can have at most 32767 entries"))?;
+    let mut rows: Vec<BytesMut> = (0..batch.num_rows()).map(|_| BytesMut::with_capacity(8 * fields.len())).collect();
     for (column, field) in batch.columns().iter().zip(fields.iter()) {
         let write = value_writer(column.as_ref(), field.format())?;
         let nulls = column.logical_nulls();
@@ -65,10 +52,7 @@ pub fn encode_batch(
             }
         }
     }
-    Ok(rows
-        .into_iter()
-        .map(|data| DataRow::new(data, field_count))
-        .collect())
+    Ok(rows.into_iter().map(|data| DataRow::new(data, field_count)).collect())
 }
 
 /// Writes the non-null value at a row index.
@@ -81,8 +65,8 @@ pub(super) fn put_length_prefixed(
     let at = buf.len();
     buf.put_i32(0);
     write(buf)?;
-    let len = i32::try_from(buf.len() - at - 4)
-        .map_err(|_| user_error("54000", "field value too large for the protocol"))?;
+    let len =
+        i32::try_from(buf.len() - at - 4).map_err(|_| user_error("54000", "field value too large for the protocol"))?;
     buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
     Ok(())
 }
@@ -108,48 +92,13 @@ pub(super) fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgW
                 Ok(())
             })
         }
-        DataType::Int8 => int_writer(
-            array.as_primitive::<Int8Type>(),
-            text,
-            i16::from,
-            BytesMut::put_i16,
-        ),
-        DataType::Int16 => int_writer(
-            array.as_primitive::<Int16Type>(),
-            text,
-            i16::from,
-            BytesMut::put_i16,
-        ),
-        DataType::UInt8 => int_writer(
-            array.as_primitive::<UInt8Type>(),
-            text,
-            i16::from,
-            BytesMut::put_i16,
-        ),
-        DataType::Int32 => int_writer(
-            array.as_primitive::<Int32Type>(),
-            text,
-            i32::from,
-            BytesMut::put_i32,
-        ),
-        DataType::UInt16 => int_writer(
-            array.as_primitive::<UInt16Type>(),
-            text,
-            i32::from,
-            BytesMut::put_i32,
-        ),
-        DataType::Int64 => int_writer(
-            array.as_primitive::<Int64Type>(),
-            text,
-            i64::from,
-            BytesMut::put_i64,
-        ),
-        DataType::UInt32 => int_writer(
-            array.as_primitive::<UInt32Type>(),
-            text,
-            i64::from,
-            BytesMut::put_i64,
-        ),
+        DataType::Int8 => int_writer(array.as_primitive::<Int8Type>(), text, i16::from, BytesMut::put_i16),
+        DataType::Int16 => int_writer(array.as_primitive::<Int16Type>(), text, i16::from, BytesMut::put_i16),
+        DataType::UInt8 => int_writer(array.as_primitive::<UInt8Type>(), text, i16::from, BytesMut::put_i16),
+        DataType::Int32 => int_writer(array.as_primitive::<Int32Type>(), text, i32::from, BytesMut::put_i32),
+        DataType::UInt16 => int_writer(array.as_primitive::<UInt16Type>(), text, i32::from, BytesMut::put_i32),
+        DataType::Int64 => int_writer(array.as_primitive::<Int64Type>(), text, i64::from, BytesMut::put_i64),
+        DataType::UInt32 => int_writer(array.as_primitive::<UInt32Type>(), text, i64::from, BytesMut::put_i64),
         DataType::UInt64 => decimal_writer(array.as_primitive::<UInt64Type>(), 0, text, i128::from),
         DataType::Float16 => {
             let a = array.as_primitive::<Float16Type>();
@@ -171,18 +120,10 @@ pub(super) fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgW
                 Ok(())
             })
         }
-        DataType::Decimal32(_, s) => {
-            decimal_writer(array.as_primitive::<Decimal32Type>(), *s, text, i128::from)
-        }
-        DataType::Decimal64(_, s) => {
-            decimal_writer(array.as_primitive::<Decimal64Type>(), *s, text, i128::from)
-        }
-        DataType::Decimal128(_, s) => {
-            decimal_writer(array.as_primitive::<Decimal128Type>(), *s, text, |v| v)
-        }
-        DataType::Decimal256(_, s) => {
-            decimal256_writer(array.as_primitive::<Decimal256Type>(), *s, text)
-        }
+        DataType::Decimal32(_, s) => decimal_writer(array.as_primitive::<Decimal32Type>(), *s, text, i128::from),
+        DataType::Decimal64(_, s) => decimal_writer(array.as_primitive::<Decimal64Type>(), *s, text, i128::from),
+        DataType::Decimal128(_, s) => decimal_writer(array.as_primitive::<Decimal128Type>(), *s, text, |v| v),
+        DataType::Decimal256(_, s) => decimal256_writer(array.as_primitive::<Decimal256Type>(), *s, text),
         DataType::Utf8 => {
             let a = array.as_string::<i32>();
             raw_writer(move |i| a.value(i).as_bytes())
@@ -240,11 +181,7 @@ pub(super) fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgW
             match unit {
                 TimeUnit::Second => {
                     let a = array.as_primitive::<TimestampSecondType>();
-                    timestamp_writer(
-                        move |i| a.value(i).checked_mul(USECS_PER_SEC),
-                        text,
-                        with_tz,
-                    )
+                    timestamp_writer(move |i| a.value(i).checked_mul(USECS_PER_SEC), text, with_tz)
                 }
                 TimeUnit::Millisecond => {
                     let a = array.as_primitive::<TimestampMillisecondType>();
@@ -286,10 +223,7 @@ pub(super) fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgW
         }
         DataType::Duration(TimeUnit::Second) => {
             let a = array.as_primitive::<DurationSecondType>();
-            interval_writer(
-                move |i| Some((0, 0, a.value(i).checked_mul(USECS_PER_SEC)?)),
-                text,
-            )
+            interval_writer(move |i| Some((0, 0, a.value(i).checked_mul(USECS_PER_SEC)?)), text)
         }
         DataType::Duration(TimeUnit::Millisecond) => {
             let a = array.as_primitive::<DurationMillisecondType>();
@@ -311,15 +245,9 @@ pub(super) fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgW
             let inner = value_writer(values.as_ref(), format)?;
             // `normalized_keys` panics on an empty dictionary, whose keys are
             // then all null and never looked up.
-            let keys = if values.is_empty() {
-                Vec::new()
-            } else {
-                dict.normalized_keys()
-            };
+            let keys = if values.is_empty() { Vec::new() } else { dict.normalized_keys() };
             Box::new(move |i, buf| {
-                let key = *keys
-                    .get(i)
-                    .ok_or_else(|| user_error("XX000", "dictionary key out of range"))?;
+                let key = *keys.get(i).ok_or_else(|| user_error("XX000", "dictionary key out of range"))?;
                 inner(key, buf)
             })
         }
@@ -390,10 +318,9 @@ mod tests {
     use super::*;
 
     use datafusion::arrow::array::{
-        ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Decimal128Array, DictionaryArray,
-        FixedSizeBinaryArray, Int8Array, Int16Array, Int32Array, Int64Array, LargeBinaryArray,
-        LargeStringArray, NullArray, StringArray, StringViewArray, UInt8Array, UInt16Array,
-        UInt32Array, UInt64Array,
+        ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Decimal128Array, DictionaryArray, FixedSizeBinaryArray,
+        Int8Array, Int16Array, Int32Array, Int64Array, LargeBinaryArray, LargeStringArray, NullArray, StringArray,
+        StringViewArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
     };
     use datafusion::arrow::datatypes::{Field, Schema};
     use pgwire::api::portal::Format;
@@ -404,42 +331,21 @@ mod tests {
     #[test]
     fn encodes_booleans_and_integers() {
         let bools: ArrayRef = Arc::new(BooleanArray::from(vec![Some(true), Some(false), None]));
-        assert_eq!(
-            text(bools.clone()),
-            vec![Some("t".into()), Some("f".into()), None]
-        );
+        assert_eq!(text(bools.clone()), vec![Some("t".into()), Some("f".into()), None]);
         assert_eq!(binary(bools), vec![Some(vec![1]), Some(vec![0]), None]);
 
         let int8: ArrayRef = Arc::new(Int8Array::from(vec![Some(-5), None, Some(127)]));
-        assert_eq!(
-            text(int8.clone()),
-            vec![Some("-5".into()), None, Some("127".into())]
-        );
+        assert_eq!(text(int8.clone()), vec![Some("-5".into()), None, Some("127".into())]);
         // Two bytes: int2, not postgres-types' one-byte "char".
-        assert_eq!(
-            binary(int8),
-            vec![Some(hex("fffb")), None, Some(hex("007f"))]
-        );
+        assert_eq!(binary(int8), vec![Some(hex("fffb")), None, Some(hex("007f"))]);
 
         let cases: Vec<(ArrayRef, &str, &str)> = vec![
             (Arc::new(Int16Array::from(vec![-32768])), "-32768", "8000"),
             (Arc::new(UInt8Array::from(vec![255])), "255", "00ff"),
             (Arc::new(Int32Array::from(vec![-2])), "-2", "fffffffe"),
-            (
-                Arc::new(UInt16Array::from(vec![65535])),
-                "65535",
-                "0000ffff",
-            ),
-            (
-                Arc::new(Int64Array::from(vec![i64::MAX])),
-                "9223372036854775807",
-                "7fffffffffffffff",
-            ),
-            (
-                Arc::new(UInt32Array::from(vec![u32::MAX])),
-                "4294967295",
-                "00000000ffffffff",
-            ),
+            (Arc::new(UInt16Array::from(vec![65535])), "65535", "0000ffff"),
+            (Arc::new(Int64Array::from(vec![i64::MAX])), "9223372036854775807", "7fffffffffffffff"),
+            (Arc::new(UInt32Array::from(vec![u32::MAX])), "4294967295", "00000000ffffffff"),
             // numeric_send(18446744073709551615::numeric)
             (
                 Arc::new(UInt64Array::from(vec![u64::MAX])),
@@ -448,21 +354,10 @@ mod tests {
             ),
         ];
         for (array, expected_text, expected_binary) in cases {
-            assert_eq!(
-                text(array.clone()),
-                texts(&[expected_text]),
-                "{}",
-                array.data_type()
-            );
-            assert_eq!(
-                binary(array.clone()),
-                hexes(&[expected_binary]),
-                "{}",
-                array.data_type()
-            );
+            assert_eq!(text(array.clone()), texts(&[expected_text]), "{}", array.data_type());
+            assert_eq!(binary(array.clone()), hexes(&[expected_binary]), "{}", array.data_type());
         }
     }
-
 
     #[test]
     fn encodes_strings_and_bytea() {
@@ -472,68 +367,31 @@ mod tests {
             Arc::new(StringViewArray::from(vec![Some("héllo"), None, Some("")])),
         ];
         for array in strings {
-            assert_eq!(
-                text(array.clone()),
-                vec![Some("héllo".into()), None, Some(String::new())]
-            );
-            assert_eq!(
-                binary(array),
-                vec![Some("héllo".as_bytes().to_vec()), None, Some(vec![])]
-            );
+            assert_eq!(text(array.clone()), vec![Some("héllo".into()), None, Some(String::new())]);
+            assert_eq!(binary(array), vec![Some("héllo".as_bytes().to_vec()), None, Some(vec![])]);
         }
         let bytes: &[u8] = &[0xde, 0xad, 0x01];
         let binaries: Vec<ArrayRef> = vec![
             Arc::new(BinaryArray::from(vec![Some(bytes), None, Some(&[][..])])),
-            Arc::new(LargeBinaryArray::from(vec![
-                Some(bytes),
-                None,
-                Some(&[][..]),
-            ])),
-            Arc::new(BinaryViewArray::from(vec![
-                Some(bytes),
-                None,
-                Some(&[][..]),
-            ])),
+            Arc::new(LargeBinaryArray::from(vec![Some(bytes), None, Some(&[][..])])),
+            Arc::new(BinaryViewArray::from(vec![Some(bytes), None, Some(&[][..])])),
         ];
         for array in binaries {
-            assert_eq!(
-                text(array.clone()),
-                vec![Some("\\xdead01".into()), None, Some("\\x".into())]
-            );
-            assert_eq!(
-                binary(array),
-                vec![Some(bytes.to_vec()), None, Some(vec![])]
-            );
+            assert_eq!(text(array.clone()), vec![Some("\\xdead01".into()), None, Some("\\x".into())]);
+            assert_eq!(binary(array), vec![Some(bytes.to_vec()), None, Some(vec![])]);
         }
-        let fixed: ArrayRef = Arc::new(
-            FixedSizeBinaryArray::try_from_iter(vec![vec![0xab, 0x0f]].into_iter()).unwrap(),
-        );
+        let fixed: ArrayRef =
+            Arc::new(FixedSizeBinaryArray::try_from_iter(vec![vec![0xab, 0x0f]].into_iter()).unwrap());
         assert_eq!(text(fixed.clone()), texts(&["\\xab0f"]));
         assert_eq!(binary(fixed), hexes(&["ab0f"]));
     }
 
-
     #[test]
     fn encodes_dictionaries_null_columns_and_mixed_formats() {
-        let dict: ArrayRef = Arc::new(DictionaryArray::<Int32Type>::from_iter(vec![
-            Some("a"),
-            None,
-            Some("b"),
-            Some("a"),
-        ]));
-        assert_eq!(
-            text(dict.clone()),
-            vec![Some("a".into()), None, Some("b".into()), Some("a".into())]
-        );
-        assert_eq!(
-            binary(dict),
-            vec![
-                Some(b"a".to_vec()),
-                None,
-                Some(b"b".to_vec()),
-                Some(b"a".to_vec())
-            ]
-        );
+        let dict: ArrayRef =
+            Arc::new(DictionaryArray::<Int32Type>::from_iter(vec![Some("a"), None, Some("b"), Some("a")]));
+        assert_eq!(text(dict.clone()), vec![Some("a".into()), None, Some("b".into()), Some("a".into())]);
+        assert_eq!(binary(dict), vec![Some(b"a".to_vec()), None, Some(b"b".to_vec()), Some(b"a".to_vec())]);
         let nulls: ArrayRef = Arc::new(NullArray::new(2));
         assert_eq!(text(nulls), vec![None, None]);
 
@@ -547,11 +405,7 @@ mod tests {
             vec![
                 Arc::new(Int32Array::from(vec![1, 2])),
                 Arc::new(StringArray::from(vec![Some("x"), None])),
-                Arc::new(
-                    Decimal128Array::from(vec![Some(1230), None])
-                        .with_precision_and_scale(10, 2)
-                        .unwrap(),
-                ),
+                Arc::new(Decimal128Array::from(vec![Some(1230), None]).with_precision_and_scale(10, 2).unwrap()),
             ],
         )
         .unwrap();
@@ -561,16 +415,9 @@ mod tests {
         assert!(rows.iter().all(|r| r.field_count == 3));
         assert_eq!(
             row_fields(&rows[0]),
-            vec![
-                Some(hex("00000001")),
-                Some(b"x".to_vec()),
-                Some(hex("0002000000000002000c0bb8"))
-            ]
+            vec![Some(hex("00000001")), Some(b"x".to_vec()), Some(hex("0002000000000002000c0bb8"))]
         );
-        assert_eq!(
-            row_fields(&rows[1]),
-            vec![Some(hex("00000002")), None, None]
-        );
+        assert_eq!(row_fields(&rows[1]), vec![Some(hex("00000002")), None, None]);
 
         let too_few = Arc::new(fields[..2].to_vec());
         assert_eq!(code(encode_batch(&batch, &too_few)), "XX000");

@@ -18,11 +18,7 @@ use super::{dotted_name, is_statement_end, next_is_keyword};
 
 /// `CREATE TABLE` or `CREATE EXTERNAL TABLE` (not `OR REPLACE`, `TEMPORARY`, views, ...).
 pub(super) fn is_create_table(parser: &Parser) -> bool {
-    let table_at = if next_is_keyword(parser, 1, Keyword::EXTERNAL) {
-        2
-    } else {
-        1
-    };
+    let table_at = if next_is_keyword(parser, 1, Keyword::EXTERNAL) { 2 } else { 1 };
     next_is_keyword(parser, table_at, Keyword::TABLE)
 }
 
@@ -62,20 +58,14 @@ struct CreateTableClauses {
 /// Rejects a second occurrence of a `CREATE TABLE` clause, as Spark does.
 fn check_unique<T>(slot: &Option<T>, clause: &str, at: &TokenWithSpan) -> Result<(), ParserError> {
     match slot {
-        Some(_) => Err(ParserError::ParserError(format!(
-            "Found duplicate clauses: {clause}{}",
-            at.span.start
-        ))),
+        Some(_) => Err(ParserError::ParserError(format!("Found duplicate clauses: {clause}{}", at.span.start))),
         None => Ok(()),
     }
 }
 
 /// Parses `[EXTERNAL] TABLE ...` after `CREATE`. Sets `unknown_clause` when the statement has a
 /// clause outside Spark's grammar, so that the caller can retry with the default parser.
-fn parse_spark_create_table(
-    parser: &mut Parser,
-    unknown_clause: &mut bool,
-) -> Result<CreateTable, ParserError> {
+fn parse_spark_create_table(parser: &mut Parser, unknown_clause: &mut bool) -> Result<CreateTable, ParserError> {
     let external = parser.parse_keyword(Keyword::EXTERNAL);
     parser.expect_keyword(Keyword::TABLE)?;
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
@@ -101,9 +91,7 @@ fn parse_spark_create_table(
             Keyword::PARTITIONED => {
                 check_unique(&c.partitioned_by, "PARTITIONED BY", &token)?;
                 match parser.parse_hive_distribution()? {
-                    HiveDistributionStyle::PARTITIONED { columns } => {
-                        c.partitioned_by = Some(columns)
-                    }
+                    HiveDistributionStyle::PARTITIONED { columns } => c.partitioned_by = Some(columns),
                     _ => return expected_by(parser),
                 }
             }
@@ -174,13 +162,12 @@ fn parse_spark_create_table(
         (None, Some(format)) => Some(HiveIOFormat::FileFormat { format }),
         (None, None) => None,
     };
-    let hive_formats = (storage.is_some() || c.location.is_some() || c.options.is_some())
-        .then_some(HiveFormat {
-            row_format: None,
-            serde_properties: c.options,
-            storage,
-            location: c.location,
-        });
+    let hive_formats = (storage.is_some() || c.location.is_some() || c.options.is_some()).then_some(HiveFormat {
+        row_format: None,
+        serde_properties: c.options,
+        storage,
+        location: c.location,
+    });
     let hive_distribution = match c.partitioned_by {
         Some(columns) => HiveDistributionStyle::PARTITIONED { columns },
         None => HiveDistributionStyle::NONE,
@@ -277,12 +264,7 @@ mod tests {
     }
 
     fn num_buckets(create: &CreateTable) -> String {
-        match &create
-            .clustered_by
-            .as_ref()
-            .expect("CLUSTERED BY")
-            .num_buckets
-        {
+        match &create.clustered_by.as_ref().expect("CLUSTERED BY").num_buckets {
             Value::Number(n, _) => n.clone(),
             other => panic!("expected a number of buckets, got {other:?}"),
         }
@@ -292,10 +274,7 @@ mod tests {
     fn sort_columns(create: &CreateTable) -> Vec<(String, Option<bool>)> {
         let clustered = create.clustered_by.as_ref().expect("CLUSTERED BY");
         let sorted: &[OrderByExpr] = clustered.sorted_by.as_deref().unwrap_or_default();
-        sorted
-            .iter()
-            .map(|o| (o.expr.to_string(), o.options.asc))
-            .collect()
+        sorted.iter().map(|o| (o.expr.to_string(), o.options.asc)).collect()
     }
 
     fn storage(create: &CreateTable) -> Option<&HiveIOFormat> {
@@ -338,11 +317,7 @@ mod tests {
         assert_eq!(num_buckets(&ct), "256");
         assert_eq!(
             sort_columns(&ct),
-            [
-                ("b".to_string(), Some(false)),
-                ("a".to_string(), Some(true)),
-                ("a".to_string(), None)
-            ]
+            [("b".to_string(), Some(false)), ("a".to_string(), Some(true)), ("a".to_string(), None)]
         );
         assert_eq!(ct.hive_distribution, HiveDistributionStyle::NONE);
         assert_eq!(location(&ct), None);
@@ -399,12 +374,7 @@ mod tests {
         assert_eq!(partition_columns(&ct)[0].data_type, DataType::String(None));
         assert_eq!(bucket_columns(&ct), ["a"]);
         assert_eq!(num_buckets(&ct), "4");
-        assert_eq!(
-            storage(&ct),
-            Some(&HiveIOFormat::FileFormat {
-                format: FileFormat::PARQUET
-            })
-        );
+        assert_eq!(storage(&ct), Some(&HiveIOFormat::FileFormat { format: FileFormat::PARQUET }));
     }
 
     #[test]
@@ -450,40 +420,20 @@ mod tests {
         assert!(ct.if_not_exists);
         assert_eq!(ct.name.to_string(), "s.t");
         assert_eq!(names(&ct.columns), ["a", "b"]);
-        let a_options: Vec<&ColumnOption> =
-            ct.columns[0].options.iter().map(|o| &o.option).collect();
-        assert_eq!(
-            a_options,
-            [
-                &ColumnOption::NotNull,
-                &ColumnOption::Comment("the key".to_string())
-            ]
-        );
+        let a_options: Vec<&ColumnOption> = ct.columns[0].options.iter().map(|o| &o.option).collect();
+        assert_eq!(a_options, [&ColumnOption::NotNull, &ColumnOption::Comment("the key".to_string())]);
         assert_eq!(provider(&ct), "org.apache.spark.sql.parquet");
         assert_eq!(location(&ct), Some("/data/t"));
-        assert_eq!(
-            ct.comment,
-            Some(CommentDef::WithoutEq("a table".to_string()))
-        );
-        let options = ct
-            .hive_formats
-            .as_ref()
-            .and_then(|h| h.serde_properties.as_deref());
+        assert_eq!(ct.comment, Some(CommentDef::WithoutEq("a table".to_string())));
+        let options = ct.hive_formats.as_ref().and_then(|h| h.serde_properties.as_deref());
         assert_eq!(
             key_values(options.expect("OPTIONS")),
-            pairs(&[
-                ("path", "'/x'"),
-                ("compression", "'zstd'"),
-                ("mergeSchema", "true")
-            ])
+            pairs(&[("path", "'/x'"), ("compression", "'zstd'"), ("mergeSchema", "true")])
         );
         let CreateTableOptions::TableProperties(properties) = &ct.table_options else {
             panic!("expected TBLPROPERTIES, got {:?}", ct.table_options);
         };
-        assert_eq!(
-            key_values(properties),
-            pairs(&[("p1", "'v1'"), ("spark.sql.x", "2"), ("p3", "'-1'")])
-        );
+        assert_eq!(key_values(properties), pairs(&[("p1", "'v1'"), ("spark.sql.x", "2"), ("p3", "'-1'")]));
     }
 
     #[test]
@@ -497,10 +447,7 @@ mod tests {
         assert_eq!(location(&ct), Some("/l"));
         assert_eq!(names(partition_columns(&ct)), ["d"]);
         assert_eq!(bucket_columns(&ct), ["a"]);
-        assert!(matches!(
-            ct.table_options,
-            CreateTableOptions::TableProperties(_)
-        ));
+        assert!(matches!(ct.table_options, CreateTableOptions::TableProperties(_)));
         assert!(ct.query.is_some());
     }
 
@@ -516,23 +463,18 @@ mod tests {
              c_timestamptz TIMESTAMP WITH TIME ZONE, c_timestamp_wo TIMESTAMP WITHOUT TIME ZONE, \
              c_boolean BOOLEAN, c_bool BOOL, c_binary BINARY, c_bytea BYTEA) USING parquet",
         );
-        let custom =
-            |name: &str| DataType::Custom(ObjectName::from(vec![Ident::new(name)]), vec![]);
+        let custom = |name: &str| DataType::Custom(ObjectName::from(vec![Ident::new(name)]), vec![]);
         let expected = [
             DataType::String(None),
             DataType::Text,
-            DataType::Varchar(Some(
-                datafusion::sql::sqlparser::ast::CharacterLength::IntegerLength {
-                    length: 10,
-                    unit: None,
-                },
-            )),
-            DataType::Char(Some(
-                datafusion::sql::sqlparser::ast::CharacterLength::IntegerLength {
-                    length: 3,
-                    unit: None,
-                },
-            )),
+            DataType::Varchar(Some(datafusion::sql::sqlparser::ast::CharacterLength::IntegerLength {
+                length: 10,
+                unit: None,
+            })),
+            DataType::Char(Some(datafusion::sql::sqlparser::ast::CharacterLength::IntegerLength {
+                length: 3,
+                unit: None,
+            })),
             DataType::BigInt(None),
             DataType::BigInt(None),
             DataType::Int(None),
@@ -570,34 +512,22 @@ mod tests {
         for (clause, sql) in [
             ("USING", "USING parquet USING orc"),
             ("PARTITIONED BY", "PARTITIONED BY (a) PARTITIONED BY (a)"),
-            (
-                "CLUSTERED BY",
-                "CLUSTERED BY (a) INTO 2 BUCKETS CLUSTERED BY (a) INTO 4 BUCKETS",
-            ),
+            ("CLUSTERED BY", "CLUSTERED BY (a) INTO 2 BUCKETS CLUSTERED BY (a) INTO 4 BUCKETS"),
             ("STORED AS", "STORED AS PARQUET STORED AS ORC"),
             ("LOCATION", "LOCATION '/a' LOCATION '/b'"),
             ("COMMENT", "COMMENT 'a' COMMENT 'b'"),
-            (
-                "TBLPROPERTIES",
-                "TBLPROPERTIES ('a' = 'b') TBLPROPERTIES ('a' = 'b')",
-            ),
+            ("TBLPROPERTIES", "TBLPROPERTIES ('a' = 'b') TBLPROPERTIES ('a' = 'b')"),
             ("OPTIONS", "OPTIONS (a 'b') OPTIONS (a 'b')"),
         ] {
             let message = error(&format!("CREATE TABLE t (a INT) {sql}"));
-            assert!(
-                message.contains(&format!("Found duplicate clauses: {clause} at Line: 1")),
-                "{sql}: {message}"
-            );
+            assert!(message.contains(&format!("Found duplicate clauses: {clause} at Line: 1")), "{sql}: {message}");
         }
     }
 
     #[test]
     fn create_errors() {
         let message = error("CREATE TABLE t (a INT) USING parquet CLUSTERED BY (a) INTO 4");
-        assert!(
-            message.contains("Expected: BUCKETS, found: EOF"),
-            "{message}"
-        );
+        assert!(message.contains("Expected: BUCKETS, found: EOF"), "{message}");
         let message = error("CREATE TABLE t (a INT) USING parquet CLUSTERED BY (a) 4 BUCKETS");
         assert!(message.contains("Expected: INTO"), "{message}");
         let message = error("CREATE TABLE t (a INT) USING parquet CLUSTERED (a) INTO 4 BUCKETS");
@@ -605,19 +535,13 @@ mod tests {
         let message = error("CREATE TABLE t (a INT) PARTITIONED (a)");
         assert!(message.contains("Expected: BY, found: ("), "{message}");
         let message = error("CREATE TABLE t (a INT) USING parquet STORED AS PARQUET");
-        assert!(
-            message.contains("Operation not allowed: CREATE TABLE ... USING ... STORED AS PARQUET"),
-            "{message}"
-        );
+        assert!(message.contains("Operation not allowed: CREATE TABLE ... USING ... STORED AS PARQUET"), "{message}");
         let message = error("CREATE TABLE t (a INT) USING parquet BOGUS");
         assert!(
-            message.contains("Expected: USING, PARTITIONED BY, CLUSTERED BY")
-                && message.contains("found: BOGUS"),
+            message.contains("Expected: USING, PARTITIONED BY, CLUSTERED BY") && message.contains("found: BOGUS"),
             "{message}"
         );
-        let message = error(
-            "CREATE TABLE t (a INT) USING parquet CLUSTERED BY (a) INTO 4 BUCKETS SORTED BY (a)",
-        );
+        let message = error("CREATE TABLE t (a INT) USING parquet CLUSTERED BY (a) INTO 4 BUCKETS SORTED BY (a)");
         assert!(message.contains("found: SORTED"), "{message}");
         let message = error("CREATE TABLE t (a INT) AS SELECT 1 USING parquet");
         assert!(message.contains("Expected: end of statement"), "{message}");
@@ -638,20 +562,13 @@ mod tests {
     fn other_create_statements_use_the_default_parser() {
         let ct = create("CREATE TABLE t2 LIKE t1");
         assert!(ct.like.is_some());
-        let ct =
-            create("CREATE TABLE t (a INT PRIMARY KEY, b TEXT DEFAULT 'x') WITH (fillfactor = 70)");
+        let ct = create("CREATE TABLE t (a INT PRIMARY KEY, b TEXT DEFAULT 'x') WITH (fillfactor = 70)");
         assert!(matches!(ct.table_options, CreateTableOptions::With(_)));
         let ct = create("CREATE OR REPLACE TABLE t (a INT)");
         assert!(ct.or_replace);
         let ct = create("CREATE TEMPORARY TABLE t (a INT)");
         assert!(ct.temporary);
-        assert!(matches!(
-            parse_one("CREATE VIEW v AS SELECT 1"),
-            Statement::CreateView(_)
-        ));
-        assert!(matches!(
-            parse_one("CREATE SCHEMA IF NOT EXISTS s"),
-            Statement::CreateSchema { .. }
-        ));
+        assert!(matches!(parse_one("CREATE VIEW v AS SELECT 1"), Statement::CreateView(_)));
+        assert!(matches!(parse_one("CREATE SCHEMA IF NOT EXISTS s"), Statement::CreateSchema { .. }));
     }
 }

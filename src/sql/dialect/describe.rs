@@ -19,12 +19,7 @@ pub(super) fn parse_describe_table(parser: &mut Parser) -> Result<Statement, Par
         _ => None,
     };
     let table_name = parser.parse_object_name(false)?;
-    Ok(Statement::ExplainTable {
-        describe_alias,
-        hive_format,
-        has_table_keyword: true,
-        table_name,
-    })
+    Ok(Statement::ExplainTable { describe_alias, hive_format, has_table_keyword: true, table_name })
 }
 
 #[cfg(test)]
@@ -40,30 +35,10 @@ mod tests {
             ("DESCRIBE t", DescribeAlias::Describe, None, false),
             ("DESC t", DescribeAlias::Desc, None, false),
             ("DESCRIBE TABLE t", DescribeAlias::Describe, None, true),
-            (
-                "DESCRIBE EXTENDED t",
-                DescribeAlias::Describe,
-                Some(HiveDescribeFormat::Extended),
-                false,
-            ),
-            (
-                "DESCRIBE TABLE EXTENDED t",
-                DescribeAlias::Describe,
-                Some(HiveDescribeFormat::Extended),
-                true,
-            ),
-            (
-                "DESC TABLE FORMATTED t",
-                DescribeAlias::Desc,
-                Some(HiveDescribeFormat::Formatted),
-                true,
-            ),
-            (
-                "DESC FORMATTED t",
-                DescribeAlias::Desc,
-                Some(HiveDescribeFormat::Formatted),
-                false,
-            ),
+            ("DESCRIBE EXTENDED t", DescribeAlias::Describe, Some(HiveDescribeFormat::Extended), false),
+            ("DESCRIBE TABLE EXTENDED t", DescribeAlias::Describe, Some(HiveDescribeFormat::Extended), true),
+            ("DESC TABLE FORMATTED t", DescribeAlias::Desc, Some(HiveDescribeFormat::Formatted), true),
+            ("DESC FORMATTED t", DescribeAlias::Desc, Some(HiveDescribeFormat::Formatted), false),
         ] {
             assert_eq!(
                 parse_one(sql),
@@ -76,9 +51,7 @@ mod tests {
                 "{sql}"
             );
         }
-        let Statement::ExplainTable { table_name, .. } =
-            parse_one("DESCRIBE TABLE EXTENDED s.t")
-        else {
+        let Statement::ExplainTable { table_name, .. } = parse_one("DESCRIBE TABLE EXTENDED s.t") else {
             panic!("expected DESCRIBE");
         };
         assert_eq!(table_name.to_string(), "s.t");

@@ -17,14 +17,7 @@ use crate::explain::ExplainMode;
 /// PostgreSQL forms `EXPLAIN (ANALYZE)` and `EXPLAIN (VERBOSE)` are recognised too. Spark has no
 /// `VERBOSE`; it maps to [`ExplainMode::Extended`], the mode that shows the most plans.
 pub fn explain_mode(stmt: &Statement) -> Option<ExplainMode> {
-    let Statement::Explain {
-        describe_alias: DescribeAlias::Explain,
-        analyze,
-        verbose,
-        options,
-        ..
-    } = stmt
-    else {
+    let Statement::Explain { describe_alias: DescribeAlias::Explain, analyze, verbose, options, .. } = stmt else {
         return None;
     };
     let enabled = |name: &str| {
@@ -57,11 +50,9 @@ pub fn explain_mode(stmt: &Statement) -> Option<ExplainMode> {
 /// are compared by text).
 pub(super) fn spark_explain_mode(parser: &Parser) -> Option<&'static str> {
     match &parser.peek_nth_token_ref(1).token {
-        Token::Word(word) if word.quote_style.is_none() => {
-            ["EXTENDED", "FORMATTED", "COST", "CODEGEN", "LOGICAL"]
-                .into_iter()
-                .find(|mode| word.value.eq_ignore_ascii_case(mode))
-        }
+        Token::Word(word) if word.quote_style.is_none() => ["EXTENDED", "FORMATTED", "COST", "CODEGEN", "LOGICAL"]
+            .into_iter()
+            .find(|mode| word.value.eq_ignore_ascii_case(mode)),
         _ => None,
     }
 }
@@ -76,13 +67,8 @@ pub(super) fn parse_spark_explain(parser: &mut Parser, mode: &str) -> Result<Sta
         )));
     }
     let statement = parser.parse_statement()?;
-    if matches!(
-        statement,
-        Statement::Explain { .. } | Statement::ExplainTable { .. }
-    ) {
-        return Err(ParserError::ParserError(
-            "Explain must be root of the plan".to_string(),
-        ));
+    if matches!(statement, Statement::Explain { .. } | Statement::ExplainTable { .. }) {
+        return Err(ParserError::ParserError("Explain must be root of the plan".to_string()));
     }
     Ok(Statement::Explain {
         describe_alias: DescribeAlias::Explain,
@@ -92,10 +78,7 @@ pub(super) fn parse_spark_explain(parser: &mut Parser, mode: &str) -> Result<Sta
         estimate: false,
         statement: Box::new(statement),
         format: None,
-        options: Some(vec![UtilityOption {
-            name: Ident::new(mode),
-            arg: None,
-        }]),
+        options: Some(vec![UtilityOption { name: Ident::new(mode), arg: None }]),
     })
 }
 
@@ -118,10 +101,7 @@ mod tests {
             ("EXPLAIN ANALYZE SELECT 1", ExplainMode::Analyze),
             ("EXPLAIN VERBOSE SELECT 1", ExplainMode::Extended),
             ("EXPLAIN (ANALYZE) SELECT 1", ExplainMode::Analyze),
-            (
-                "EXPLAIN (ANALYZE true, VERBOSE) SELECT 1",
-                ExplainMode::Analyze,
-            ),
+            ("EXPLAIN (ANALYZE true, VERBOSE) SELECT 1", ExplainMode::Analyze),
             ("EXPLAIN (ANALYZE false) SELECT 1", ExplainMode::Simple),
             ("EXPLAIN (VERBOSE) SELECT 1", ExplainMode::Extended),
         ] {
@@ -138,42 +118,22 @@ mod tests {
 
     #[test]
     fn explain_mode_encoding() {
-        let stmt =
-            parse_one("EXPLAIN FORMATTED SELECT * FROM a JOIN b ON a.k = b.k WHERE a.x > 1");
-        let Statement::Explain {
-            describe_alias,
-            analyze,
-            verbose,
-            options,
-            statement,
-            ..
-        } = &stmt
-        else {
+        let stmt = parse_one("EXPLAIN FORMATTED SELECT * FROM a JOIN b ON a.k = b.k WHERE a.x > 1");
+        let Statement::Explain { describe_alias, analyze, verbose, options, statement, .. } = &stmt else {
             panic!("expected EXPLAIN, got {stmt:?}");
         };
         assert!(matches!(describe_alias, DescribeAlias::Explain));
         assert!(!analyze && !verbose);
-        assert_eq!(
-            options.as_deref(),
-            Some(
-                &[UtilityOption {
-                    name: Ident::new("FORMATTED"),
-                    arg: None
-                }][..]
-            )
-        );
+        assert_eq!(options.as_deref(), Some(&[UtilityOption { name: Ident::new("FORMATTED"), arg: None }][..]));
         assert!(matches!(statement.as_ref(), Statement::Query(_)));
 
-        let stmt = parse_one(
-            "EXPLAIN EXTENDED CREATE TABLE t USING parquet CLUSTERED BY (k) INTO 2 BUCKETS AS SELECT 1 AS k",
-        );
+        let stmt =
+            parse_one("EXPLAIN EXTENDED CREATE TABLE t USING parquet CLUSTERED BY (k) INTO 2 BUCKETS AS SELECT 1 AS k");
         assert_eq!(explain_mode(&stmt), Some(ExplainMode::Extended));
         let Statement::Explain { statement, .. } = &stmt else {
             panic!("expected EXPLAIN");
         };
-        assert!(
-            matches!(statement.as_ref(), Statement::CreateTable(ct) if ct.clustered_by.is_some())
-        );
+        assert!(matches!(statement.as_ref(), Statement::CreateTable(ct) if ct.clustered_by.is_some()));
 
         let stmt = parse_one("EXPLAIN COST INSERT INTO t SELECT 1");
         assert_eq!(explain_mode(&stmt), Some(ExplainMode::Cost));
@@ -182,15 +142,9 @@ mod tests {
     #[test]
     fn explain_errors() {
         let message = error("EXPLAIN LOGICAL SELECT 1");
-        assert!(
-            message.contains("Operation not allowed: EXPLAIN LOGICAL"),
-            "{message}"
-        );
+        assert!(message.contains("Operation not allowed: EXPLAIN LOGICAL"), "{message}");
         let message = error("EXPLAIN EXTENDED EXPLAIN SELECT 1");
-        assert!(
-            message.contains("Explain must be root of the plan"),
-            "{message}"
-        );
+        assert!(message.contains("Explain must be root of the plan"), "{message}");
         let message = error("EXPLAIN FORMATTED SELEC 1");
         assert!(message.contains("SELEC"), "{message}");
     }

@@ -37,9 +37,7 @@ mod variables;
 use std::any::TypeId;
 use std::fmt;
 
-use datafusion::sql::sqlparser::ast::{
-    Expr, Ident, ObjectName, Reset, ResetStatement, Set, Statement,
-};
+use datafusion::sql::sqlparser::ast::{Expr, Ident, ObjectName, Reset, ResetStatement, Set, Statement};
 use datafusion::sql::sqlparser::dialect::{Dialect, GenericDialect};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -47,8 +45,8 @@ use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use create_table::{is_create_table, parse_create_table};
 use describe::parse_describe_table;
-use explain::{parse_spark_explain, spark_explain_mode};
 pub use explain::explain_mode;
+use explain::{parse_spark_explain, spark_explain_mode};
 use refresh::{parse_recover_partitions, parse_refresh_table};
 use show_partitions::parse_show_partitions;
 use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable};
@@ -224,7 +222,11 @@ impl Dialect for BucketSqlDialect {
         }
         let left = Box::new(expr.clone());
         Some(parser.parse_subexpr(precedence).map(|right| {
-            if negated { Expr::IsNotDistinctFrom(left, Box::new(right)) } else { Expr::IsDistinctFrom(left, Box::new(right)) }
+            if negated {
+                Expr::IsNotDistinctFrom(left, Box::new(right))
+            } else {
+                Expr::IsDistinctFrom(left, Box::new(right))
+            }
         }))
     }
 
@@ -235,13 +237,13 @@ impl Dialect for BucketSqlDialect {
         };
         match keyword {
             Keyword::CREATE if is_create_table(parser) => Some(parse_create_table(parser)),
-            Keyword::EXPLAIN => {
-                spark_explain_mode(parser).map(|mode| parse_spark_explain(parser, mode))
-            }
+            Keyword::EXPLAIN => spark_explain_mode(parser).map(|mode| parse_spark_explain(parser, mode)),
             Keyword::DESCRIBE | Keyword::DESC if next_is_keyword(parser, 1, Keyword::TABLE) => {
                 Some(parse_describe_table(parser))
             }
-            Keyword::ALTER if next_is_keyword(parser, 1, Keyword::TABLE) => parse_recover_partitions(parser).transpose(),
+            Keyword::ALTER if next_is_keyword(parser, 1, Keyword::TABLE) => {
+                parse_recover_partitions(parser).transpose()
+            }
             Keyword::RESET if is_statement_end(parser.peek_nth_token_ref(1)) => {
                 parser.next_token();
                 Some(Ok(Statement::Reset(ResetStatement { reset: Reset::ALL })))
@@ -291,24 +293,16 @@ impl fmt::Display for BucketSqlStatement {
         match self {
             BucketSqlStatement::Sql(statement) => write!(f, "{statement}"),
             BucketSqlStatement::SetVariable { name, value: None } => write!(f, "SET {name}"),
-            BucketSqlStatement::SetVariable {
-                name,
-                value: Some(value),
-            } => write!(f, "SET {name} = {value}"),
+            BucketSqlStatement::SetVariable { name, value: Some(value) } => write!(f, "SET {name} = {value}"),
             BucketSqlStatement::ShowVariable { name: None } => write!(f, "SHOW ALL"),
             BucketSqlStatement::ShowVariable { name: Some(name) } => write!(f, "SHOW {name}"),
             BucketSqlStatement::Reset { name: None } => write!(f, "RESET"),
             BucketSqlStatement::Reset { name: Some(name) } => write!(f, "RESET {name}"),
-            BucketSqlStatement::ShowPartitions {
-                table,
-                partition_spec,
-            } => {
+            BucketSqlStatement::ShowPartitions { table, partition_spec } => {
                 write!(f, "SHOW PARTITIONS {table}")?;
                 if !partition_spec.is_empty() {
-                    let spec: Vec<String> = partition_spec
-                        .iter()
-                        .map(|(column, value)| format!("{column} = {value}"))
-                        .collect();
+                    let spec: Vec<String> =
+                        partition_spec.iter().map(|(column, value)| format!("{column} = {value}")).collect();
                     write!(f, " PARTITION ({})", spec.join(", "))?;
                 }
                 Ok(())

@@ -20,10 +20,7 @@ pub(super) fn parse_show_partitions(parser: &mut Parser) -> Result<BucketSqlStat
         })?;
         parser.expect_token(&Token::RParen)?;
     }
-    Ok(BucketSqlStatement::ShowPartitions {
-        table,
-        partition_spec,
-    })
+    Ok(BucketSqlStatement::ShowPartitions { table, partition_spec })
 }
 
 #[cfg(test)]
@@ -43,18 +40,12 @@ mod tests {
             }
         );
         let partitions = bucket_statement("show partitions t PARTITION (d = '2024-01-01', h = 3)");
-        let BucketSqlStatement::ShowPartitions {
-            table,
-            partition_spec,
-        } = &partitions
-        else {
+        let BucketSqlStatement::ShowPartitions { table, partition_spec } = &partitions else {
             panic!("expected SHOW PARTITIONS, got {partitions:?}");
         };
         assert_eq!(table.to_string(), "t");
-        let spec: Vec<(String, String)> = partition_spec
-            .iter()
-            .map(|(c, v)| (c.value.clone(), v.to_string()))
-            .collect();
+        let spec: Vec<(String, String)> =
+            partition_spec.iter().map(|(c, v)| (c.value.clone(), v.to_string())).collect();
         assert_eq!(spec, pairs(&[("d", "'2024-01-01'"), ("h", "3")]));
         assert!(error("SHOW PARTITIONS").contains("Expected: identifier"));
     }

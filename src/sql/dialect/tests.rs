@@ -22,29 +22,19 @@ pub(super) fn error(sql: &str) -> String {
 }
 
 pub(super) fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-    items
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    items.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 pub(super) fn set(name: &str, value: Option<&str>) -> BucketSqlStatement {
-    BucketSqlStatement::SetVariable {
-        name: name.to_string(),
-        value: value.map(str::to_string),
-    }
+    BucketSqlStatement::SetVariable { name: name.to_string(), value: value.map(str::to_string) }
 }
 
 pub(super) fn show(name: Option<&str>) -> BucketSqlStatement {
-    BucketSqlStatement::ShowVariable {
-        name: name.map(str::to_string),
-    }
+    BucketSqlStatement::ShowVariable { name: name.map(str::to_string) }
 }
 
 pub(super) fn reset(name: Option<&str>) -> BucketSqlStatement {
-    BucketSqlStatement::Reset {
-        name: name.map(str::to_string),
-    }
+    BucketSqlStatement::Reset { name: name.map(str::to_string) }
 }
 
 fn select_of(statement: &Statement) -> &Select {
@@ -57,65 +47,26 @@ fn select_of(statement: &Statement) -> &Select {
     select
 }
 
-
 #[test]
 fn insert_forms() {
     for (sql, overwrite, table, columns, source) in [
-        (
-            "INSERT OVERWRITE TABLE t SELECT * FROM s",
-            true,
-            "t",
-            vec![],
-            "SELECT * FROM s",
-        ),
-        (
-            "INSERT OVERWRITE t SELECT 1, 2",
-            true,
-            "t",
-            vec![],
-            "SELECT 1, 2",
-        ),
-        (
-            "INSERT OVERWRITE TABLE t (a, b) SELECT 1, 2",
-            true,
-            "t",
-            vec!["a", "b"],
-            "SELECT 1, 2",
-        ),
-        (
-            "INSERT INTO t VALUES (1, 'x'), (2, 'y')",
-            false,
-            "t",
-            vec![],
-            "VALUES (1, 'x'), (2, 'y')",
-        ),
-        (
-            "INSERT INTO TABLE s.t (a) VALUES (1)",
-            false,
-            "s.t",
-            vec!["a"],
-            "VALUES (1)",
-        ),
-        (
-            "INSERT INTO TABLE t SELECT a FROM u",
-            false,
-            "t",
-            vec![],
-            "SELECT a FROM u",
-        ),
+        ("INSERT OVERWRITE TABLE t SELECT * FROM s", true, "t", vec![], "SELECT * FROM s"),
+        ("INSERT OVERWRITE t SELECT 1, 2", true, "t", vec![], "SELECT 1, 2"),
+        ("INSERT OVERWRITE TABLE t (a, b) SELECT 1, 2", true, "t", vec!["a", "b"], "SELECT 1, 2"),
+        ("INSERT INTO t VALUES (1, 'x'), (2, 'y')", false, "t", vec![], "VALUES (1, 'x'), (2, 'y')"),
+        ("INSERT INTO TABLE s.t (a) VALUES (1)", false, "s.t", vec!["a"], "VALUES (1)"),
+        ("INSERT INTO TABLE t SELECT a FROM u", false, "t", vec![], "SELECT a FROM u"),
     ] {
         let Statement::Insert(insert) = parse_one(sql) else {
             panic!("expected INSERT for {sql}");
         };
         assert_eq!(insert.overwrite, overwrite, "{sql}");
         assert_eq!(insert.table.to_string(), table, "{sql}");
-        let insert_columns: Vec<String> =
-            insert.columns.iter().map(|c| c.to_string()).collect();
+        let insert_columns: Vec<String> = insert.columns.iter().map(|c| c.to_string()).collect();
         assert_eq!(insert_columns, columns, "{sql}");
         assert_eq!(insert.source.expect("source").to_string(), source, "{sql}");
     }
 }
-
 
 #[test]
 fn show_forms() {
@@ -123,10 +74,9 @@ fn show_forms() {
         panic!("expected SHOW TABLES");
     };
     assert!(show_options.show_in.is_none());
-    for (sql, clause) in [
-        ("SHOW TABLES IN s", ShowStatementInClause::IN),
-        ("SHOW TABLES FROM s", ShowStatementInClause::FROM),
-    ] {
+    for (sql, clause) in
+        [("SHOW TABLES IN s", ShowStatementInClause::IN), ("SHOW TABLES FROM s", ShowStatementInClause::FROM)]
+    {
         let Statement::ShowTables { show_options, .. } = parse_one(sql) else {
             panic!("expected SHOW TABLES for {sql}");
         };
@@ -134,14 +84,10 @@ fn show_forms() {
         assert_eq!(show_in.clause, clause);
         assert_eq!(show_in.parent_name.expect("schema").to_string(), "s");
     }
-    let Statement::ShowCreate { obj_type, obj_name } = parse_one("SHOW CREATE TABLE s.t")
-    else {
+    let Statement::ShowCreate { obj_type, obj_name } = parse_one("SHOW CREATE TABLE s.t") else {
         panic!("expected SHOW CREATE TABLE");
     };
-    assert_eq!(
-        obj_type,
-        datafusion::sql::sqlparser::ast::ShowCreateObject::Table
-    );
+    assert_eq!(obj_type, datafusion::sql::sqlparser::ast::ShowCreateObject::Table);
     assert_eq!(obj_name.to_string(), "s.t");
 }
 
@@ -149,18 +95,8 @@ fn show_forms() {
 fn analyze_forms() {
     for (sql, noscan, for_columns, columns) in [
         ("ANALYZE TABLE t COMPUTE STATISTICS", false, false, vec![]),
-        (
-            "ANALYZE TABLE t COMPUTE STATISTICS NOSCAN",
-            true,
-            false,
-            vec![],
-        ),
-        (
-            "ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS a, b",
-            false,
-            true,
-            vec!["a", "b"],
-        ),
+        ("ANALYZE TABLE t COMPUTE STATISTICS NOSCAN", true, false, vec![]),
+        ("ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS a, b", false, true, vec!["a", "b"]),
     ] {
         let Statement::Analyze(analyze) = parse_one(sql) else {
             panic!("expected ANALYZE for {sql}");
@@ -181,7 +117,6 @@ fn dialect_parses_bare_reset() {
         [Statement::Reset(ResetStatement { reset: Reset::ALL })]
     );
 }
-
 
 #[test]
 fn display() {
@@ -210,18 +145,10 @@ fn several_statements() {
     assert_eq!(statements[0], show(None));
     assert_eq!(statements[1], set("k", None));
     assert_eq!(statements[2], reset(None));
-    assert!(matches!(
-        statements[3],
-        BucketSqlStatement::Sql(Statement::Query(_))
-    ));
-    assert!(matches!(
-        statements[4],
-        BucketSqlStatement::ShowPartitions { .. }
-    ));
-    let statements = parse_sql(
-        "CREATE TABLE t (k INT) USING parquet CLUSTERED BY (k) INTO 2 BUCKETS; SELECT 1;",
-    )
-    .unwrap();
+    assert!(matches!(statements[3], BucketSqlStatement::Sql(Statement::Query(_))));
+    assert!(matches!(statements[4], BucketSqlStatement::ShowPartitions { .. }));
+    let statements =
+        parse_sql("CREATE TABLE t (k INT) USING parquet CLUSTERED BY (k) INTO 2 BUCKETS; SELECT 1;").unwrap();
     assert_eq!(statements.len(), 2);
     assert!(matches!(
         &statements[0],
@@ -237,27 +164,15 @@ fn optimize_and_transactions() {
         panic!("expected OPTIMIZE");
     };
     assert_eq!(name.to_string(), "s.t");
-    assert!(matches!(
-        parse_one("BEGIN"),
-        Statement::StartTransaction { begin: true, .. }
-    ));
-    assert!(matches!(
-        parse_one("START TRANSACTION"),
-        Statement::StartTransaction { begin: false, .. }
-    ));
+    assert!(matches!(parse_one("BEGIN"), Statement::StartTransaction { begin: true, .. }));
+    assert!(matches!(parse_one("START TRANSACTION"), Statement::StartTransaction { begin: false, .. }));
     assert!(matches!(parse_one("COMMIT"), Statement::Commit { .. }));
-    assert!(matches!(
-        parse_one("ROLLBACK"),
-        Statement::Rollback { .. }
-    ));
+    assert!(matches!(parse_one("ROLLBACK"), Statement::Rollback { .. }));
 }
-
 
 #[test]
 fn literals_and_identifiers() {
-    let stmt = parse_one(
-        "SELECT $1, x::text, E'a\\nb', \"Mixed Case\", `spark col` FROM \"S\".`t`",
-    );
+    let stmt = parse_one("SELECT $1, x::text, E'a\\nb', \"Mixed Case\", `spark col` FROM \"S\".`t`");
     let select = select_of(&stmt);
     let items: Vec<&Expr> = select
         .projection
@@ -267,28 +182,14 @@ fn literals_and_identifiers() {
             other => panic!("unexpected select item {other:?}"),
         })
         .collect();
-    assert!(
-        matches!(items[0], Expr::Value(v) if v.value == Value::Placeholder("$1".to_string()))
-    );
-    assert!(matches!(
-        items[1],
-        Expr::Cast {
-            data_type: DataType::Text,
-            ..
-        }
-    ));
+    assert!(matches!(items[0], Expr::Value(v) if v.value == Value::Placeholder("$1".to_string())));
+    assert!(matches!(items[1], Expr::Cast { data_type: DataType::Text, .. }));
     assert!(matches!(
         items[2],
         Expr::Value(v) if v.value == Value::EscapedStringLiteral("a\nb".to_string())
     ));
-    assert_eq!(
-        items[3],
-        &Expr::Identifier(Ident::with_quote('"', "Mixed Case"))
-    );
-    assert_eq!(
-        items[4],
-        &Expr::Identifier(Ident::with_quote('`', "spark col"))
-    );
+    assert_eq!(items[3], &Expr::Identifier(Ident::with_quote('"', "Mixed Case")));
+    assert_eq!(items[4], &Expr::Identifier(Ident::with_quote('`', "spark col")));
     assert_eq!(select.from[0].relation.to_string(), "\"S\".`t`");
 }
 
@@ -356,13 +257,7 @@ fn postgres_queries_parse_as_with_generic_dialect() {
 
 #[test]
 fn garbage_is_rejected() {
-    for sql in [
-        "FOO BAR",
-        "SELECT FROM WHERE (",
-        "CREATE TABLE",
-        "CREATE TABLE t (",
-        "EXPLAIN",
-    ] {
+    for sql in ["FOO BAR", "SELECT FROM WHERE (", "CREATE TABLE", "CREATE TABLE t (", "EXPLAIN"] {
         error(sql);
     }
     assert!(error("CREATE TABLE t (a INT) USING").contains("Expected: identifier"));
@@ -370,7 +265,9 @@ fn garbage_is_rejected() {
 
 #[test]
 fn is_distinct_from_binds_tighter_than_and() {
-    let BucketSqlStatement::Sql(statement) = bucket_statement("SELECT a FROM t WHERE a IS NOT DISTINCT FROM b AND c <> d") else {
+    let BucketSqlStatement::Sql(statement) =
+        bucket_statement("SELECT a FROM t WHERE a IS NOT DISTINCT FROM b AND c <> d")
+    else {
         panic!("expected a query");
     };
     let Some(Expr::BinaryOp { left, op, .. }) = &select_of(&statement).selection else {
@@ -382,7 +279,8 @@ fn is_distinct_from_binds_tighter_than_and() {
         panic!("expected a query");
     };
     assert_eq!(statement.to_string(), "SELECT a IS DISTINCT FROM b + 1 OR c FROM t");
-    let datafusion::sql::sqlparser::ast::SelectItem::UnnamedExpr(Expr::BinaryOp { left, .. }) = &select_of(&statement).projection[0]
+    let datafusion::sql::sqlparser::ast::SelectItem::UnnamedExpr(Expr::BinaryOp { left, .. }) =
+        &select_of(&statement).projection[0]
     else {
         panic!("expected OR at the top: {statement}");
     };

@@ -29,25 +29,13 @@ pub(super) fn parse_set_variable(parser: &mut Parser) -> Result<BucketSqlStateme
             tokens.push(token.token.clone());
         }
     }
-    let value = match tokens
-        .iter()
-        .filter(|token| !matches!(token, Token::Whitespace(_)))
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        [] => return parser.expected_ref("a value", parser.peek_token_ref()),
-        [Token::SingleQuotedString(text)] => text.clone(),
-        _ => tokens
-            .iter()
-            .map(Token::to_string)
-            .collect::<String>()
-            .trim()
-            .to_string(),
-    };
-    Ok(BucketSqlStatement::SetVariable {
-        name,
-        value: Some(value),
-    })
+    let value =
+        match tokens.iter().filter(|token| !matches!(token, Token::Whitespace(_))).collect::<Vec<_>>().as_slice() {
+            [] => return parser.expected_ref("a value", parser.peek_token_ref()),
+            [Token::SingleQuotedString(text)] => text.clone(),
+            _ => tokens.iter().map(Token::to_string).collect::<String>().trim().to_string(),
+        };
+    Ok(BucketSqlStatement::SetVariable { name, value: Some(value) })
 }
 
 /// `SET TIME ZONE value` sets `timezone`; a single-quoted value is unquoted.
@@ -55,10 +43,7 @@ pub(super) fn set_time_zone(value: Expr) -> BucketSqlStatement {
     BucketSqlStatement::SetVariable {
         name: "timezone".to_string(),
         value: Some(match value {
-            Expr::Value(ValueWithSpan {
-                value: Value::SingleQuotedString(text),
-                ..
-            }) => text,
+            Expr::Value(ValueWithSpan { value: Value::SingleQuotedString(text), .. }) => text,
             other => other.to_string(),
         }),
     }
@@ -107,74 +92,39 @@ mod tests {
     #[test]
     fn set_show_and_reset_forms() {
         for (sql, expected) in [
-            (
-                "SET spark.sql.shuffle.partitions=8",
-                set("spark.sql.shuffle.partitions", Some("8")),
-            ),
-            (
-                "SET spark.sql.autoBroadcastJoinThreshold = -1",
-                set("spark.sql.autoBroadcastJoinThreshold", Some("-1")),
-            ),
-            (
-                "SET spark.sql.autoBroadcastJoinThreshold=-1;",
-                set("spark.sql.autoBroadcastJoinThreshold", Some("-1")),
-            ),
-            (
-                "set spark.sql.files.maxPartitionBytes = 128MB",
-                set("spark.sql.files.maxPartitionBytes", Some("128MB")),
-            ),
+            ("SET spark.sql.shuffle.partitions=8", set("spark.sql.shuffle.partitions", Some("8"))),
+            ("SET spark.sql.autoBroadcastJoinThreshold = -1", set("spark.sql.autoBroadcastJoinThreshold", Some("-1"))),
+            ("SET spark.sql.autoBroadcastJoinThreshold=-1;", set("spark.sql.autoBroadcastJoinThreshold", Some("-1"))),
+            ("set spark.sql.files.maxPartitionBytes = 128MB", set("spark.sql.files.maxPartitionBytes", Some("128MB"))),
             (
                 "SET spark.sql.sources.bucketing.enabled = false",
                 set("spark.sql.sources.bucketing.enabled", Some("false")),
             ),
             ("SET k = 'it''s'", set("k", Some("it's"))),
             ("SET \"Mixed\".`key` = x", set("Mixed.key", Some("x"))),
-            (
-                "SET extra_float_digits TO 3",
-                set("extra_float_digits", Some("3")),
-            ),
-            (
-                "SET search_path = public, pg_catalog",
-                set("search_path", Some("public, pg_catalog")),
-            ),
+            ("SET extra_float_digits TO 3", set("extra_float_digits", Some("3"))),
+            ("SET search_path = public, pg_catalog", set("search_path", Some("public, pg_catalog"))),
             ("SET a = 1, b = 2", set("a", Some("1, b = 2"))),
             ("SET TIME ZONE 'UTC'", set("timezone", Some("UTC"))),
             ("SET TIME ZONE LOCAL", set("timezone", Some("LOCAL"))),
-            (
-                "SET TIMEZONE TO 'Europe/Paris'",
-                set("TIMEZONE", Some("Europe/Paris")),
-            ),
-            (
-                "SET spark.sql.shuffle.partitions",
-                set("spark.sql.shuffle.partitions", None),
-            ),
+            ("SET TIMEZONE TO 'Europe/Paris'", set("TIMEZONE", Some("Europe/Paris"))),
+            ("SET spark.sql.shuffle.partitions", set("spark.sql.shuffle.partitions", None)),
             ("SET", show(None)),
             ("SHOW ALL", show(None)),
             ("SHOW search_path", show(Some("search_path"))),
             ("SHOW \"TimeZone\"", show(Some("TimeZone"))),
-            (
-                "show transaction isolation level",
-                show(Some("transaction_isolation")),
-            ),
-            (
-                "RESET spark.sql.shuffle.partitions",
-                reset(Some("spark.sql.shuffle.partitions")),
-            ),
+            ("show transaction isolation level", show(Some("transaction_isolation"))),
+            ("RESET spark.sql.shuffle.partitions", reset(Some("spark.sql.shuffle.partitions"))),
             ("RESET", reset(None)),
             ("RESET ALL", reset(None)),
         ] {
             assert_eq!(bucket_statement(sql), expected, "{sql}");
         }
         assert!(matches!(
-            parse_one(
-                "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
-            ),
+            parse_one("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"),
             Statement::Set(Set::SetTransaction { .. })
         ));
-        assert!(matches!(
-            parse_one("SHOW TBLPROPERTIES t"),
-            Statement::ShowVariable { .. }
-        ));
+        assert!(matches!(parse_one("SHOW TBLPROPERTIES t"), Statement::ShowVariable { .. }));
         assert!(error("SET k =").contains("Expected"));
         assert!(error("SET k v").contains("Expected"));
     }

@@ -17,12 +17,8 @@ pub struct SparkRange;
 
 impl TableFunctionImpl for SparkRange {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let values = args
-            .exprs()
-            .iter()
-            .enumerate()
-            .map(|(i, e)| integer_literal(e, i + 1))
-            .collect::<Result<Vec<i64>>>()?;
+        let values =
+            args.exprs().iter().enumerate().map(|(i, e)| integer_literal(e, i + 1)).collect::<Result<Vec<i64>>>()?;
         let (start, end, step) = match values.as_slice() {
             [end] => (0, *end, 1),
             [start, end] => (*start, *end, 1),

@@ -10,8 +10,7 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{ScalarValue, not_impl_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
 use crate::storage::bucket_hash::{hash_columns, is_hashable};
@@ -24,9 +23,7 @@ pub struct SparkHash {
 
 impl Default for SparkHash {
     fn default() -> Self {
-        Self {
-            signature: Signature::variadic_any(Volatility::Immutable),
-        }
+        Self { signature: Signature::variadic_any(Volatility::Immutable) }
     }
 }
 
@@ -52,25 +49,15 @@ impl ScalarUDFImpl for SparkHash {
     /// NULL arguments leave the running hash unchanged.
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         if let Some(f) = args.arg_fields.iter().find(|f| !is_hashable(f.data_type())) {
-            return not_impl_err!(
-                "hash() does not support arguments of type {}",
-                f.data_type()
-            );
+            return not_impl_err!("hash() does not support arguments of type {}", f.data_type());
         }
         Ok(Arc::new(Field::new(self.name(), DataType::Int32, false)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let all_scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let rows = if all_scalar { 1 } else { args.number_rows };
-        let arrays = args
-            .args
-            .iter()
-            .map(|a| a.to_array(rows))
-            .collect::<Result<Vec<_>>>()?;
+        let arrays = args.args.iter().map(|a| a.to_array(rows)).collect::<Result<Vec<_>>>()?;
         let hashes = hash_columns(&arrays, rows)?;
         Ok(if all_scalar {
             ColumnarValue::Scalar(ScalarValue::Int32(Some(hashes[0])))
@@ -89,11 +76,8 @@ mod tests {
     use datafusion::prelude::SessionContext;
 
     fn invoke(args: Vec<ColumnarValue>, number_rows: usize) -> Result<ColumnarValue> {
-        let arg_fields = args
-            .iter()
-            .enumerate()
-            .map(|(i, a)| Arc::new(Field::new(format!("a{i}"), a.data_type(), true)))
-            .collect();
+        let arg_fields =
+            args.iter().enumerate().map(|(i, a)| Arc::new(Field::new(format!("a{i}"), a.data_type(), true))).collect();
         spark_hash_udf().invoke_with_args(ScalarFunctionArgs {
             args,
             arg_fields,
@@ -107,16 +91,10 @@ mod tests {
     fn hashes_arrays_and_broadcasts_scalars() {
         let keys: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(1), None, Some(49)]));
         let names: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None, Some("x"), None]));
-        let out = invoke(
-            vec![
-                ColumnarValue::Array(keys.clone()),
-                ColumnarValue::Array(names),
-            ],
-            4,
-        )
-        .unwrap()
-        .into_array(4)
-        .unwrap();
+        let out = invoke(vec![ColumnarValue::Array(keys.clone()), ColumnarValue::Array(names)], 4)
+            .unwrap()
+            .into_array(4)
+            .unwrap();
         let out = out.as_primitive::<Int32Type>();
         assert_eq!(out.null_count(), 0);
         // hash(1L, 'a') and hash(NULL, 'x') from the Spark vectors.
@@ -126,13 +104,7 @@ mod tests {
         let six = ColumnarValue::Scalar(ScalarValue::Int64(Some(6)));
         let out = invoke(vec![ColumnarValue::Array(keys.clone()), six.clone()], 4).unwrap();
         let expected = hash_columns(&[keys, six.to_array(4).unwrap()], 4).unwrap();
-        assert_eq!(
-            out.into_array(4)
-                .unwrap()
-                .as_primitive::<Int32Type>()
-                .values(),
-            &expected[..]
-        );
+        assert_eq!(out.into_array(4).unwrap().as_primitive::<Int32Type>().values(), &expected[..]);
         assert_eq!(expected[3], -1881381486); // hash(49L, 6L)
     }
 
@@ -160,11 +132,7 @@ mod tests {
             .collect()
             .await
             .unwrap();
-        let row: Vec<i32> = batches[0]
-            .columns()
-            .iter()
-            .map(|c| c.as_primitive::<Int32Type>().value(0))
-            .collect();
+        let row: Vec<i32> = batches[0].columns().iter().map(|c| c.as_primitive::<Int32Type>().value(0)).collect();
         let hello = crate::storage::bucket_hash::hash_bytes(b"hello world", 42);
         let date = crate::storage::bucket_hash::hash_int(20455, hello);
         assert_eq!(row, vec![-559580957, 573093329, 42, -936062819 % 8, date]);

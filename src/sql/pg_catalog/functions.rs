@@ -104,8 +104,14 @@ fn function(
     returns: DataType,
     body: impl Fn(&[ArrayRef], usize) -> Result<ArrayRef> + Send + Sync + 'static,
 ) -> ScalarUDF {
-    let signatures = arities.iter().map(|&n| if n == 0 { TypeSignature::Nullary } else { TypeSignature::Any(n) }).collect();
-    ScalarUDF::new_from_impl(PgFunction { name, signature: Signature::one_of(signatures, volatility), returns, body: Box::new(body) })
+    let signatures =
+        arities.iter().map(|&n| if n == 0 { TypeSignature::Nullary } else { TypeSignature::Any(n) }).collect();
+    ScalarUDF::new_from_impl(PgFunction {
+        name,
+        signature: Signature::one_of(signatures, volatility),
+        returns,
+        body: Box::new(body),
+    })
 }
 
 fn ints(array: &ArrayRef) -> Result<Int32Array> {
@@ -130,17 +136,23 @@ fn text_array(values: impl IntoIterator<Item = Option<String>>) -> ArrayRef {
 }
 
 fn constant_text(name: &'static str, value: String) -> ScalarUDF {
-    function(name, &[0], Volatility::Stable, DataType::Utf8, move |_, rows| Ok(text_array(vec![Some(value.clone()); rows])))
+    function(name, &[0], Volatility::Stable, DataType::Utf8, move |_, rows| {
+        Ok(text_array(vec![Some(value.clone()); rows]))
+    })
 }
 
 /// `NULL` of the given type for every row: objects of this kind do not exist.
 fn nothing(name: &'static str, arities: &[usize], returns: DataType) -> ScalarUDF {
     let null_type = returns.clone();
-    function(name, arities, Volatility::Stable, returns, move |_, rows| Ok(datafusion::arrow::array::new_null_array(&null_type, rows)))
+    function(name, arities, Volatility::Stable, returns, move |_, rows| {
+        Ok(datafusion::arrow::array::new_null_array(&null_type, rows))
+    })
 }
 
 fn always_true(name: &'static str, arities: &[usize]) -> ScalarUDF {
-    function(name, arities, Volatility::Stable, DataType::Boolean, |_, rows| Ok(Arc::new(BooleanArray::from(vec![true; rows]))))
+    function(name, arities, Volatility::Stable, DataType::Boolean, |_, rows| {
+        Ok(Arc::new(BooleanArray::from(vec![true; rows])))
+    })
 }
 
 /// Maps each row's OID argument through `f` over the current relations.
@@ -190,7 +202,10 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
         function("format_type", &[2], Volatility::Immutable, text.clone(), |args, _| {
             let typmods = ints(&args[1])?;
             Ok(text_array(oids(args, 0)?.into_iter().enumerate().map(|(i, oid)| {
-                oid.map(|oid| types::format_type(oid, typmods.is_valid(i).then(|| typmods.value(i))).unwrap_or_else(|| "???".into()))
+                oid.map(|oid| {
+                    types::format_type(oid, typmods.is_valid(i).then(|| typmods.value(i)))
+                        .unwrap_or_else(|| "???".into())
+                })
             })))
         }),
         // Expressions are kept as their SQL text, so decompiling one is reading it.
@@ -201,7 +216,9 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
             })))
         }),
         function("pg_encoding_to_char", &[1], Volatility::Stable, text.clone(), |args, _| {
-            Ok(text_array(oids(args, 0)?.into_iter().map(|e| e.map(|e| if e == UTF8_ENCODING { "UTF8" } else { "" }.to_string()))))
+            Ok(text_array(
+                oids(args, 0)?.into_iter().map(|e| e.map(|e| if e == UTF8_ENCODING { "UTF8" } else { "" }.to_string())),
+            ))
         }),
         // BIGINT, not PostgreSQL's int4: DataFusion's `generate_series` takes BIGINT arguments.
         function("array_upper", &[2], Volatility::Immutable, DataType::Int64, |args, _| array_bound(args, true)),
@@ -230,7 +247,8 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
             let mut out = Vec::with_capacity(names.len());
             for (name, value) in names.iter().zip(values.iter()) {
                 if let (Some(name), Some(value)) = (name, value) {
-                    config::validate(&name.to_lowercase(), value).map_err(|e| DataFusionError::External(Box::new(e)))?;
+                    config::validate(&name.to_lowercase(), value)
+                        .map_err(|e| DataFusionError::External(Box::new(e)))?;
                     settings.lock().insert(name.to_lowercase(), value.to_string());
                 }
                 out.push(value.map(str::to_string));
@@ -240,7 +258,8 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
         function("pg_table_is_visible", &[1], Volatility::Stable, DataType::Boolean, {
             let metastore = Arc::clone(&metastore);
             move |args, _| {
-                let visible = per_relation(&metastore, args, |scan, oid, _| Ok(scan.relation(oid)?.map(Relation::visible)))?;
+                let visible =
+                    per_relation(&metastore, args, |scan, oid, _| Ok(scan.relation(oid)?.map(Relation::visible)))?;
                 Ok(Arc::new(BooleanArray::from(visible)))
             }
         }),
@@ -283,7 +302,9 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
                 let scan = Scan::new(&metastore, None);
                 let relations = scan.relations()?;
                 let names = texts(&args[0])?;
-                Ok(Arc::new(names.iter().map(|name| name.and_then(|n| find_relation(relations, n))).collect::<Int32Array>()))
+                Ok(Arc::new(
+                    names.iter().map(|name| name.and_then(|n| find_relation(relations, n))).collect::<Int32Array>(),
+                ))
             }
         }),
         function("regnamespaceout", &[1], Volatility::Stable, text.clone(), {
@@ -292,7 +313,9 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
                 let scan = Scan::new(&metastore, None);
                 let schemas = scan.schemas()?;
                 Ok(text_array(oids(args, 0)?.into_iter().map(|oid| {
-                    oid.map(|oid| schemas.iter().find(|s| schema_oid(s) == oid).map_or_else(|| oid.to_string(), |s| s.to_string()))
+                    oid.map(|oid| {
+                        schemas.iter().find(|s| schema_oid(s) == oid).map_or_else(|| oid.to_string(), |s| s.to_string())
+                    })
                 })))
             }
         }),
@@ -310,7 +333,11 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
             }
         }),
         function("regtypeout", &[1], Volatility::Immutable, text.clone(), |args, _| {
-            Ok(text_array(oids(args, 0)?.into_iter().map(|oid| oid.map(|oid| types::format_type(oid, None).unwrap_or_else(|| oid.to_string())))))
+            Ok(text_array(
+                oids(args, 0)?
+                    .into_iter()
+                    .map(|oid| oid.map(|oid| types::format_type(oid, None).unwrap_or_else(|| oid.to_string()))),
+            ))
         }),
         function("to_regtype", &[1], Volatility::Immutable, oid.clone(), |args, _| {
             Ok(Arc::new(texts(&args[0])?.iter().map(|name| name.and_then(types::parse_type)).collect::<Int32Array>()))
@@ -339,23 +366,31 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
         function("pg_relation_is_publishable", &[1], Volatility::Stable, DataType::Boolean, |_, rows| {
             Ok(Arc::new(BooleanArray::from(vec![false; rows])))
         }),
-        function("json_build_object", &[0, 2, 4, 6, 8, 10, 12, 14, 16], Volatility::Stable, text.clone(), |args, rows| {
-            let keys = args.iter().step_by(2).map(texts).collect::<Result<Vec<_>>>()?;
-            let objects = (0..rows).map(|row| {
-                let fields = keys.iter().zip(args.iter().skip(1).step_by(2)).map(|(key, value)| {
-                    let key = if key.is_null(row) { "null".to_string() } else { json_string(key.value(row)) };
-                    Ok(format!("{key} : {}", json_value(value, row)?))
+        function(
+            "json_build_object",
+            &[0, 2, 4, 6, 8, 10, 12, 14, 16],
+            Volatility::Stable,
+            text.clone(),
+            |args, rows| {
+                let keys = args.iter().step_by(2).map(texts).collect::<Result<Vec<_>>>()?;
+                let objects = (0..rows).map(|row| {
+                    let fields = keys.iter().zip(args.iter().skip(1).step_by(2)).map(|(key, value)| {
+                        let key = if key.is_null(row) { "null".to_string() } else { json_string(key.value(row)) };
+                        Ok(format!("{key} : {}", json_value(value, row)?))
+                    });
+                    Ok(Some(format!("{{{}}}", fields.collect::<Result<Vec<_>>>()?.join(", "))))
                 });
-                Ok(Some(format!("{{{}}}", fields.collect::<Result<Vec<_>>>()?.join(", "))))
-            });
-            Ok(text_array(objects.collect::<Result<Vec<_>>>()?))
-        }),
+                Ok(text_array(objects.collect::<Result<Vec<_>>>()?))
+            },
+        ),
         function("pg_size_pretty", &[1], Volatility::Immutable, text.clone(), |args, _| {
             let sizes = cast(&args[0], &DataType::Int64)?;
             Ok(text_array(sizes.as_primitive::<Int64Type>().iter().map(|s| s.map(size_pretty))))
         }),
         // The data directory is the one tablespace.
-        function("pg_tablespace_location", &[1], Volatility::Stable, text.clone(), |_, rows| Ok(text_array(vec![Some(String::new()); rows]))),
+        function("pg_tablespace_location", &[1], Volatility::Stable, text.clone(), |_, rows| {
+            Ok(text_array(vec![Some(String::new()); rows]))
+        }),
         nothing("shobj_description", &[2], text.clone()),
         nothing("pg_get_function_arguments", &[1], text.clone()),
         nothing("pg_get_function_identity_arguments", &[1], text.clone()),
@@ -395,15 +430,17 @@ fn array_bound(args: &[ArrayRef], upper: bool) -> Result<ArrayRef> {
         DataType::List(_) => list.as_list::<i32>().iter().map(|a| a.map(|a| a.len() as i64)).collect(),
         DataType::LargeList(_) => list.as_list::<i64>().iter().map(|a| a.map(|a| a.len() as i64)).collect(),
         DataType::Null => vec![None; list.len()],
-        other => return Err(DataFusionError::Plan(format!("array_{} needs an array, not {other}", if upper { "upper" } else { "lower" }))),
+        other => {
+            return Err(DataFusionError::Plan(format!(
+                "array_{} needs an array, not {other}",
+                if upper { "upper" } else { "lower" }
+            )));
+        }
     };
-    let bounds = lens
-        .into_iter()
-        .zip(dims.iter())
-        .map(|(len, dim)| match (len, dim) {
-            (Some(len), Some(1)) if len > 0 => Some(if upper { len } else { 1 }),
-            _ => None,
-        });
+    let bounds = lens.into_iter().zip(dims.iter()).map(|(len, dim)| match (len, dim) {
+        (Some(len), Some(1)) if len > 0 => Some(if upper { len } else { 1 }),
+        _ => None,
+    });
     Ok(Arc::new(bounds.collect::<Int64Array>()))
 }
 

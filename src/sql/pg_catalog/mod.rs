@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use datafusion::catalog::SchemaProvider;
 
 use crate::catalog::metastore::{DEFAULT_SCHEMA, Metastore, TableMeta};
-use crate::planner::table_provider::{CATALOG_NAME, MetastoreCatalog, MetastoreHandle};
 use crate::error::SqlError;
+use crate::planner::table_provider::{CATALOG_NAME, MetastoreCatalog, MetastoreHandle};
 
 pub use functions::register_functions;
 
@@ -64,10 +64,7 @@ impl Settings {
     /// A setting's value: the session's own, else the server's.
     pub fn get(&self, name: &str) -> Option<String> {
         let name = name.to_lowercase();
-        self.lock()
-            .get(&name)
-            .cloned()
-            .or_else(|| crate::sql::variables::server_setting(&name).map(str::to_string))
+        self.lock().get(&name).cloned().or_else(|| crate::sql::variables::server_setting(&name).map(str::to_string))
     }
 }
 
@@ -76,7 +73,10 @@ impl Settings {
 pub fn with_system_schemas(catalog: MetastoreCatalog, metastore: &Arc<Metastore>) -> MetastoreCatalog {
     let handle = Arc::new(MetastoreHandle(Arc::clone(metastore)));
     catalog
-        .with_system_schema(PG_CATALOG, tables::schema(tables::PG_CATALOG_VIEWS, Arc::clone(&handle)) as Arc<dyn SchemaProvider>)
+        .with_system_schema(
+            PG_CATALOG,
+            tables::schema(tables::PG_CATALOG_VIEWS, Arc::clone(&handle)) as Arc<dyn SchemaProvider>,
+        )
         .with_system_schema(INFORMATION_SCHEMA, tables::schema(tables::INFORMATION_SCHEMA_VIEWS, handle))
 }
 

@@ -35,8 +35,8 @@ use datafusion::sql::sqlparser::ast::{
 };
 use datafusion::sql::sqlparser::parser::Parser;
 
-use super::{INFORMATION_SCHEMA, PG_CATALOG};
 use super::tables::{PG_CATALOG_VIEWS, always_empty};
+use super::{INFORMATION_SCHEMA, PG_CATALOG};
 use crate::sql::dialect::BucketSqlDialect;
 
 pub fn rewrite(statement: &mut Statement) {
@@ -188,7 +188,9 @@ fn literal_text(expr: &Expr) -> Option<String> {
             Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) => Some(s.clone()),
             _ => None,
         },
-        Expr::BinaryOp { left, op: BinaryOperator::StringConcat, right } => Some(literal_text(left)? + &literal_text(right)?),
+        Expr::BinaryOp { left, op: BinaryOperator::StringConcat, right } => {
+            Some(literal_text(left)? + &literal_text(right)?)
+        }
         Expr::Nested(inner) => literal_text(inner),
         _ => None,
     }
@@ -271,7 +273,8 @@ fn name_duplicates(select: &mut Select) {
                 };
                 if !seen.insert(name.clone()) {
                     let expr = expr.clone();
-                    *item = SelectItem::ExprWithAlias { expr, alias: Ident::with_quote('"', format!("{name}_{}", i + 1)) };
+                    *item =
+                        SelectItem::ExprWithAlias { expr, alias: Ident::with_quote('"', format!("{name}_{}", i + 1)) };
                 }
             }
             SelectItem::ExprWithAlias { alias, .. } => {
@@ -375,7 +378,9 @@ fn target(data_type: &DataType) -> Option<Target> {
             })
         }
         DataType::Array(ArrayElemTypeDef::SquareBracket(element, size)) => match target(element)? {
-            Target::Sql(element) => Some(Target::Sql(DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(element), *size)))),
+            Target::Sql(element) => {
+                Some(Target::Sql(DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(element), *size))))
+            }
             Target::Reg(_) | Target::Proc => None,
         },
         _ => None,
@@ -432,7 +437,8 @@ fn array_subquery(query: &Query) -> Option<Expr> {
     {
         return parse_expr("CAST(make_array() AS TEXT[])");
     }
-    let [SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }] = select.projection.as_slice() else {
+    let [SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }] = select.projection.as_slice()
+    else {
         return None;
     };
     if query.limit_clause.is_some() || query.with.is_some() || select.distinct.is_some() || !plain(select) {
@@ -465,7 +471,8 @@ fn array_subquery(query: &Query) -> Option<Expr> {
 
 /// No grouping.
 fn plain(select: &Select) -> bool {
-    select.having.is_none() && matches!(&select.group_by, GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
+    select.having.is_none()
+        && matches!(&select.group_by, GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
 }
 
 /// Whether the SELECT reads a relation that is always empty (or a subquery that returns
@@ -490,9 +497,7 @@ fn returns_nothing(select: &Select) -> bool {
     reads_empty_relation(select)
         && plain(select)
         && !select.projection.iter().any(|item| match item {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                aggregates(e)
-            }
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => aggregates(e),
             _ => false,
         })
 }
@@ -565,7 +570,8 @@ impl CatalogIdioms {
     /// subquery's place reading `sq.v`. Like the subquery, the join yields NULL where nothing
     /// matches.
     fn decorrelate(&mut self, select: &mut Select) {
-        let wildcard = select.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)));
+        let wildcard =
+            select.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)));
         if select.from.len() != 1 || wildcard {
             return;
         }
@@ -634,10 +640,16 @@ fn lift(query: &Query, alias: &str) -> Option<Join> {
     if always_null(query) {
         return None;
     }
-    let [SelectItem::UnnamedExpr(value) | SelectItem::ExprWithAlias { expr: value, .. }] = inner.projection.as_slice() else {
+    let [SelectItem::UnnamedExpr(value) | SelectItem::ExprWithAlias { expr: value, .. }] = inner.projection.as_slice()
+    else {
         return None;
     };
-    if query.with.is_some() || query.order_by.is_some() || query.limit_clause.is_some() || inner.distinct.is_some() || !plain(inner) {
+    if query.with.is_some()
+        || query.order_by.is_some()
+        || query.limit_clause.is_some()
+        || inner.distinct.is_some()
+        || !plain(inner)
+    {
         return None;
     }
     // An aggregated subquery is one row whatever matches, which DataFusion plans itself.
@@ -645,20 +657,30 @@ fn lift(query: &Query, alias: &str) -> Option<Join> {
         return None;
     }
     let mut names = BTreeSet::new();
-    for factor in inner.from.iter().flat_map(|from| std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation))) {
+    for factor in
+        inner.from.iter().flat_map(|from| std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation)))
+    {
         let TableFactor::Table { name, alias, args: None, .. } = factor else { return None };
         if !is_catalog_relation(name) {
             return None;
         }
-        names.insert(alias.as_ref().map(|a| a.name.value.clone()).or_else(|| name.0.last().map(|p| p.to_string()))?.to_lowercase());
+        names.insert(
+            alias
+                .as_ref()
+                .map(|a| a.name.value.clone())
+                .or_else(|| name.0.last().map(|p| p.to_string()))?
+                .to_lowercase(),
+        );
     }
     if column_refs(value, &names)?.1 > 0 {
         return None;
     }
     // Join conditions stay in the subquery, so they must not read the outer query.
     for join in inner.from.iter().flat_map(|from| &from.joins) {
-        let (JoinOperator::Join(constraint) | JoinOperator::Inner(constraint) | JoinOperator::LeftOuter(constraint) | JoinOperator::Left(constraint)) =
-            &join.join_operator
+        let (JoinOperator::Join(constraint)
+        | JoinOperator::Inner(constraint)
+        | JoinOperator::LeftOuter(constraint)
+        | JoinOperator::Left(constraint)) = &join.join_operator
         else {
             return None;
         };
@@ -695,14 +717,25 @@ fn lift(query: &Query, alias: &str) -> Option<Join> {
     });
     let mut derived = inner.as_ref().clone();
     derived.projection = std::iter::once(SelectItem::ExprWithAlias { expr: value.clone(), alias: Ident::new("v") })
-        .chain(columns.iter().enumerate().map(|(i, c)| SelectItem::ExprWithAlias { expr: c.clone(), alias: Ident::new(format!("c{i}")) }))
+        .chain(
+            columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| SelectItem::ExprWithAlias { expr: c.clone(), alias: Ident::new(format!("c{i}")) }),
+        )
         .collect();
     derived.selection = and(local);
-    let mut join = parse_select(&format!("SELECT 1 FROM outer_relation LEFT JOIN (SELECT 1) AS {alias} ON true"))?.from.pop()?.joins.pop()?;
+    let mut join = parse_select(&format!("SELECT 1 FROM outer_relation LEFT JOIN (SELECT 1) AS {alias} ON true"))?
+        .from
+        .pop()?
+        .joins
+        .pop()?;
     if let TableFactor::Derived { subquery, .. } = &mut join.relation {
         *subquery.body = SetExpr::Select(Box::new(derived));
     }
-    if let JoinOperator::LeftOuter(JoinConstraint::On(condition)) | JoinOperator::Left(JoinConstraint::On(condition)) = &mut join.join_operator {
+    if let JoinOperator::LeftOuter(JoinConstraint::On(condition)) | JoinOperator::Left(JoinConstraint::On(condition)) =
+        &mut join.join_operator
+    {
         *condition = on;
     }
     Some(join)
@@ -727,9 +760,12 @@ fn aggregates(expr: &Expr) -> bool {
         }
 
         fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
-            let aggregate = ["count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "every"];
+            let aggregate =
+                ["count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "every"];
             match expr {
-                Expr::Function(f) if self.depth == 0 && aggregate.iter().any(|a| f.name.to_string().eq_ignore_ascii_case(a)) => {
+                Expr::Function(f)
+                    if self.depth == 0 && aggregate.iter().any(|a| f.name.to_string().eq_ignore_ascii_case(a)) =>
+                {
                     ControlFlow::Break(())
                 }
                 _ => ControlFlow::Continue(()),
@@ -753,7 +789,9 @@ mod tests {
     #[test]
     fn operators_collations_and_qualified_functions_become_plain_sql() {
         assert_eq!(
-            rewritten("SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$' COLLATE pg_catalog.default AND pg_catalog.pg_table_is_visible(c.oid)"),
+            rewritten(
+                "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$' COLLATE pg_catalog.default AND pg_catalog.pg_table_is_visible(c.oid)"
+            ),
             "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname ~ '^(t)$' AND pg_table_is_visible(c.oid)"
         );
         assert_eq!(
@@ -792,7 +830,9 @@ mod tests {
              FROM x WHERE d.classoid = to_regclass('pg_class') AND t = to_regtype($1)"
         );
         assert_eq!(
-            rewritten("SELECT a::pg_catalog.int2[] AS a FROM x WHERE t.typinput = 'pg_catalog.array_in'::regproc AND o = '16384'::oid"),
+            rewritten(
+                "SELECT a::pg_catalog.int2[] AS a FROM x WHERE t.typinput = 'pg_catalog.array_in'::regproc AND o = '16384'::oid"
+            ),
             "SELECT a::SMALLINT[] AS a FROM x WHERE t.typinput = 'array_in' AND o = '16384'::INT"
         );
     }
@@ -816,7 +856,9 @@ mod tests {
             "SELECT (SELECT array_agg(rolname ORDER BY rolname) FROM pg_catalog.pg_roles WHERE oid = 10) AS roles"
         );
         assert_eq!(
-            rewritten("SELECT c.reloptions || array(select 'toast.' || x from pg_catalog.unnest(tc.reloptions) x) AS o FROM pg_class c"),
+            rewritten(
+                "SELECT c.reloptions || array(select 'toast.' || x from pg_catalog.unnest(tc.reloptions) x) AS o FROM pg_class c"
+            ),
             "SELECT c.reloptions || CAST(make_array() AS TEXT[]) AS o FROM pg_catalog.pg_class c"
         );
     }

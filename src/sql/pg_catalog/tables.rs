@@ -46,54 +46,197 @@ const fn empty(name: &'static str, oid: i32, columns: &'static str) -> View {
 
 pub const PG_CATALOG_VIEWS: &[View] = &[
     view("pg_namespace", 2615, "oid:oid nspname:name nspowner:oid nspacl:acl[]", pg_namespace),
-    view("pg_class", 1259, "oid:oid relname:name relnamespace:oid reltype:oid reloftype:oid relowner:oid relam:oid relfilenode:oid reltablespace:oid relpages:int4 reltuples:float4 relallvisible:int4 reltoastrelid:oid relhasindex:bool relisshared:bool relpersistence:char relkind:char relnatts:int2 relchecks:int2 relhasrules:bool relhastriggers:bool relhassubclass:bool relrowsecurity:bool relforcerowsecurity:bool relispopulated:bool relreplident:char relispartition:bool relrewrite:oid relfrozenxid:xid relminmxid:xid relacl:acl[] reloptions:text[] relpartbound:node", pg_class),
-    view("pg_attribute", 1249, "attrelid:oid attname:name atttypid:oid attstattarget:int4 attlen:int2 attnum:int2 attndims:int4 attcacheoff:int4 atttypmod:int4 attbyval:bool attalign:char attstorage:char attcompression:char attnotnull:bool atthasdef:bool atthasmissing:bool attidentity:char attgenerated:char attisdropped:bool attislocal:bool attinhcount:int4 attcollation:oid attacl:acl[] attoptions:text[] attfdwoptions:text[] attmissingval:text", pg_attribute),
-    view("pg_type", 1247, "oid:oid typname:name typnamespace:oid typowner:oid typlen:int2 typbyval:bool typtype:char typcategory:char typispreferred:bool typisdefined:bool typdelim:char typrelid:oid typsubscript:regproc typelem:oid typarray:oid typinput:regproc typoutput:regproc typreceive:regproc typsend:regproc typmodin:regproc typmodout:regproc typanalyze:regproc typalign:char typstorage:char typnotnull:bool typbasetype:oid typtypmod:int4 typndims:int4 typcollation:oid typdefaultbin:node typdefault:text typacl:acl[]", pg_type),
-    view("pg_database", 1262, "oid:oid datname:name datdba:oid encoding:int4 datlocprovider:char datistemplate:bool datallowconn:bool datconnlimit:int4 datfrozenxid:xid datminmxid:xid dattablespace:oid datcollate:text datctype:text daticulocale:text datcollversion:text datacl:acl[]", pg_database),
-    view("pg_settings", 12104, "name:text setting:text unit:text category:text short_desc:text extra_desc:text context:text vartype:text source:text min_val:text max_val:text enumvals:text[] boot_val:text reset_val:text sourcefile:text sourceline:int4 pending_restart:bool", pg_settings),
+    view(
+        "pg_class",
+        1259,
+        "oid:oid relname:name relnamespace:oid reltype:oid reloftype:oid relowner:oid relam:oid relfilenode:oid reltablespace:oid relpages:int4 reltuples:float4 relallvisible:int4 reltoastrelid:oid relhasindex:bool relisshared:bool relpersistence:char relkind:char relnatts:int2 relchecks:int2 relhasrules:bool relhastriggers:bool relhassubclass:bool relrowsecurity:bool relforcerowsecurity:bool relispopulated:bool relreplident:char relispartition:bool relrewrite:oid relfrozenxid:xid relminmxid:xid relacl:acl[] reloptions:text[] relpartbound:node",
+        pg_class,
+    ),
+    view(
+        "pg_attribute",
+        1249,
+        "attrelid:oid attname:name atttypid:oid attstattarget:int4 attlen:int2 attnum:int2 attndims:int4 attcacheoff:int4 atttypmod:int4 attbyval:bool attalign:char attstorage:char attcompression:char attnotnull:bool atthasdef:bool atthasmissing:bool attidentity:char attgenerated:char attisdropped:bool attislocal:bool attinhcount:int4 attcollation:oid attacl:acl[] attoptions:text[] attfdwoptions:text[] attmissingval:text",
+        pg_attribute,
+    ),
+    view(
+        "pg_type",
+        1247,
+        "oid:oid typname:name typnamespace:oid typowner:oid typlen:int2 typbyval:bool typtype:char typcategory:char typispreferred:bool typisdefined:bool typdelim:char typrelid:oid typsubscript:regproc typelem:oid typarray:oid typinput:regproc typoutput:regproc typreceive:regproc typsend:regproc typmodin:regproc typmodout:regproc typanalyze:regproc typalign:char typstorage:char typnotnull:bool typbasetype:oid typtypmod:int4 typndims:int4 typcollation:oid typdefaultbin:node typdefault:text typacl:acl[]",
+        pg_type,
+    ),
+    view(
+        "pg_database",
+        1262,
+        "oid:oid datname:name datdba:oid encoding:int4 datlocprovider:char datistemplate:bool datallowconn:bool datconnlimit:int4 datfrozenxid:xid datminmxid:xid dattablespace:oid datcollate:text datctype:text daticulocale:text datcollversion:text datacl:acl[]",
+        pg_database,
+    ),
+    view(
+        "pg_settings",
+        12104,
+        "name:text setting:text unit:text category:text short_desc:text extra_desc:text context:text vartype:text source:text min_val:text max_val:text enumvals:text[] boot_val:text reset_val:text sourcefile:text sourceline:int4 pending_restart:bool",
+        pg_settings,
+    ),
     view("pg_am", 2601, "oid:oid amname:name amhandler:regproc amtype:char", pg_am),
     view("pg_description", 2609, "objoid:oid classoid:oid objsubid:int4 description:text", pg_description),
-    view("pg_roles", 12000, "rolname:name rolsuper:bool rolinherit:bool rolcreaterole:bool rolcreatedb:bool rolcanlogin:bool rolreplication:bool rolconnlimit:int4 rolpassword:text rolvaliduntil:timestamptz rolbypassrls:bool rolconfig:text[] oid:oid", pg_roles),
-    view("pg_user", 12014, "usename:name usesysid:oid usecreatedb:bool usesuper:bool userepl:bool usebypassrls:bool passwd:text valuntil:timestamptz useconfig:text[]", pg_user),
-    view("pg_authid", 1260, "oid:oid rolname:name rolsuper:bool rolinherit:bool rolcreaterole:bool rolcreatedb:bool rolcanlogin:bool rolreplication:bool rolbypassrls:bool rolconnlimit:int4 rolpassword:text rolvaliduntil:timestamptz", pg_authid),
-    view("pg_proc", 1255, "oid:oid proname:name pronamespace:oid proowner:oid prolang:oid procost:float4 prorows:float4 provariadic:oid prosupport:regproc prokind:char prosecdef:bool proleakproof:bool proisstrict:bool proretset:bool provolatile:char proparallel:char pronargs:int2 pronargdefaults:int2 prorettype:oid proargtypes:oidvector proallargtypes:oid[] proargmodes:char[] proargnames:text[] proargdefaults:node protrftypes:oid[] prosrc:text probin:text prosqlbody:node proconfig:text[] proacl:acl[]", pg_proc),
-    view("pg_collation", 3456, "oid:oid collname:name collnamespace:oid collowner:oid collprovider:char collisdeterministic:bool collencoding:int4 collcollate:text collctype:text colliculocale:text collversion:text", pg_collation),
+    view(
+        "pg_roles",
+        12000,
+        "rolname:name rolsuper:bool rolinherit:bool rolcreaterole:bool rolcreatedb:bool rolcanlogin:bool rolreplication:bool rolconnlimit:int4 rolpassword:text rolvaliduntil:timestamptz rolbypassrls:bool rolconfig:text[] oid:oid",
+        pg_roles,
+    ),
+    view(
+        "pg_user",
+        12014,
+        "usename:name usesysid:oid usecreatedb:bool usesuper:bool userepl:bool usebypassrls:bool passwd:text valuntil:timestamptz useconfig:text[]",
+        pg_user,
+    ),
+    view(
+        "pg_authid",
+        1260,
+        "oid:oid rolname:name rolsuper:bool rolinherit:bool rolcreaterole:bool rolcreatedb:bool rolcanlogin:bool rolreplication:bool rolbypassrls:bool rolconnlimit:int4 rolpassword:text rolvaliduntil:timestamptz",
+        pg_authid,
+    ),
+    view(
+        "pg_proc",
+        1255,
+        "oid:oid proname:name pronamespace:oid proowner:oid prolang:oid procost:float4 prorows:float4 provariadic:oid prosupport:regproc prokind:char prosecdef:bool proleakproof:bool proisstrict:bool proretset:bool provolatile:char proparallel:char pronargs:int2 pronargdefaults:int2 prorettype:oid proargtypes:oidvector proallargtypes:oid[] proargmodes:char[] proargnames:text[] proargdefaults:node protrftypes:oid[] prosrc:text probin:text prosqlbody:node proconfig:text[] proacl:acl[]",
+        pg_proc,
+    ),
+    view(
+        "pg_collation",
+        3456,
+        "oid:oid collname:name collnamespace:oid collowner:oid collprovider:char collisdeterministic:bool collencoding:int4 collcollate:text collctype:text colliculocale:text collversion:text",
+        pg_collation,
+    ),
     view("pg_tablespace", 1213, "oid:oid spcname:name spcowner:oid spcacl:acl[] spcoptions:text[]", pg_tablespace),
-    view("pg_tables", 12033, "schemaname:name tablename:name tableowner:name tablespace:name hasindexes:bool hasrules:bool hastriggers:bool rowsecurity:bool", pg_tables),
+    view(
+        "pg_tables",
+        12033,
+        "schemaname:name tablename:name tableowner:name tablespace:name hasindexes:bool hasrules:bool hastriggers:bool rowsecurity:bool",
+        pg_tables,
+    ),
     view("pg_views", 12028, "schemaname:name viewname:name viewowner:name definition:text", pg_views),
-    empty("pg_extension", 3079, "oid:oid extname:name extowner:oid extnamespace:oid extrelocatable:bool extversion:text extconfig:oid[] extcondition:text[]"),
-    empty("pg_index", 2610, "indexrelid:oid indrelid:oid indnatts:int2 indnkeyatts:int2 indisunique:bool indnullsnotdistinct:bool indisprimary:bool indisexclusion:bool indimmediate:bool indisclustered:bool indisvalid:bool indcheckxmin:bool indisready:bool indislive:bool indisreplident:bool indkey:int2vector indcollation:oidvector indclass:oidvector indoption:int2vector indexprs:node indpred:node"),
+    empty(
+        "pg_extension",
+        3079,
+        "oid:oid extname:name extowner:oid extnamespace:oid extrelocatable:bool extversion:text extconfig:oid[] extcondition:text[]",
+    ),
+    empty(
+        "pg_index",
+        2610,
+        "indexrelid:oid indrelid:oid indnatts:int2 indnkeyatts:int2 indisunique:bool indnullsnotdistinct:bool indisprimary:bool indisexclusion:bool indimmediate:bool indisclustered:bool indisvalid:bool indcheckxmin:bool indisready:bool indislive:bool indisreplident:bool indkey:int2vector indcollation:oidvector indclass:oidvector indoption:int2vector indexprs:node indpred:node",
+    ),
     empty("pg_attrdef", 2604, "oid:oid adrelid:oid adnum:int2 adbin:node"),
-    empty("pg_constraint", 2606, "oid:oid conname:name connamespace:oid contype:char condeferrable:bool condeferred:bool convalidated:bool conrelid:oid contypid:oid conindid:oid conparentid:oid confrelid:oid confupdtype:char confdeltype:char confmatchtype:char conislocal:bool coninhcount:int4 connoinherit:bool conkey:int2[] confkey:int2[] conpfeqop:oid[] conppeqop:oid[] conffeqop:oid[] confdelsetcols:int2[] conexclop:oid[] conbin:node"),
+    empty(
+        "pg_constraint",
+        2606,
+        "oid:oid conname:name connamespace:oid contype:char condeferrable:bool condeferred:bool convalidated:bool conrelid:oid contypid:oid conindid:oid conparentid:oid confrelid:oid confupdtype:char confdeltype:char confmatchtype:char conislocal:bool coninhcount:int4 connoinherit:bool conkey:int2[] confkey:int2[] conpfeqop:oid[] conppeqop:oid[] conffeqop:oid[] confdelsetcols:int2[] conexclop:oid[] conbin:node",
+    ),
     empty("pg_inherits", 2611, "inhrelid:oid inhparent:oid inhseqno:int4 inhdetachpending:bool"),
-    empty("pg_policy", 3256, "oid:oid polname:name polrelid:oid polcmd:char polpermissive:bool polroles:oid[] polqual:node polwithcheck:node"),
-    empty("pg_statistic_ext", 3381, "oid:oid stxrelid:oid stxname:name stxnamespace:oid stxowner:oid stxstattarget:int4 stxkeys:int2vector stxkind:char[] stxexprs:node"),
-    empty("pg_publication", 6104, "oid:oid pubname:name pubowner:oid puballtables:bool pubinsert:bool pubupdate:bool pubdelete:bool pubtruncate:bool pubviaroot:bool"),
+    empty(
+        "pg_policy",
+        3256,
+        "oid:oid polname:name polrelid:oid polcmd:char polpermissive:bool polroles:oid[] polqual:node polwithcheck:node",
+    ),
+    empty(
+        "pg_statistic_ext",
+        3381,
+        "oid:oid stxrelid:oid stxname:name stxnamespace:oid stxowner:oid stxstattarget:int4 stxkeys:int2vector stxkind:char[] stxexprs:node",
+    ),
+    empty(
+        "pg_publication",
+        6104,
+        "oid:oid pubname:name pubowner:oid puballtables:bool pubinsert:bool pubupdate:bool pubdelete:bool pubtruncate:bool pubviaroot:bool",
+    ),
     empty("pg_publication_rel", 6106, "oid:oid prpubid:oid prrelid:oid prqual:node prattrs:int2vector"),
     empty("pg_publication_namespace", 6237, "oid:oid pnpubid:oid pnnspid:oid"),
-    empty("pg_trigger", 2620, "oid:oid tgrelid:oid tgparentid:oid tgname:name tgfoid:oid tgtype:int2 tgenabled:char tgisinternal:bool tgconstrrelid:oid tgconstrindid:oid tgconstraint:oid tgdeferrable:bool tginitdeferred:bool tgnargs:int2 tgattr:int2vector tgargs:bytea tgqual:node tgoldtable:name tgnewtable:name"),
-    empty("pg_rewrite", 2618, "oid:oid rulename:name ev_class:oid ev_type:char ev_enabled:char is_instead:bool ev_qual:node ev_action:node"),
+    empty(
+        "pg_trigger",
+        2620,
+        "oid:oid tgrelid:oid tgparentid:oid tgname:name tgfoid:oid tgtype:int2 tgenabled:char tgisinternal:bool tgconstrrelid:oid tgconstrindid:oid tgconstraint:oid tgdeferrable:bool tginitdeferred:bool tgnargs:int2 tgattr:int2vector tgargs:bytea tgqual:node tgoldtable:name tgnewtable:name",
+    ),
+    empty(
+        "pg_rewrite",
+        2618,
+        "oid:oid rulename:name ev_class:oid ev_type:char ev_enabled:char is_instead:bool ev_qual:node ev_action:node",
+    ),
     empty("pg_enum", 3501, "oid:oid enumtypid:oid enumsortorder:float4 enumlabel:name"),
-    empty("pg_range", 3541, "rngtypid:oid rngsubtype:oid rngmultitypid:oid rngcollation:oid rngsubopc:oid rngcanonical:regproc rngsubdiff:regproc"),
-    empty("pg_sequence", 2224, "seqrelid:oid seqtypid:oid seqstart:int8 seqincrement:int8 seqmax:int8 seqmin:int8 seqcache:int8 seqcycle:bool"),
-    empty("pg_matviews", 12038, "schemaname:name matviewname:name matviewowner:name tablespace:name hasindexes:bool ispopulated:bool definition:text"),
+    empty(
+        "pg_range",
+        3541,
+        "rngtypid:oid rngsubtype:oid rngmultitypid:oid rngcollation:oid rngsubopc:oid rngcanonical:regproc rngsubdiff:regproc",
+    ),
+    empty(
+        "pg_sequence",
+        2224,
+        "seqrelid:oid seqtypid:oid seqstart:int8 seqincrement:int8 seqmax:int8 seqmin:int8 seqcache:int8 seqcycle:bool",
+    ),
+    empty(
+        "pg_matviews",
+        12038,
+        "schemaname:name matviewname:name matviewowner:name tablespace:name hasindexes:bool ispopulated:bool definition:text",
+    ),
     empty("pg_indexes", 12043, "schemaname:name tablename:name indexname:name tablespace:name indexdef:text"),
-    empty("pg_depend", 2608, "classid:oid objid:oid objsubid:int4 refclassid:oid refobjid:oid refobjsubid:int4 deptype:char"),
+    empty(
+        "pg_depend",
+        2608,
+        "classid:oid objid:oid objsubid:int4 refclassid:oid refobjid:oid refobjsubid:int4 deptype:char",
+    ),
     empty("pg_foreign_table", 3118, "ftrelid:oid ftserver:oid ftoptions:text[]"),
-    empty("pg_partitioned_table", 3350, "partrelid:oid partstrat:char partnatts:int2 partdefid:oid partattrs:int2vector partclass:oidvector partcollation:oidvector partexprs:node"),
+    empty(
+        "pg_partitioned_table",
+        3350,
+        "partrelid:oid partstrat:char partnatts:int2 partdefid:oid partattrs:int2vector partclass:oidvector partcollation:oidvector partexprs:node",
+    ),
     empty("pg_auth_members", 1261, "roleid:oid member:oid grantor:oid admin_option:bool"),
     empty("pg_shdescription", 2396, "objoid:oid classoid:oid description:text"),
-    empty("pg_opclass", 2616, "oid:oid opcmethod:oid opcname:name opcnamespace:oid opcowner:oid opcfamily:oid opcintype:oid opcdefault:bool opckeytype:oid"),
-    empty("pg_event_trigger", 3466, "oid:oid evtname:name evtevent:name evtowner:oid evtfoid:oid evtenabled:char evttags:text[]"),
+    empty(
+        "pg_opclass",
+        2616,
+        "oid:oid opcmethod:oid opcname:name opcnamespace:oid opcowner:oid opcfamily:oid opcintype:oid opcdefault:bool opckeytype:oid",
+    ),
+    empty(
+        "pg_event_trigger",
+        3466,
+        "oid:oid evtname:name evtevent:name evtowner:oid evtfoid:oid evtenabled:char evttags:text[]",
+    ),
 ];
 
 pub const INFORMATION_SCHEMA_VIEWS: &[View] = &[
-    view("tables", 13425, "table_catalog:name table_schema:name table_name:name table_type:text self_referencing_column_name:name reference_generation:text user_defined_type_catalog:name user_defined_type_schema:name user_defined_type_name:name is_insertable_into:text is_typed:text commit_action:text", information_schema_tables),
-    view("columns", 13295, "table_catalog:name table_schema:name table_name:name column_name:name ordinal_position:int4 column_default:text is_nullable:text data_type:text character_maximum_length:int4 character_octet_length:int4 numeric_precision:int4 numeric_precision_radix:int4 numeric_scale:int4 datetime_precision:int4 interval_type:text interval_precision:int4 character_set_catalog:name character_set_schema:name character_set_name:name collation_catalog:name collation_schema:name collation_name:name domain_catalog:name domain_schema:name domain_name:name udt_catalog:name udt_schema:name udt_name:name scope_catalog:name scope_schema:name scope_name:name maximum_cardinality:int4 dtd_identifier:name is_self_referencing:text is_identity:text identity_generation:text identity_start:text identity_increment:text identity_maximum:text identity_minimum:text identity_cycle:text is_generated:text generation_expression:text is_updatable:text", information_schema_columns),
-    view("schemata", 13382, "catalog_name:name schema_name:name schema_owner:name default_character_set_catalog:name default_character_set_schema:name default_character_set_name:name sql_path:text", information_schema_schemata),
-    view("views", 13483, "table_catalog:name table_schema:name table_name:name view_definition:text check_option:text is_updatable:text is_insertable_into:text is_trigger_updatable:text is_trigger_deletable:text is_trigger_insertable_into:text", information_schema_views),
-    empty("table_constraints", 13411, "constraint_catalog:name constraint_schema:name constraint_name:name table_catalog:name table_schema:name table_name:name constraint_type:text is_deferrable:text initially_deferred:text enforced:text nulls_distinct:text"),
-    empty("key_column_usage", 13329, "constraint_catalog:name constraint_schema:name constraint_name:name table_catalog:name table_schema:name table_name:name column_name:name ordinal_position:int4 position_in_unique_constraint:int4"),
+    view(
+        "tables",
+        13425,
+        "table_catalog:name table_schema:name table_name:name table_type:text self_referencing_column_name:name reference_generation:text user_defined_type_catalog:name user_defined_type_schema:name user_defined_type_name:name is_insertable_into:text is_typed:text commit_action:text",
+        information_schema_tables,
+    ),
+    view(
+        "columns",
+        13295,
+        "table_catalog:name table_schema:name table_name:name column_name:name ordinal_position:int4 column_default:text is_nullable:text data_type:text character_maximum_length:int4 character_octet_length:int4 numeric_precision:int4 numeric_precision_radix:int4 numeric_scale:int4 datetime_precision:int4 interval_type:text interval_precision:int4 character_set_catalog:name character_set_schema:name character_set_name:name collation_catalog:name collation_schema:name collation_name:name domain_catalog:name domain_schema:name domain_name:name udt_catalog:name udt_schema:name udt_name:name scope_catalog:name scope_schema:name scope_name:name maximum_cardinality:int4 dtd_identifier:name is_self_referencing:text is_identity:text identity_generation:text identity_start:text identity_increment:text identity_maximum:text identity_minimum:text identity_cycle:text is_generated:text generation_expression:text is_updatable:text",
+        information_schema_columns,
+    ),
+    view(
+        "schemata",
+        13382,
+        "catalog_name:name schema_name:name schema_owner:name default_character_set_catalog:name default_character_set_schema:name default_character_set_name:name sql_path:text",
+        information_schema_schemata,
+    ),
+    view(
+        "views",
+        13483,
+        "table_catalog:name table_schema:name table_name:name view_definition:text check_option:text is_updatable:text is_insertable_into:text is_trigger_updatable:text is_trigger_deletable:text is_trigger_insertable_into:text",
+        information_schema_views,
+    ),
+    empty(
+        "table_constraints",
+        13411,
+        "constraint_catalog:name constraint_schema:name constraint_name:name table_catalog:name table_schema:name table_name:name constraint_type:text is_deferrable:text initially_deferred:text enforced:text nulls_distinct:text",
+    ),
+    empty(
+        "key_column_usage",
+        13329,
+        "constraint_catalog:name constraint_schema:name constraint_name:name table_catalog:name table_schema:name table_name:name column_name:name ordinal_position:int4 position_in_unique_constraint:int4",
+    ),
 ];
 
 /// Catalog relations that are always empty: a query reading one of them (not on the outer
@@ -214,11 +357,7 @@ fn batch(schema: &SchemaRef, rows: Vec<Row>) -> Result<RecordBatch> {
         .into_iter()
         .zip(schema.fields())
         .map(|(values, field)| {
-            if values.is_empty() {
-                Ok(new_empty_array(field.data_type()))
-            } else {
-                ScalarValue::iter_to_array(values)
-            }
+            if values.is_empty() { Ok(new_empty_array(field.data_type())) } else { ScalarValue::iter_to_array(values) }
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
     Ok(RecordBatch::try_new(Arc::clone(schema), arrays)?)
@@ -413,15 +552,40 @@ fn pg_class(scan: &Scan) -> Result<Vec<Row>> {
         .map(|r| {
             let table = r.kind == "r";
             row![
-                r.oid, r.name.as_str(), r.namespace, 0, 0, SUPERUSER_OID,
+                r.oid,
+                r.name.as_str(),
+                r.namespace,
+                0,
+                0,
+                SUPERUSER_OID,
                 if table { PARQUET_AM_OID } else { 0 },
-                0, 0, 0,
+                0,
+                0,
+                0,
                 // -1: never counted; tables know their row count exactly.
                 r.rows.map_or(-1.0, |n| n as f64),
-                0, 0, false, false, "p", r.kind, r.columns.len() as i32, 0,
-                false, false, false, false, false, true,
+                0,
+                0,
+                false,
+                false,
+                "p",
+                r.kind,
+                r.columns.len() as i32,
+                0,
+                false,
+                false,
+                false,
+                false,
+                false,
+                true,
                 if table { "d" } else { "n" },
-                false, 0, 0, 0, Value::Null, r.options.clone(), Value::Null,
+                false,
+                0,
+                0,
+                0,
+                Value::Null,
+                r.options.clone(),
+                Value::Null,
             ]
         })
         .collect())
@@ -433,12 +597,36 @@ fn pg_attribute(scan: &Scan) -> Result<Vec<Row>> {
         for (i, c) in r.columns.iter().enumerate() {
             let (oid, typmod) = types::column_type(&c.data_type);
             let (ty, array) = types::lookup(oid).expect("column types are in pg_type");
-            let (len, by_value, align, storage) = if array { (-1, false, "i", "x") } else { (ty.len, ty.by_value, ty.align, ty.storage) };
+            let (len, by_value, align, storage) =
+                if array { (-1, false, "i", "x") } else { (ty.len, ty.by_value, ty.align, ty.storage) };
             let collation = if ty.oid == types::TEXT { DEFAULT_COLLATION_OID } else { 0 };
             rows.push(row![
-                r.oid, c.name.as_str(), oid, -1, i32::from(len), i as i32 + 1, i32::from(array), -1, typmod,
-                by_value, align, storage, "", !c.nullable, false, false, "", "", false, true, 0, collation,
-                Value::Null, Value::Null, Value::Null, Value::Null,
+                r.oid,
+                c.name.as_str(),
+                oid,
+                -1,
+                i32::from(len),
+                i as i32 + 1,
+                i32::from(array),
+                -1,
+                typmod,
+                by_value,
+                align,
+                storage,
+                "",
+                !c.nullable,
+                false,
+                false,
+                "",
+                "",
+                false,
+                true,
+                0,
+                collation,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
             ]);
         }
     }
@@ -449,17 +637,76 @@ fn pg_type(_: &Scan) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for t in TYPES {
         let collation = if t.oid == types::TEXT { DEFAULT_COLLATION_OID } else { 0 };
-        let (name, len, by_value, category, align, storage) = (t.name, i32::from(t.len), t.by_value, t.category, t.align, t.storage);
+        let (name, len, by_value, category, align, storage) =
+            (t.name, i32::from(t.len), t.by_value, t.category, t.align, t.storage);
         rows.push(row![
-            t.oid, name, PG_CATALOG_OID, SUPERUSER_OID, len, by_value, "b", category, t.preferred, true, ",", 0, "-", 0,
-            t.array_oid, format!("{name}in"), format!("{name}out"), format!("{name}recv"), format!("{name}send"), "-", "-", "-",
-            align, storage, false, 0, -1, 0, collation, Value::Null, Value::Null, Value::Null,
+            t.oid,
+            name,
+            PG_CATALOG_OID,
+            SUPERUSER_OID,
+            len,
+            by_value,
+            "b",
+            category,
+            t.preferred,
+            true,
+            ",",
+            0,
+            "-",
+            0,
+            t.array_oid,
+            format!("{name}in"),
+            format!("{name}out"),
+            format!("{name}recv"),
+            format!("{name}send"),
+            "-",
+            "-",
+            "-",
+            align,
+            storage,
+            false,
+            0,
+            -1,
+            0,
+            collation,
+            Value::Null,
+            Value::Null,
+            Value::Null,
         ]);
         let align = if t.align == "d" { "d" } else { "i" };
         rows.push(row![
-            t.array_oid, format!("_{name}"), PG_CATALOG_OID, SUPERUSER_OID, -1, false, "b", "A", false, true, ",", 0,
-            "array_subscript_handler", t.oid, 0, "array_in", "array_out", "array_recv", "array_send", "-", "-",
-            "array_typanalyze", align, "x", false, 0, -1, 0, collation, Value::Null, Value::Null, Value::Null,
+            t.array_oid,
+            format!("_{name}"),
+            PG_CATALOG_OID,
+            SUPERUSER_OID,
+            -1,
+            false,
+            "b",
+            "A",
+            false,
+            true,
+            ",",
+            0,
+            "array_subscript_handler",
+            t.oid,
+            0,
+            "array_in",
+            "array_out",
+            "array_recv",
+            "array_send",
+            "-",
+            "-",
+            "array_typanalyze",
+            align,
+            "x",
+            false,
+            0,
+            -1,
+            0,
+            collation,
+            Value::Null,
+            Value::Null,
+            Value::Null,
         ]);
     }
     Ok(rows)
@@ -467,8 +714,22 @@ fn pg_type(_: &Scan) -> Result<Vec<Row>> {
 
 fn pg_database(_: &Scan) -> Result<Vec<Row>> {
     Ok(vec![row![
-        DATABASE_OID, DATABASE_NAME, SUPERUSER_OID, UTF8_ENCODING, "c", false, true, -1, 0, 0, DEFAULT_TABLESPACE_OID,
-        "C", "C", Value::Null, Value::Null, Value::Null,
+        DATABASE_OID,
+        DATABASE_NAME,
+        SUPERUSER_OID,
+        UTF8_ENCODING,
+        "c",
+        false,
+        true,
+        -1,
+        0,
+        0,
+        DEFAULT_TABLESPACE_OID,
+        "C",
+        "C",
+        Value::Null,
+        Value::Null,
+        Value::Null,
     ]])
 }
 
@@ -477,15 +738,31 @@ fn pg_settings(scan: &Scan) -> Result<Vec<Row>> {
         return Ok(Vec::new());
     };
     let session: BTreeSet<String> = settings.lock().keys().cloned().collect();
-    let names: BTreeSet<String> = SERVER_SETTINGS.iter().map(|s| s.to_string()).chain(session.iter().cloned()).collect();
+    let names: BTreeSet<String> =
+        SERVER_SETTINGS.iter().map(|s| s.to_string()).chain(session.iter().cloned()).collect();
     Ok(names
         .into_iter()
         .filter_map(|name| {
             let value = settings.get(&name)?;
             let source = if session.contains(&name) { "session" } else { "default" };
             Some(row![
-                name, value, Value::Null, Value::Null, Value::Null, Value::Null, "user", "string", source,
-                Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, false,
+                name,
+                value,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                "user",
+                "string",
+                source,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                false,
             ])
         })
         .collect())
@@ -511,7 +788,21 @@ fn pg_description(scan: &Scan) -> Result<Vec<Row>> {
 }
 
 fn pg_roles(_: &Scan) -> Result<Vec<Row>> {
-    Ok(vec![row![SUPERUSER, true, true, true, true, true, true, -1, "********", Value::Null, true, Value::Null, SUPERUSER_OID]])
+    Ok(vec![row![
+        SUPERUSER,
+        true,
+        true,
+        true,
+        true,
+        true,
+        true,
+        -1,
+        "********",
+        Value::Null,
+        true,
+        Value::Null,
+        SUPERUSER_OID
+    ]])
 }
 
 fn pg_user(_: &Scan) -> Result<Vec<Row>> {
@@ -534,18 +825,49 @@ fn pg_proc(scan: &Scan) -> Result<Vec<Row>> {
         Volatility::Volatile => "v",
     };
     let mut functions: Vec<(&str, &str, &str)> = Vec::new();
-    functions.extend(state.scalar_functions().iter().map(|(n, f)| (n.as_str(), "f", volatility(f.signature().volatility))));
-    functions.extend(state.aggregate_functions().iter().map(|(n, f)| (n.as_str(), "a", volatility(f.signature().volatility))));
-    functions.extend(state.window_functions().iter().map(|(n, f)| (n.as_str(), "w", volatility(f.signature().volatility))));
+    functions
+        .extend(state.scalar_functions().iter().map(|(n, f)| (n.as_str(), "f", volatility(f.signature().volatility))));
+    functions.extend(
+        state.aggregate_functions().iter().map(|(n, f)| (n.as_str(), "a", volatility(f.signature().volatility))),
+    );
+    functions
+        .extend(state.window_functions().iter().map(|(n, f)| (n.as_str(), "w", volatility(f.signature().volatility))));
     functions.sort();
     functions.dedup_by_key(|f| f.0);
     Ok(functions
         .into_iter()
         .map(|(name, kind, volatile)| {
             row![
-                name_oid(name), name, PG_CATALOG_OID, SUPERUSER_OID, 12, 1.0, 0.0, 0, "-", kind, false, false, false, false,
-                volatile, "s", 0, 0, 0, Vec::<i32>::new(), Value::Null, Value::Null, Value::Null, Value::Null, Value::Null,
-                name, Value::Null, Value::Null, Value::Null, Value::Null,
+                name_oid(name),
+                name,
+                PG_CATALOG_OID,
+                SUPERUSER_OID,
+                12,
+                1.0,
+                0.0,
+                0,
+                "-",
+                kind,
+                false,
+                false,
+                false,
+                false,
+                volatile,
+                "s",
+                0,
+                0,
+                0,
+                Vec::<i32>::new(),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                name,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
             ]
         })
         .collect())
@@ -553,7 +875,19 @@ fn pg_proc(scan: &Scan) -> Result<Vec<Row>> {
 
 fn pg_collation(_: &Scan) -> Result<Vec<Row>> {
     Ok(vec![
-        row![DEFAULT_COLLATION_OID, "default", PG_CATALOG_OID, SUPERUSER_OID, "d", true, -1, Value::Null, Value::Null, Value::Null, Value::Null],
+        row![
+            DEFAULT_COLLATION_OID,
+            "default",
+            PG_CATALOG_OID,
+            SUPERUSER_OID,
+            "d",
+            true,
+            -1,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null
+        ],
         row![950, "C", PG_CATALOG_OID, SUPERUSER_OID, "c", true, -1, "C", "C", Value::Null, Value::Null],
     ])
 }
@@ -588,8 +922,18 @@ fn information_schema_tables(scan: &Scan) -> Result<Vec<Row>> {
         .map(|r| {
             let (kind, insertable) = if r.kind == "r" { ("BASE TABLE", "YES") } else { ("VIEW", "NO") };
             row![
-                DATABASE_NAME, r.schema.as_str(), r.name.as_str(), kind, Value::Null, Value::Null, Value::Null,
-                Value::Null, Value::Null, insertable, "NO", Value::Null,
+                DATABASE_NAME,
+                r.schema.as_str(),
+                r.name.as_str(),
+                kind,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                insertable,
+                "NO",
+                Value::Null,
             ]
         })
         .collect())
@@ -622,12 +966,50 @@ fn information_schema_columns(scan: &Scan) -> Result<Vec<Row>> {
             let udt_name = if array { format!("_{}", ty.name) } else { ty.name.to_string() };
             let updatable = if r.kind == "r" { "YES" } else { "NO" };
             rows.push(row![
-                DATABASE_NAME, r.schema.as_str(), r.name.as_str(), c.name.as_str(), i as i32 + 1, Value::Null,
-                if c.nullable { "YES" } else { "NO" }, data_type, Value::Null, Value::Null, precision, radix, scale,
-                datetime_precision, Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, Value::Null,
-                Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, DATABASE_NAME, PG_CATALOG, udt_name,
-                Value::Null, Value::Null, Value::Null, Value::Null, (i + 1).to_string(), "NO", "NO", Value::Null,
-                Value::Null, Value::Null, Value::Null, Value::Null, "NO", "NEVER", Value::Null, updatable,
+                DATABASE_NAME,
+                r.schema.as_str(),
+                r.name.as_str(),
+                c.name.as_str(),
+                i as i32 + 1,
+                Value::Null,
+                if c.nullable { "YES" } else { "NO" },
+                data_type,
+                Value::Null,
+                Value::Null,
+                precision,
+                radix,
+                scale,
+                datetime_precision,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                DATABASE_NAME,
+                PG_CATALOG,
+                udt_name,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                (i + 1).to_string(),
+                "NO",
+                "NO",
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                "NO",
+                "NEVER",
+                Value::Null,
+                updatable,
             ]);
         }
     }
@@ -647,7 +1029,9 @@ fn information_schema_views(scan: &Scan) -> Result<Vec<Row>> {
         .relations()?
         .iter()
         .filter(|r| r.kind == "v")
-        .map(|r| row![DATABASE_NAME, r.schema.as_str(), r.name.as_str(), Value::Null, "NONE", "NO", "NO", "NO", "NO", "NO"])
+        .map(|r| {
+            row![DATABASE_NAME, r.schema.as_str(), r.name.as_str(), Value::Null, "NONE", "NO", "NO", "NO", "NO", "NO"]
+        })
         .collect())
 }
 
@@ -676,7 +1060,8 @@ impl SchemaProvider for CatalogSchema {
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         Ok(self.views.iter().find(|v| v.name == name).map(|view| {
-            Arc::new(CatalogTable { view, schema: view.schema(), metastore: Arc::clone(&self.metastore) }) as Arc<dyn TableProvider>
+            Arc::new(CatalogTable { view, schema: view.schema(), metastore: Arc::clone(&self.metastore) })
+                as Arc<dyn TableProvider>
         }))
     }
 
@@ -755,7 +1140,11 @@ mod tests {
                     comment: Some("clicks".into()),
                     columns: vec![column("k", "bigint", false), column("amount", "decimal(10,2)", true)],
                     partition_columns: vec![],
-                    bucket_spec: Some(BucketSpec { num_buckets: 8, bucket_columns: vec!["k".into()], sort_columns: vec![] }),
+                    bucket_spec: Some(BucketSpec {
+                        num_buckets: 8,
+                        bucket_columns: vec!["k".into()],
+                        sort_columns: vec![],
+                    }),
                     properties: BTreeMap::new(),
                 },
                 &[],
@@ -769,9 +1158,7 @@ mod tests {
         let schema = view.schema();
         let all = batch(&schema, view.rows(&Scan::new(store, None)).unwrap()).unwrap();
         let arrays: Vec<&ArrayRef> = columns.iter().map(|c| all.column(schema.index_of(c).unwrap())).collect();
-        (0..all.num_rows())
-            .map(|row| arrays.iter().map(|a| array_value_to_string(a, row).unwrap()).collect())
-            .collect()
+        (0..all.num_rows()).map(|row| arrays.iter().map(|a| array_value_to_string(a, row).unwrap()).collect()).collect()
     }
 
     fn has_row(rows: &[Vec<String>], expected: &[&str]) -> bool {
@@ -794,23 +1181,40 @@ mod tests {
     #[test]
     fn pg_class_and_pg_attribute_describe_metastore_tables() {
         let (_dir, store) = metastore();
-        let class = rows(find(PG_CATALOG_VIEWS, "pg_class"), &store, &["oid", "relname", "relnamespace", "relkind", "relam", "reltuples", "reloptions"]);
-        assert!(has_row(&class, &["16385", "events", "2200", "r", "2", "0.0", "[clustered_by=(k), num_buckets=8]"]), "{class:?}");
+        let class = rows(
+            find(PG_CATALOG_VIEWS, "pg_class"),
+            &store,
+            &["oid", "relname", "relnamespace", "relkind", "relam", "reltuples", "reloptions"],
+        );
+        assert!(
+            has_row(&class, &["16385", "events", "2200", "r", "2", "0.0", "[clustered_by=(k), num_buckets=8]"]),
+            "{class:?}"
+        );
         assert!(has_row(&class, &["1259", "pg_class", "11", "v", "0", "-1.0", ""]), "{class:?}");
-        let attributes = rows(find(PG_CATALOG_VIEWS, "pg_attribute"), &store, &["attrelid", "attname", "atttypid", "atttypmod", "attnum", "attnotnull"]);
+        let attributes = rows(
+            find(PG_CATALOG_VIEWS, "pg_attribute"),
+            &store,
+            &["attrelid", "attname", "atttypid", "atttypmod", "attnum", "attnotnull"],
+        );
         assert!(has_row(&attributes, &["16385", "k", "20", "-1", "1", "true"]), "{attributes:?}");
         assert!(has_row(&attributes, &["16385", "amount", "1700", "655366", "2", "false"]), "{attributes:?}");
-        let descriptions = rows(find(PG_CATALOG_VIEWS, "pg_description"), &store, &["objoid", "objsubid", "description"]);
+        let descriptions =
+            rows(find(PG_CATALOG_VIEWS, "pg_description"), &store, &["objoid", "objsubid", "description"]);
         assert_eq!(descriptions, [["16385", "0", "clicks"], ["16385", "1", "the key"]]);
     }
 
     #[test]
     fn information_schema_lists_tables_and_columns() {
         let (_dir, store) = metastore();
-        let tables = rows(find(INFORMATION_SCHEMA_VIEWS, "tables"), &store, &["table_schema", "table_name", "table_type"]);
+        let tables =
+            rows(find(INFORMATION_SCHEMA_VIEWS, "tables"), &store, &["table_schema", "table_name", "table_type"]);
         assert!(has_row(&tables, &["default", "events", "BASE TABLE"]), "{tables:?}");
         assert!(has_row(&tables, &["pg_catalog", "pg_class", "VIEW"]), "{tables:?}");
-        let columns = rows(find(INFORMATION_SCHEMA_VIEWS, "columns"), &store, &["table_name", "column_name", "data_type", "numeric_precision", "numeric_scale"]);
+        let columns = rows(
+            find(INFORMATION_SCHEMA_VIEWS, "columns"),
+            &store,
+            &["table_name", "column_name", "data_type", "numeric_precision", "numeric_scale"],
+        );
         assert!(has_row(&columns, &["events", "amount", "numeric", "10", "2"]), "{columns:?}");
         let schemata = rows(find(INFORMATION_SCHEMA_VIEWS, "schemata"), &store, &["schema_name"]);
         assert_eq!(schemata, [["pg_catalog"], ["information_schema"], ["default"]]);

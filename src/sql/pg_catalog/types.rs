@@ -27,7 +27,13 @@ const fn base(
     array_oid: i32,
 ) -> PgType {
     let by_value = len > 0 && len <= 8;
-    let storage = if len > 0 { "p" } else if oid == NUMERIC { "m" } else { "x" };
+    let storage = if len > 0 {
+        "p"
+    } else if oid == NUMERIC {
+        "m"
+    } else {
+        "x"
+    };
     // The preferred type of its category, which implicit casts lean to.
     let preferred = matches!(oid, 16 | TEXT | 701 | 1184 | 1186);
     PgType { oid, name, sql_name, len, by_value, category, align, storage, preferred, array_oid }
@@ -68,9 +74,15 @@ pub const TYPES: &[PgType] = &[
 
 /// A type by its own OID, or the base type of an array OID (`true` for the array).
 pub fn lookup(oid: i32) -> Option<(&'static PgType, bool)> {
-    TYPES
-        .iter()
-        .find_map(|t| if t.oid == oid { Some((t, false)) } else if t.array_oid == oid { Some((t, true)) } else { None })
+    TYPES.iter().find_map(|t| {
+        if t.oid == oid {
+            Some((t, false))
+        } else if t.array_oid == oid {
+            Some((t, true))
+        } else {
+            None
+        }
+    })
 }
 
 /// The type a column of this Arrow type is sent as, and whether as its array type (for a list).
@@ -90,9 +102,11 @@ pub fn sent_as(dt: &DataType) -> Option<(&'static PgType, bool)> {
         DataType::Int8 | DataType::Int16 | DataType::UInt8 => "int2",
         DataType::Int32 | DataType::UInt16 => "int4",
         DataType::Int64 | DataType::UInt32 => "int8",
-        DataType::UInt64 | DataType::Decimal32(..) | DataType::Decimal64(..) | DataType::Decimal128(..) | DataType::Decimal256(..) => {
-            "numeric"
-        }
+        DataType::UInt64
+        | DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => "numeric",
         DataType::Float16 | DataType::Float32 => "float4",
         DataType::Float64 => "float8",
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => "text",
@@ -111,9 +125,10 @@ pub fn sent_as(dt: &DataType) -> Option<(&'static PgType, bool)> {
 /// numeric and arrays of numeric: clients derive display precision and scale from it, and -1 means "none".
 pub fn type_modifier(dt: &DataType) -> i32 {
     match dt {
-        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
-            ((i32::from(*p) << 16) | (i32::from(*s) & 0x7ff)) + 4
-        }
+        DataType::Decimal32(p, s)
+        | DataType::Decimal64(p, s)
+        | DataType::Decimal128(p, s)
+        | DataType::Decimal256(p, s) => ((i32::from(*p) << 16) | (i32::from(*s) & 0x7ff)) + 4,
         DataType::List(f) | DataType::LargeList(f) => type_modifier(f.data_type()),
         DataType::Dictionary(_, values) => type_modifier(values),
         _ => -1,

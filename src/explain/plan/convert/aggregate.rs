@@ -41,7 +41,8 @@ impl Converter {
             key_attrs.push(attr);
         }
         // Grouping sets also group by the `spark_grouping_id` that Expand appended.
-        if raw_input && aggregate.group_expr().has_grouping_set()
+        if raw_input
+            && aggregate.group_expr().has_grouping_set()
             && let Some(grouping_id) = child.output.last().filter(|a| a.name == SPARK_GROUPING_ID)
         {
             keys.push(grouping_id.to_string());

@@ -21,9 +21,8 @@ impl Converter {
             ExchangePartitioning::Hash(exprs, n) => {
                 let schema = exchange.input().schema();
                 let columns = Columns::Attrs(&child.output);
-                let keys = exprs
-                    .iter()
-                    .map(|e| if at.join_child { key(e, &schema, &columns) } else { render(e, &columns) });
+                let keys =
+                    exprs.iter().map(|e| if at.join_child { key(e, &schema, &columns) } else { render(e, &columns) });
                 format!("hashpartitioning({}, {n})", join(keys, ", "))
             }
             ExchangePartitioning::Single => "SinglePartition".to_string(),

@@ -5,10 +5,10 @@
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::Converter;
-use crate::planner::table_provider::table_schema;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::explain::expressions::{Attr, Columns, join, list, render, spark_type};
 use crate::explain::plan::{Node, Role, field};
+use crate::planner::table_provider::table_schema;
 
 /// Spark's `spark.sql.maxMetadataStringLength`: simple EXPLAIN abbreviates scan metadata.
 const MAX_METADATA_LENGTH: usize = 100;

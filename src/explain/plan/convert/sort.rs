@@ -32,8 +32,7 @@ impl Converter {
     /// Spark's `SortPreservingMerge`, which merges sorted partitions into one.
     pub(super) fn sort_preserving_merge(&mut self, merge: &SortPreservingMergeExec) -> Node {
         let child = self.convert(merge.input(), Position::default());
-        let order =
-            list(merge.expr().iter().map(|s| sort_order(render(&s.expr, &Columns::Attrs(&child.output)), s)));
+        let order = list(merge.expr().iter().map(|s| sort_order(render(&s.expr, &Columns::Attrs(&child.output)), s)));
         let arguments = match merge.fetch() {
             Some(fetch) => format!("{order}, {fetch}"),
             None => order,
