@@ -260,7 +260,10 @@ mod tests {
         assert_eq!(conf.adaptive_broadcast_threshold(), 300 << 10);
         assert_eq!(validate("spark.sql.adaptive.advisoryPartitionSizeInBytes", "0").unwrap_err().code, "22023");
         assert_eq!(validate("spark.sql.adaptive.skewJoin.skewedPartitionFactor", "-1").unwrap_err().code, "22023");
-        assert_eq!(validate("spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin", "x").unwrap_err().code, "22023");
+        assert_eq!(
+            validate("spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin", "x").unwrap_err().code,
+            "22023"
+        );
         assert!(validate("spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "100KB").is_ok());
     }
 

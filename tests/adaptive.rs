@@ -98,7 +98,10 @@ async fn adaptive_decisions_and_their_rows() {
     assert_eq!(analyzed.matches("AQEShuffleRead (").count(), 2, "{analyzed}");
     assert!(analyzed.contains("), coalesced\n"), "{analyzed}");
     let read = partitions_read(&analyzed);
-    assert!(read.len() == 2 && read[0] == read[1] && read[0] < 200, "both sides read alike, coalesced: {read:?}\n{analyzed}");
+    assert!(
+        read.len() == 2 && read[0] == read[1] && read[0] < 200,
+        "both sides read alike, coalesced: {read:?}\n{analyzed}"
+    );
     assert!(analyzed.contains("At run time adaptive execution coalesced its 200 partitions into"), "{analyzed}");
     let rows = rows_both_ways(&client, &no_broadcast, join).await;
     assert_eq!(rows, vec![vec![ROWS.to_string(), sum_of_ids.to_string()]]);
@@ -112,13 +115,20 @@ async fn adaptive_decisions_and_their_rows() {
 
     // A side small at run time (its file is not) is broadcast: the sort-merge join becomes a
     // broadcast hash join reading both stages locally.
-    let runtime_broadcast = ["spark.sql.autoBroadcastJoinThreshold = -1", "spark.sql.adaptive.autoBroadcastJoinThreshold = 100KB"];
+    let runtime_broadcast =
+        ["spark.sql.autoBroadcastJoinThreshold = -1", "spark.sql.adaptive.autoBroadcastJoinThreshold = 100KB"];
     let small_side = "SELECT count(*) FROM tx_plain t JOIN (SELECT * FROM tx_plain WHERE amount < 200) s ON t.account_id = s.account_id";
     set(&client, &runtime_broadcast).await;
     let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {small_side}")).await;
     let final_plan = analyzed.split("+- == Initial Plan ==").next().unwrap();
-    assert!(final_plan.contains("BroadcastHashJoin Inner BuildRight") && !final_plan.contains("SortMergeJoin"), "{analyzed}");
-    assert!(final_plan.contains("BroadcastQueryStage (") && final_plan.contains("+- BroadcastExchange ("), "{analyzed}");
+    assert!(
+        final_plan.contains("BroadcastHashJoin Inner BuildRight") && !final_plan.contains("SortMergeJoin"),
+        "{analyzed}"
+    );
+    assert!(
+        final_plan.contains("BroadcastQueryStage (") && final_plan.contains("+- BroadcastExchange ("),
+        "{analyzed}"
+    );
     assert_eq!(final_plan.matches("), local\n").count(), 2, "{analyzed}");
     assert!(analyzed.contains("SortMergeJoin Inner"), "the initial plan keeps the sort-merge join: {analyzed}");
     let rows = rows_both_ways(&client, &runtime_broadcast, small_side).await;
@@ -145,7 +155,10 @@ async fn adaptive_decisions_and_their_rows() {
     set(&client, &skew).await;
     let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {skewed_join}")).await;
     assert!(analyzed.contains("SortMergeJoin(skew=true) Inner"), "{analyzed}");
-    assert!(analyzed.contains("), coalesced and skewed\n") && analyzed.contains("Arguments: coalesced and skewed"), "{analyzed}");
+    assert!(
+        analyzed.contains("), coalesced and skewed\n") && analyzed.contains("Arguments: coalesced and skewed"),
+        "{analyzed}"
+    );
     let read = partitions_read(&analyzed);
     assert!(read.len() == 2 && read[0] == read[1], "the pieces pair up: {read:?}\n{analyzed}");
     let rows = rows_both_ways(&client, &skew, skewed_join).await;
@@ -167,7 +180,8 @@ async fn adaptive_decisions_and_their_rows() {
     assert_eq!(rows, vec![vec![ROWS.to_string(), sum_of_ids.to_string()]]);
 
     // 8 buckets joined with 4, coalesced in the scan, keep working under adaptive execution.
-    let coalesce_buckets = ["spark.sql.autoBroadcastJoinThreshold = -1", "spark.sql.bucketing.coalesceBucketsInJoin.enabled = true"];
+    let coalesce_buckets =
+        ["spark.sql.autoBroadcastJoinThreshold = -1", "spark.sql.bucketing.coalesceBucketsInJoin.enabled = true"];
     let eight_and_four = "SELECT count(*), sum(t.amount) FROM tx8 t JOIN acc4 a ON t.account_id = a.account_id";
     set(&client, &coalesce_buckets).await;
     let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {eight_and_four}")).await;
@@ -193,7 +207,8 @@ async fn adaptive_decisions_and_their_rows() {
     let above_subquery = "SELECT account_id, count(*) FROM tx_plain WHERE amount >= (SELECT max(amount) - 99 FROM tx_plain) \
                           GROUP BY account_id ORDER BY account_id";
     let rows = rows_both_ways(&client, &[], above_subquery).await;
-    let mut expected: Vec<Vec<String>> = (ROWS - 100..ROWS).map(|id| vec![account(id).to_string(), "1".to_string()]).collect();
+    let mut expected: Vec<Vec<String>> =
+        (ROWS - 100..ROWS).map(|id| vec![account(id).to_string(), "1".to_string()]).collect();
     expected.sort_by_key(|row| row[0].parse::<i64>().unwrap());
     assert_eq!(rows, expected);
 }
@@ -308,9 +323,15 @@ async fn spark_example_final_plans_are_reproduced() {
         set(&client, &settings).await;
         let before = plan(&client, &format!("EXPLAIN FORMATTED {}", example.query)).await;
         let after = plan(&client, &format!("EXPLAIN ANALYZE {}", example.query)).await;
-        for (when, spark, ours) in [("before running", &example.before, &before), ("after running", &example.after, &after)] {
+        for (when, spark, ours) in
+            [("before running", &example.before, &before), ("after running", &example.after, &after)]
+        {
             if !same_outline(&outline(ours), &outline(spark)) {
-                mismatches.push(format!("=== {} ({when})\nexpected:\n{}\nactual:\n{ours}", example.title, outline(spark).join("\n")));
+                mismatches.push(format!(
+                    "=== {} ({when})\nexpected:\n{}\nactual:\n{ours}",
+                    example.title,
+                    outline(spark).join("\n")
+                ));
             }
         }
     }

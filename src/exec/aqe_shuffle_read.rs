@@ -16,7 +16,9 @@ use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
+};
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use parking_lot::Mutex;
@@ -85,8 +87,9 @@ impl fmt::Debug for AqeShuffleReadExec {
 impl AqeShuffleReadExec {
     /// `stage` must be a [`ShuffleQueryStageExec`].
     pub fn try_new(stage: Arc<dyn ExecutionPlan>, specs: Vec<ShufflePartitionSpec>) -> Result<Self> {
-        let shuffle_stage = downcast_plan::<ShuffleQueryStageExec>(&stage)
-            .ok_or_else(|| DataFusionError::Internal(format!("AQEShuffleRead reads a shuffle stage, not {}", stage.name())))?;
+        let shuffle_stage = downcast_plan::<ShuffleQueryStageExec>(&stage).ok_or_else(|| {
+            DataFusionError::Internal(format!("AQEShuffleRead reads a shuffle stage, not {}", stage.name()))
+        })?;
         let partitioning = output_partitioning(&shuffle_stage, &specs);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(stage.schema()),
@@ -158,8 +161,11 @@ impl AqeShuffleReadExec {
     }
 
     fn read(&self, spec: &ShufflePartitionSpec, context: &Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let streams =
-            self.reads(spec).into_iter().map(|read| self.stage.read(read, Arc::clone(context))).collect::<Result<Vec<_>>>()?;
+        let streams = self
+            .reads(spec)
+            .into_iter()
+            .map(|read| self.stage.read(read, Arc::clone(context)))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), futures::stream::iter(streams).flatten())))
     }
 
@@ -246,7 +252,11 @@ impl ExecutionPlan for AqeShuffleReadExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let spec = self.specs.get(partition).ok_or_else(|| {
-            DataFusionError::Internal(format!("AQEShuffleRead has {} partitions, not {}", self.specs.len(), partition + 1))
+            DataFusionError::Internal(format!(
+                "AQEShuffleRead has {} partitions, not {}",
+                self.specs.len(),
+                partition + 1
+            ))
         })?;
         let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let stream: SendableRecordBatchStream = if self.specs.iter().filter(|s| *s == spec).count() > 1 {

@@ -30,7 +30,11 @@ pub fn downcast_plan<T: ExecutionPlan>(plan: &Arc<dyn ExecutionPlan>) -> Option<
     any.downcast::<T>().ok()
 }
 
-fn refuse_new_children(name: &str, current: &Arc<dyn ExecutionPlan>, children: &[Arc<dyn ExecutionPlan>]) -> Result<()> {
+fn refuse_new_children(
+    name: &str,
+    current: &Arc<dyn ExecutionPlan>,
+    children: &[Arc<dyn ExecutionPlan>],
+) -> Result<()> {
     match children {
         [child] if Arc::ptr_eq(child, current) => Ok(()),
         _ => Err(DataFusionError::Internal(format!("{name} has run: what lies below it cannot change"))),
@@ -148,7 +152,10 @@ impl BroadcastQueryStageExec {
     /// Gathers the rows of `exchange` (a [`BroadcastExchangeExec`]) and wraps them as stage `id`.
     pub async fn materialize(id: usize, exchange: Arc<dyn ExecutionPlan>, context: Arc<TaskContext>) -> Result<Self> {
         if !exchange.is::<BroadcastExchangeExec>() {
-            return Err(DataFusionError::Internal(format!("a broadcast stage needs a broadcast exchange, not {}", exchange.name())));
+            return Err(DataFusionError::Internal(format!(
+                "a broadcast stage needs a broadcast exchange, not {}",
+                exchange.name()
+            )));
         }
         let reservation = MemoryConsumer::new(format!("BroadcastQueryStage[{id}]")).register(context.memory_pool());
         let mut stream = exchange.execute(0, context)?;
@@ -160,7 +167,13 @@ impl BroadcastQueryStageExec {
         }
         let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
         let bytes = reservation.size() as u64;
-        Ok(BroadcastQueryStageExec { id, child: exchange, rows, bytes, broadcast: Mutex::new(Some(Broadcast { batches, reservation })) })
+        Ok(BroadcastQueryStageExec {
+            id,
+            child: exchange,
+            rows,
+            bytes,
+            broadcast: Mutex::new(Some(Broadcast { batches, reservation })),
+        })
     }
 
     pub fn id(&self) -> usize {

@@ -108,7 +108,9 @@ fn at_run_time(exchange: &Node, ancestors: &[&Node]) -> Option<String> {
         "local" => "At run time the join it fed became a broadcast hash join: its output was read locally, no longer \
                     by partition."
             .to_string(),
-        "coalesced" => format!("At run time adaptive execution coalesced its {partitions} partitions into {read_partitions}."),
+        "coalesced" => {
+            format!("At run time adaptive execution coalesced its {partitions} partitions into {read_partitions}.")
+        }
         "skewed" | "coalesced and skewed" => format!(
             "At run time adaptive execution split its skewed partitions: {read_partitions} tasks read its {partitions} \
              partitions{}.",

@@ -88,7 +88,16 @@ mod tests {
 
     #[test]
     fn row_counts_print_like_spark() {
-        for (rows, text) in [(1, "1"), (201, "201"), (2000, "2.00E+3"), (5000, "5.00E+3"), (10000, "1.00E+4"), (200000, "2.00E+5"), (1235, "1.24E+3"), (9995, "1.00E+4")] {
+        for (rows, text) in [
+            (1, "1"),
+            (201, "201"),
+            (2000, "2.00E+3"),
+            (5000, "5.00E+3"),
+            (10000, "1.00E+4"),
+            (200000, "2.00E+5"),
+            (1235, "1.24E+3"),
+            (9995, "1.00E+4"),
+        ] {
             assert_eq!(row_count_to_string(rows), text);
         }
         assert_eq!(statistics(24, Some(1)), "Statistics(sizeInBytes=24.0 B, rowCount=1)");

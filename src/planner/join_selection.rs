@@ -320,7 +320,8 @@ pub fn choose_strategy(
             left_size,
             right_size,
         );
-        let merge_hinted = hinted(JoinHint::ShuffleMerge, BuildSide::Left) || hinted(JoinHint::ShuffleMerge, BuildSide::Right);
+        let merge_hinted =
+            hinted(JoinHint::ShuffleMerge, BuildSide::Left) || hinted(JoinHint::ShuffleMerge, BuildSide::Right);
         let threshold = conf.auto_broadcast_join_threshold;
         let local_map_limit = if threshold >= 0 { threshold as u128 * conf.shuffle_partitions as u128 } else { 0 };
         let factor = conf.shuffled_hash_join_factor as u128;
@@ -349,7 +350,8 @@ pub fn choose_strategy(
             (JoinStrategy::SortMerge, None)
         }
     } else {
-        let replicate = hinted(JoinHint::ShuffleReplicateNl, BuildSide::Left) || hinted(JoinHint::ShuffleReplicateNl, BuildSide::Right);
+        let replicate = hinted(JoinHint::ShuffleReplicateNl, BuildSide::Left)
+            || hinted(JoinHint::ShuffleReplicateNl, BuildSide::Right);
         if let Some(side) = broadcast_hinted {
             (JoinStrategy::BroadcastNestedLoop, Some(side))
         } else if replicate && inner_like && !has_filter {
@@ -359,8 +361,9 @@ pub fn choose_strategy(
         } else if inner_like && !has_filter {
             (JoinStrategy::Cartesian, None)
         } else {
-            let side = pick(can_broadcast(BuildSide::Left, jt), can_broadcast(BuildSide::Right, jt), left_size, right_size)
-                .unwrap_or(BuildSide::Right);
+            let side =
+                pick(can_broadcast(BuildSide::Left, jt), can_broadcast(BuildSide::Right, jt), left_size, right_size)
+                    .unwrap_or(BuildSide::Right);
             (JoinStrategy::BroadcastNestedLoop, Some(side))
         }
     }

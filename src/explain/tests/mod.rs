@@ -24,13 +24,13 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 
 use super::*;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile, TableMeta};
-use crate::config::SparkConf;
-use crate::planner::adaptive::AdaptiveSparkPlanExec;
-use crate::planner::hints::QueryHints;
 use crate::catalog::types::SparkType;
+use crate::config::SparkConf;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
+use crate::planner::adaptive::AdaptiveSparkPlanExec;
+use crate::planner::hints::QueryHints;
 use crate::planner::table_provider::table_schema;
 
 type Plan = Arc<dyn ExecutionPlan>;

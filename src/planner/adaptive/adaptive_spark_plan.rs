@@ -187,12 +187,20 @@ impl StagePlanner {
                 .subqueries()
                 .iter()
                 .map(|link| ScalarSubqueryLink {
-                    plan: Arc::new(AdaptiveSparkPlanExec::new(Arc::clone(&link.plan), self.conf.clone(), self.hints.clone())),
+                    plan: Arc::new(AdaptiveSparkPlanExec::new(
+                        Arc::clone(&link.plan),
+                        self.conf.clone(),
+                        self.hints.clone(),
+                    )),
                     index: link.index,
                 })
                 .collect();
             // The node itself, over no rows: it sets the values its expressions read.
-            let values = ScalarSubqueryExec::new(Arc::new(EmptyExec::new(exec.input().schema())), subqueries, exec.results().clone());
+            let values = ScalarSubqueryExec::new(
+                Arc::new(EmptyExec::new(exec.input().schema())),
+                subqueries,
+                exec.results().clone(),
+            );
             let mut stream = values.execute(0, Arc::clone(&self.context))?;
             while stream.try_next().await?.is_some() {}
         }
@@ -247,7 +255,10 @@ impl StagePlanner {
     }
 
     /// Runs `exchange` as the next query stage.
-    fn materialize(&mut self, exchange: &Arc<dyn ExecutionPlan>) -> Result<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> {
+    fn materialize(
+        &mut self,
+        exchange: &Arc<dyn ExecutionPlan>,
+    ) -> Result<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> {
         let id = self.next_stage_id;
         self.next_stage_id += 1;
         let context = Arc::clone(&self.context);
@@ -283,12 +294,10 @@ fn replace_exchanges(
     ran: &[Arc<dyn ExecutionPlan>],
     stages: &[Arc<dyn ExecutionPlan>],
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    plan.transform_down(|node| {
-        match ran.iter().position(|exchange| Arc::ptr_eq(exchange, &node)) {
-            Some(i) => Ok(Transformed::new(Arc::clone(&stages[i]), true, TreeNodeRecursion::Jump)),
-            None if is_query_stage(&node) => Ok(Transformed::new(node, false, TreeNodeRecursion::Jump)),
-            None => Ok(Transformed::no(node)),
-        }
+    plan.transform_down(|node| match ran.iter().position(|exchange| Arc::ptr_eq(exchange, &node)) {
+        Some(i) => Ok(Transformed::new(Arc::clone(&stages[i]), true, TreeNodeRecursion::Jump)),
+        None if is_query_stage(&node) => Ok(Transformed::new(node, false, TreeNodeRecursion::Jump)),
+        None => Ok(Transformed::no(node)),
     })
     .map(|t| t.data)
 }

@@ -45,9 +45,15 @@ pub fn coalesce_shuffle_partitions(
             _ => ((min_partitions as f64 * *bytes as f64 / total_bytes as f64).round() as usize).max(1),
         };
         let sizes: Vec<Vec<u64>> = group.iter().map(|read| read.stage.statistics().bytes_by_partition()).collect();
-        let specs: Vec<Option<Vec<ShufflePartitionSpec>>> = group.iter().map(|read| read.read.map(|r| r.specs().to_vec())).collect();
-        let coalesced =
-            coalesce_partitions(&sizes, &specs, conf.advisory_partition_size, group_min, conf.coalesce_min_partition_size);
+        let specs: Vec<Option<Vec<ShufflePartitionSpec>>> =
+            group.iter().map(|read| read.read.map(|r| r.specs().to_vec())).collect();
+        let coalesced = coalesce_partitions(
+            &sizes,
+            &specs,
+            conf.advisory_partition_size,
+            group_min,
+            conf.coalesce_min_partition_size,
+        );
         for (read, specs) in group.iter().zip(coalesced.into_iter().flatten()) {
             new_specs.insert(read.stage.id(), specs);
         }
@@ -101,7 +107,10 @@ fn stage_reads<'a>(plan: &'a Arc<dyn ExecutionPlan>, reads: &mut Vec<StageRead<'
 }
 
 /// `plan` with each stage in `new_specs` read by its new specs.
-fn update_reads(plan: &Arc<dyn ExecutionPlan>, new_specs: &HashMap<usize, Vec<ShufflePartitionSpec>>) -> Result<Arc<dyn ExecutionPlan>> {
+fn update_reads(
+    plan: &Arc<dyn ExecutionPlan>,
+    new_specs: &HashMap<usize, Vec<ShufflePartitionSpec>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
     if let Some(read) = StageRead::of(plan) {
         return match new_specs.get(&read.stage.id()) {
             Some(specs) => Ok(Arc::new(AqeShuffleReadExec::try_new(Arc::clone(read.node), specs.clone())?)),
@@ -111,6 +120,7 @@ fn update_reads(plan: &Arc<dyn ExecutionPlan>, new_specs: &HashMap<usize, Vec<Sh
     if is_query_stage(plan) {
         return Ok(Arc::clone(plan));
     }
-    let children = plan.children().into_iter().map(|child| update_reads(child, new_specs)).collect::<Result<Vec<_>>>()?;
+    let children =
+        plan.children().into_iter().map(|child| update_reads(child, new_specs)).collect::<Result<Vec<_>>>()?;
     replace_children_if_necessary(Arc::clone(plan), children)
 }

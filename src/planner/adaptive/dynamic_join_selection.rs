@@ -60,7 +60,11 @@ fn below_exchange(plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {
 }
 
 /// Re-plans each shuffled join with a finished shuffle stage for a side.
-pub fn reselect_joins(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
+pub fn reselect_joins(
+    plan: Arc<dyn ExecutionPlan>,
+    conf: &SparkConf,
+    hints: &QueryHints,
+) -> Result<Arc<dyn ExecutionPlan>> {
     let is_join = |node: &Arc<dyn ExecutionPlan>| node.is::<SparkJoinExec>();
     let mut plan = plan;
     for index in 0..matching(&plan, &is_join).len() {

@@ -25,10 +25,10 @@ use datafusion::error::Result;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
-pub use adaptive_spark_plan::{AdaptiveSparkPlanExec, FinalPlan};
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
 use crate::exec::shuffle_exchange::ExchangePartitioning;
+pub use adaptive_spark_plan::{AdaptiveSparkPlanExec, FinalPlan};
 
 /// A finished stage or a read of one; rules do not look below it.
 fn is_query_stage(plan: &Arc<dyn ExecutionPlan>) -> bool {
@@ -108,8 +108,15 @@ fn replace_nth(
 }
 
 /// The nodes `is_target` accepts, in post-order, not counting below stages.
-fn matching(plan: &Arc<dyn ExecutionPlan>, is_target: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool) -> Vec<Arc<dyn ExecutionPlan>> {
-    fn walk(plan: &Arc<dyn ExecutionPlan>, is_target: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool, found: &mut Vec<Arc<dyn ExecutionPlan>>) {
+fn matching(
+    plan: &Arc<dyn ExecutionPlan>,
+    is_target: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
+) -> Vec<Arc<dyn ExecutionPlan>> {
+    fn walk(
+        plan: &Arc<dyn ExecutionPlan>,
+        is_target: &dyn Fn(&Arc<dyn ExecutionPlan>) -> bool,
+        found: &mut Vec<Arc<dyn ExecutionPlan>>,
+    ) {
         if is_query_stage(plan) {
             return;
         }

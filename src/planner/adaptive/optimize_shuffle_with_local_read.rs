@@ -16,7 +16,10 @@ use crate::config::SparkConf;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::join::{BuildSide, JoinStrategy, SparkJoinExec};
 
-pub fn optimize_shuffle_with_local_read(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
+pub fn optimize_shuffle_with_local_read(
+    plan: Arc<dyn ExecutionPlan>,
+    conf: &SparkConf,
+) -> Result<Arc<dyn ExecutionPlan>> {
     if !conf.local_shuffle_reader_enabled {
         return Ok(plan);
     }
@@ -30,7 +33,8 @@ pub fn optimize_shuffle_with_local_read(plan: Arc<dyn ExecutionPlan>, conf: &Spa
 /// The stream side of each broadcast hash join read locally, where it is a shuffle stage.
 fn probe_side_local_reads(plan: &Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
     let is_join = |node: &Arc<dyn ExecutionPlan>| {
-        node.downcast_ref::<SparkJoinExec>().is_some_and(|j| j.spec().strategy == JoinStrategy::BroadcastHash && !j.spec().skew)
+        node.downcast_ref::<SparkJoinExec>()
+            .is_some_and(|j| j.spec().strategy == JoinStrategy::BroadcastHash && !j.spec().skew)
     };
     let mut plan = Arc::clone(plan);
     for index in 0..matching(&plan, &is_join).len() {

@@ -57,9 +57,14 @@ fn split_join(join: &SparkJoinExec, conf: &SparkConf) -> Result<Option<Arc<dyn E
         matches!(spec.join_type, JoinType::Inner | JoinType::Right),
     );
     let sizes = (left_stage.statistics().bytes.as_slice(), right_stage.statistics().bytes.as_slice());
-    let Some((left_specs, right_specs)) = split_skewed_partitions(sizes, partitions, can_split, conf) else { return Ok(None) };
+    let Some((left_specs, right_specs)) = split_skewed_partitions(sizes, partitions, can_split, conf) else {
+        return Ok(None);
+    };
     // The reads go where the stages were, under the sorts of a sort-merge join.
-    let reread = |side: &Arc<dyn ExecutionPlan>, stage: &Arc<dyn ExecutionPlan>, specs| -> Result<Arc<dyn ExecutionPlan>> {
+    let reread = |side: &Arc<dyn ExecutionPlan>,
+                  stage: &Arc<dyn ExecutionPlan>,
+                  specs|
+     -> Result<Arc<dyn ExecutionPlan>> {
         let read: Arc<dyn ExecutionPlan> = Arc::new(AqeShuffleReadExec::try_new(Arc::clone(stage), specs)?);
         if Arc::ptr_eq(side, stage) { Ok(read) } else { replace_children_if_necessary(Arc::clone(side), vec![read]) }
     };
@@ -102,7 +107,8 @@ struct SkewSide<'a> {
 impl<'a> SkewSide<'a> {
     fn new(maps: &'a [Vec<u64>], partitions: usize, can_split: bool, conf: &SparkConf) -> Self {
         let sizes = by_partition(maps, partitions);
-        let threshold = conf.skewed_partition_threshold.max((median(&sizes) as f64 * conf.skewed_partition_factor) as u64);
+        let threshold =
+            conf.skewed_partition_threshold.max((median(&sizes) as f64 * conf.skewed_partition_factor) as u64);
         // The pieces aim at the average partition that is not skewed, at least the advisory size.
         let not_skewed: Vec<u64> = sizes.iter().copied().filter(|s| *s <= threshold).collect();
         let average = if not_skewed.is_empty() { 0 } else { not_skewed.iter().sum::<u64>() / not_skewed.len() as u64 };
@@ -122,7 +128,8 @@ pub fn split_skewed_partitions(
     if !(can_split.0 || can_split.1) || partitions == 0 {
         return None;
     }
-    let sides = [SkewSide::new(sizes.0, partitions, can_split.0, conf), SkewSide::new(sizes.1, partitions, can_split.1, conf)];
+    let sides =
+        [SkewSide::new(sizes.0, partitions, can_split.0, conf), SkewSide::new(sizes.1, partitions, can_split.1, conf)];
     let mut specs: [Vec<ShufflePartitionSpec>; 2] = [Vec::new(), Vec::new()];
     let mut split_any = false;
     for partition in 0..partitions {

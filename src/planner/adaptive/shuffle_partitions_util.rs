@@ -111,7 +111,13 @@ fn coalesce_with_skew(
 /// Packs partitions `start..end` of every shuffle into consecutive groups, a new group starting
 /// where adding the next partition would pass `target`. Empty groups are skipped (no task for
 /// nothing) unless every partition is empty and `allow_empty` is off.
-fn coalesce_range(start: usize, end: usize, sizes: &[Vec<u64>], target: u64, allow_empty: bool) -> Vec<ShufflePartitionSpec> {
+fn coalesce_range(
+    start: usize,
+    end: usize,
+    sizes: &[Vec<u64>],
+    target: u64,
+    allow_empty: bool,
+) -> Vec<ShufflePartitionSpec> {
     let mut specs = Vec::new();
     let (mut coalesced, mut split_at) = (0u64, start);
     for i in start..end {
@@ -173,7 +179,13 @@ pub fn skew_partition_specs(partition: usize, map_sizes: &[u64], target: u64) ->
         return None;
     }
     let ends = starts.iter().skip(1).copied().chain(std::iter::once(map_sizes.len()));
-    Some(starts.iter().zip(ends).map(|(&start, end)| ShufflePartitionSpec::PartialReducer { partition, maps: start..end }).collect())
+    Some(
+        starts
+            .iter()
+            .zip(ends)
+            .map(|(&start, end)| ShufflePartitionSpec::PartialReducer { partition, maps: start..end })
+            .collect(),
+    )
 }
 
 /// `OptimizeShuffleWithLocalRead.getPartitionSpecs`: each map task's output read where it is,
@@ -186,7 +198,10 @@ pub fn local_read_specs(maps: usize, partitions: usize, parallelism: usize) -> V
     if parallelism >= maps {
         let starts = equally_divide(partitions, (parallelism / maps).max(1));
         (0..maps)
-            .flat_map(|map| ranges(&starts, partitions).map(move |partitions| ShufflePartitionSpec::PartialMapper { map, partitions }))
+            .flat_map(|map| {
+                ranges(&starts, partitions)
+                    .map(move |partitions| ShufflePartitionSpec::PartialMapper { map, partitions })
+            })
             .collect()
     } else {
         ranges(&equally_divide(maps, parallelism.max(1)), maps).map(ShufflePartitionSpec::CoalescedMapper).collect()
@@ -203,7 +218,10 @@ fn ranges(starts: &[usize], end: usize) -> impl Iterator<Item = std::ops::Range<
 fn equally_divide(elements: usize, buckets: usize) -> Vec<usize> {
     let (per_bucket, remaining) = (elements / buckets, elements % buckets);
     let split_point = (per_bucket + 1) * remaining;
-    (0..remaining).map(|i| i * (per_bucket + 1)).chain((remaining..buckets).map(|i| split_point + (i - remaining) * per_bucket)).collect()
+    (0..remaining)
+        .map(|i| i * (per_bucket + 1))
+        .chain((remaining..buckets).map(|i| split_point + (i - remaining) * per_bucket))
+        .collect()
 }
 
 #[cfg(test)]
@@ -216,7 +234,10 @@ mod tests {
     #[test]
     fn coalesces_shuffles_read_together_as_spark_documents() {
         // The example of Spark's `coalescePartitions` doc: target 128 MiB.
-        let sizes = vec![vec![100 * MIB, 20 * MIB, 100 * MIB, 10 * MIB, 30 * MIB], vec![10 * MIB, 10 * MIB, 70 * MIB, 5 * MIB, 5 * MIB]];
+        let sizes = vec![
+            vec![100 * MIB, 20 * MIB, 100 * MIB, 10 * MIB, 30 * MIB],
+            vec![10 * MIB, 10 * MIB, 70 * MIB, 5 * MIB, 5 * MIB],
+        ];
         let specs = coalesce_partitions(&sizes, &[None, None], 128 * MIB, 1, 0).unwrap();
         let expected = vec![Coalesced(0..1), Coalesced(1..2), Coalesced(2..3), Coalesced(3..5)];
         assert_eq!(specs, vec![expected.clone(), expected]);
@@ -254,13 +275,26 @@ mod tests {
     #[test]
     fn skewed_sections_are_kept_and_the_rest_coalesced() {
         // Partition 2 of the left shuffle was split in two; the right side reads it twice.
-        let left = vec![Coalesced(0..1), Coalesced(1..2), PartialReducer { partition: 2, maps: 0..1 }, PartialReducer { partition: 2, maps: 1..2 }, Coalesced(3..4), Coalesced(4..5)];
-        let right = vec![Coalesced(0..1), Coalesced(1..2), Coalesced(2..3), Coalesced(2..3), Coalesced(3..4), Coalesced(4..5)];
+        let left = vec![
+            Coalesced(0..1),
+            Coalesced(1..2),
+            PartialReducer { partition: 2, maps: 0..1 },
+            PartialReducer { partition: 2, maps: 1..2 },
+            Coalesced(3..4),
+            Coalesced(4..5),
+        ];
+        let right =
+            vec![Coalesced(0..1), Coalesced(1..2), Coalesced(2..3), Coalesced(2..3), Coalesced(3..4), Coalesced(4..5)];
         let sizes = vec![vec![10, 10, 500, 10, 10], vec![10, 10, 10, 10, 10]];
         let specs = coalesce_partitions(&sizes, &[Some(left), Some(right)], 100, 1, 0).unwrap();
         assert_eq!(
             specs[0],
-            vec![Coalesced(0..2), PartialReducer { partition: 2, maps: 0..1 }, PartialReducer { partition: 2, maps: 1..2 }, Coalesced(3..5)]
+            vec![
+                Coalesced(0..2),
+                PartialReducer { partition: 2, maps: 0..1 },
+                PartialReducer { partition: 2, maps: 1..2 },
+                Coalesced(3..5)
+            ]
         );
         assert_eq!(specs[1], vec![Coalesced(0..2), Coalesced(2..3), Coalesced(2..3), Coalesced(3..5)]);
     }

@@ -44,11 +44,15 @@ impl Converter {
             format!(", {kind}")
         };
         let role = Role::ShuffleRead { kind: kind.to_string(), partitions: read.specs().len() };
-        let mut node = Node::new("AQEShuffleRead", format!("AQEShuffleRead{}", annotation.replacen(',', "", 1)), stage.output.clone(), vec![stage])
-            .details(details)
-            .role(role);
+        let mut node = Node::new(
+            "AQEShuffleRead",
+            format!("AQEShuffleRead{}", annotation.replacen(',', "", 1)),
+            stage.output.clone(),
+            vec![stage],
+        )
+        .details(details)
+        .role(role);
         node.annotation = annotation;
         node
     }
-
 }

@@ -30,7 +30,13 @@ impl Converter {
         self.exchange(child, partitioning, partitions, exchange.reason().map(str::to_string))
     }
 
-    pub(super) fn exchange(&mut self, child: Node, partitioning: String, partitions: usize, reason: Option<String>) -> Node {
+    pub(super) fn exchange(
+        &mut self,
+        child: Node,
+        partitioning: String,
+        partitions: usize,
+        reason: Option<String>,
+    ) -> Node {
         let arguments = format!("{partitioning}, ENSURE_REQUIREMENTS, [plan_id={}]", self.plan_id());
         unary("Exchange", arguments, child, Codegen::No).role(Role::Shuffle { partitioning, partitions, reason })
     }

@@ -52,7 +52,11 @@ impl Converter {
         };
 
         // Spark's `SortMergeJoin(skew=true)` once adaptive execution split skewed partitions.
-        let name = if spec.skew { format!("{}(skew=true)", spec.strategy.spark_name()) } else { spec.strategy.spark_name().to_string() };
+        let name = if spec.skew {
+            format!("{}(skew=true)", spec.strategy.spark_name())
+        } else {
+            spec.strategy.spark_name().to_string()
+        };
         let join_type = spark_join_type(spec.join_type);
         let build = spec.build_side.filter(|_| {
             matches!(
@@ -94,7 +98,8 @@ impl Converter {
             _ => Codegen::No,
         };
         let role = if spec.strategy == JoinStrategy::Cartesian { Role::Other } else { Role::NeedsDistribution };
-        let mut node = Node::new(name.clone(), simple, output, vec![left, right]).details(details).codegen(codegen).role(role);
+        let mut node =
+            Node::new(name.clone(), simple, output, vec![left, right]).details(details).codegen(codegen).role(role);
         node.outline = match build {
             Some(b) => format!("{name} {join_type} {}", b.spark_name()),
             None => format!("{name} {join_type}"),
