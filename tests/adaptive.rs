@@ -199,7 +199,7 @@ async fn adaptive_decisions_and_their_rows() {
     let rows = rows_both_ways(&client, &[], top).await;
     let mut sums: Vec<(i64, i64)> =
         (0..ACCOUNTS).map(|a| (a, (0..ROWS).filter(|id| account(*id) == a).sum::<i64>())).collect();
-    sums.sort_by(|x, y| y.1.cmp(&x.1));
+    sums.sort_by_key(|(_, sum)| std::cmp::Reverse(*sum));
     let expected: Vec<Vec<String>> = sums.iter().take(5).map(|(a, s)| vec![a.to_string(), s.to_string()]).collect();
     assert_eq!(rows, expected);
 

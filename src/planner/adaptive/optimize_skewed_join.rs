@@ -86,7 +86,7 @@ fn median(sizes: &[u64]) -> u64 {
     let n = sorted.len();
     let median = match n {
         0 => 0,
-        _ if n % 2 == 0 => (sorted[n / 2] + sorted[n / 2 - 1]) / 2,
+        _ if n.is_multiple_of(2) => (sorted[n / 2] + sorted[n / 2 - 1]) / 2,
         _ => sorted[n / 2],
     };
     median.max(1)
