@@ -29,6 +29,10 @@ pub fn coalesce_partitions(
     if sizes.is_empty() {
         return None;
     }
+    // Shuffles with different partition counts cannot be read partition by partition together.
+    if sizes.iter().any(|s| s.len() != sizes[0].len()) {
+        return None;
+    }
     let total: u64 = sizes.iter().flatten().sum();
     // At least 16 bytes, so that an empty input still makes one partition.
     let max_target = total.div_ceil(min_partitions.max(1) as u64).max(16);
@@ -42,9 +46,6 @@ pub fn coalesce_partitions(
 
 fn coalesce_without_skew(sizes: &[Vec<u64>], target: u64) -> Option<Vec<Vec<ShufflePartitionSpec>>> {
     let partitions = sizes[0].len();
-    if sizes.iter().any(|s| s.len() != partitions) {
-        return None;
-    }
     let specs = coalesce_range(0, partitions, sizes, target, false);
     (specs.len() < partitions).then(|| vec![specs; sizes.len()])
 }
@@ -70,7 +71,11 @@ fn coalesce_with_skew(
         })
         .collect::<Option<_>>()?;
     let partition_indices = &indices[0];
-    if indices.iter().any(|i| i != partition_indices) || partition_indices.first() != Some(&0) {
+    let partitions = sizes[0].len();
+    if indices.iter().any(|i| i != partition_indices)
+        || partition_indices.first() != Some(&0)
+        || partition_indices.iter().any(|p| *p >= partitions)
+    {
         return None;
     }
     let count = partition_indices.len();
