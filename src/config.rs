@@ -57,6 +57,28 @@ spark_settings! {
     /// `spark.sql.sources.partitionOverwriteMode=dynamic`: INSERT OVERWRITE replaces only
     /// the partitions it writes.
     dynamic_partition_overwrite: bool = "spark.sql.sources.partitionOverwriteMode", "static", parse_overwrite_mode;
+    coalesce_partitions_enabled: bool = "spark.sql.adaptive.coalescePartitions.enabled", "true", parse_bool;
+    /// The size adaptive execution aims for when it coalesces or splits shuffle partitions.
+    advisory_partition_size: u64 = "spark.sql.adaptive.advisoryPartitionSizeInBytes", "64MB", parse_positive_bytes;
+    coalesce_min_partition_size: u64 = "spark.sql.adaptive.coalescePartitions.minPartitionSize", "1MB", parse_positive_bytes;
+    /// Coalescing keeps at least as many partitions as there are cores, down to `minPartitionSize`.
+    coalesce_parallelism_first: bool = "spark.sql.adaptive.coalescePartitions.parallelismFirst", "true", parse_bool;
+    /// Broadcast threshold for sides whose size is known from a finished stage; unset means
+    /// `spark.sql.autoBroadcastJoinThreshold`.
+    adaptive_auto_broadcast_join_threshold: Option<i64> = "spark.sql.adaptive.autoBroadcastJoinThreshold", "<undefined>", parse_optional_bytes;
+    non_empty_partition_ratio_for_broadcast_join: f64 = "spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin", "0.2", parse_non_negative;
+    max_shuffled_hash_join_local_map_threshold: u64 = "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold", "0", parse_non_negative_bytes;
+    skew_join_enabled: bool = "spark.sql.adaptive.skewJoin.enabled", "true", parse_bool;
+    skewed_partition_factor: f64 = "spark.sql.adaptive.skewJoin.skewedPartitionFactor", "5.0", parse_non_negative;
+    skewed_partition_threshold: u64 = "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "256MB", parse_non_negative_bytes;
+    local_shuffle_reader_enabled: bool = "spark.sql.adaptive.localShuffleReader.enabled", "true", parse_bool;
+}
+
+impl SparkConf {
+    /// The broadcast threshold for a join side whose size a finished stage measured.
+    pub fn adaptive_broadcast_threshold(&self) -> i64 {
+        self.adaptive_auto_broadcast_join_threshold.unwrap_or(self.auto_broadcast_join_threshold)
+    }
 }
 
 /// Spark's spelling of a key given in any case, for known keys.
@@ -97,6 +119,36 @@ fn parse_bytes(key: &str, value: &str) -> Result<i64, SqlError> {
         _ => return Err(invalid()),
     };
     number.checked_mul(scale).ok_or_else(invalid)
+}
+
+/// A size in bytes that is at least `minimum`.
+fn bytes_at_least(key: &str, value: &str, minimum: i64) -> Result<u64, SqlError> {
+    let bytes = parse_bytes(key, value)?;
+    u64::try_from(bytes).ok().filter(|_| bytes >= minimum).ok_or_else(|| {
+        let what = if minimum > 0 { "positive" } else { "non-negative" };
+        SqlError::invalid_parameter(format!("{key} should be a {what} size in bytes, but was {value}"))
+    })
+}
+
+fn parse_positive_bytes(key: &str, value: &str) -> Result<u64, SqlError> {
+    bytes_at_least(key, value, 1)
+}
+
+fn parse_non_negative_bytes(key: &str, value: &str) -> Result<u64, SqlError> {
+    bytes_at_least(key, value, 0)
+}
+
+/// A size in bytes, or Spark's `<undefined>` for a setting that defers to another.
+fn parse_optional_bytes(key: &str, value: &str) -> Result<Option<i64>, SqlError> {
+    if value.trim() == "<undefined>" { Ok(None) } else { parse_bytes(key, value).map(Some) }
+}
+
+/// A number at least zero (`0.2`, `5`, `5.0`).
+fn parse_non_negative(key: &str, value: &str) -> Result<f64, SqlError> {
+    match value.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+        _ => Err(SqlError::invalid_parameter(format!("{key} should be a non-negative number, but was {value}"))),
+    }
 }
 
 /// A positive integer that fits the setting's type and Spark's `intConf` (at most `i32::MAX`):
@@ -184,6 +236,36 @@ mod tests {
         assert_eq!(conf.shuffle_partitions, 8);
         assert!(conf.coalesce_buckets_in_join);
         assert_eq!(parse_bytes("k", "10MB").unwrap(), 10 * 1024 * 1024);
+    }
+
+    #[test]
+    fn adaptive_settings_default_as_in_spark() {
+        let conf = SparkConf::default();
+        assert!(conf.coalesce_partitions_enabled && conf.coalesce_parallelism_first);
+        assert_eq!(conf.advisory_partition_size, 64 << 20);
+        assert_eq!(conf.coalesce_min_partition_size, 1 << 20);
+        assert_eq!(conf.non_empty_partition_ratio_for_broadcast_join, 0.2);
+        assert_eq!(conf.max_shuffled_hash_join_local_map_threshold, 0);
+        assert!(conf.skew_join_enabled && conf.local_shuffle_reader_enabled);
+        assert_eq!(conf.skewed_partition_factor, 5.0);
+        assert_eq!(conf.skewed_partition_threshold, 256 << 20);
+        // Unset, the adaptive broadcast threshold is the static one.
+        assert_eq!(conf.adaptive_auto_broadcast_join_threshold, None);
+        assert_eq!(conf.adaptive_broadcast_threshold(), 10 << 20);
+        let settings: BTreeMap<String, String> = [
+            ("spark.sql.autobroadcastjointhreshold".to_string(), "-1".to_string()),
+            ("spark.sql.adaptive.autobroadcastjointhreshold".to_string(), "300KB".to_string()),
+        ]
+        .into();
+        let conf = SparkConf::from_settings(&settings);
+        assert_eq!(conf.adaptive_broadcast_threshold(), 300 << 10);
+        assert_eq!(validate("spark.sql.adaptive.advisoryPartitionSizeInBytes", "0").unwrap_err().code, "22023");
+        assert_eq!(validate("spark.sql.adaptive.skewJoin.skewedPartitionFactor", "-1").unwrap_err().code, "22023");
+        assert_eq!(
+            validate("spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin", "x").unwrap_err().code,
+            "22023"
+        );
+        assert!(validate("spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "100KB").is_ok());
     }
 
     #[test]

@@ -26,6 +26,7 @@ use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 
 use super::broadcast_exchange::BroadcastExchangeExec;
+use super::query_stage::BroadcastQueryStageExec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinStrategy {
@@ -96,6 +97,9 @@ pub struct JoinSpec {
     pub on: Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>,
     pub filter: Option<JoinFilter>,
     pub null_equality: NullEquality,
+    /// Spark's `isSkewJoin`: adaptive execution split a skewed partition of a shuffled join's
+    /// input into pieces, each joined with the whole matching partition of the other side.
+    pub skew: bool,
 }
 
 #[derive(Debug)]
@@ -108,7 +112,7 @@ pub struct SparkJoinExec {
 
 impl SparkJoinExec {
     /// `left` and `right` as Spark sees them; for a broadcast join the build child must
-    /// already be a [`BroadcastExchangeExec`].
+    /// already be a [`BroadcastExchangeExec`] (or, under adaptive execution, its stage).
     pub fn try_new(spec: JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn ExecutionPlan>) -> Result<Self> {
         let inner = build(&spec, Arc::clone(&left), Arc::clone(&right))?;
         Ok(SparkJoinExec { spec, left, right, inner })
@@ -154,7 +158,7 @@ fn build(
         )
     };
     let requires_broadcast = |child: &Arc<dyn ExecutionPlan>| -> Result<()> {
-        if child.downcast_ref::<BroadcastExchangeExec>().is_some() {
+        if child.is::<BroadcastExchangeExec>() || child.is::<BroadcastQueryStageExec>() {
             Ok(())
         } else {
             Err(DataFusionError::Internal("the build side of a broadcast join must be a broadcast exchange".into()))
@@ -217,7 +221,11 @@ fn gathered(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
 
 impl DisplayAs for SparkJoinExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{} {}", self.spec.strategy.spark_name(), spark_join_type(self.spec.join_type))?;
+        write!(f, "{}", self.spec.strategy.spark_name())?;
+        if self.spec.skew {
+            write!(f, "(skew=true)")?;
+        }
+        write!(f, " {}", spark_join_type(self.spec.join_type))?;
         if let Some(side) = self.spec.build_side {
             write!(f, " {}", side.spark_name())?;
         }

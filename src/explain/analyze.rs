@@ -1,6 +1,6 @@
 //! EXPLAIN ANALYZE: after the formatted plan, what each operator measured while the query
-//! ran — the figures Spark's UI shows: rows out, time, rows and bytes shuffled, spills, and
-//! the files and buckets each scan read.
+//! ran — the figures Spark's UI shows: rows out, time, rows and bytes shuffled, spills, the
+//! files and buckets each scan read, and the partitions each adaptive read made of a stage's.
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::metrics::MetricValue;
 
+use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 
@@ -56,6 +57,14 @@ fn describe(plan: &dyn ExecutionPlan, depth: usize, text: &mut String, shuffled:
         if let Some(buckets) = scan.selected_bucket_count() {
             figures.push(format!("buckets read {buckets}"));
         }
+    }
+    if let Some(read) = plan.downcast_ref::<AqeShuffleReadExec>() {
+        let kind = match read.kind() {
+            "" => String::new(),
+            kind => format!(" {kind}"),
+        };
+        let partitions = read.stage().statistics().partition_count();
+        figures.push(format!("partitions read {}{kind} (of {partitions})", read.specs().len()));
     }
     if plan.downcast_ref::<ShuffleExchangeExec>().is_some() && !figures.iter().any(|f| f.starts_with("bytes shuffled"))
     {

@@ -8,11 +8,27 @@ use super::tree::post_order;
 use crate::exec::file_source_scan::BucketedStatus;
 
 pub(super) fn section(root: &Node, v2_bucketing_enabled: bool) -> Option<String> {
-    let mut lines: Vec<String> = post_order(root)
+    // An adaptive plan that has run: the final plan's exchanges with what adaptive execution
+    // did to them, then those of the initial plan it removed.
+    let (shown, initial) = match (&root.role, root.children.as_slice()) {
+        (Role::AdaptiveRoot { is_final: true }, [final_plan, initial]) => (final_plan, Some(initial)),
+        _ => (root, None),
+    };
+    let mut lines: Vec<String> = post_order(shown)
         .into_iter()
         .filter(|node| matches!(node.role, Role::Shuffle { .. } | Role::Scan { .. }))
-        .filter_map(|node| line(node, &ancestors(root, node)))
+        .filter_map(|node| {
+            let ancestors = ancestors(root, node);
+            let line = line(node, &ancestors)?;
+            Some(match initial.and_then(|_| at_run_time(node, &ancestors)) {
+                Some(outcome) => format!("{line} {outcome}"),
+                None => line,
+            })
+        })
         .collect();
+    if let Some(initial) = initial {
+        lines.extend(removed_exchanges(shown, initial, root));
+    }
     if v2_bucketing_enabled {
         lines.push(
             "spark.sql.sources.v2.bucketing.enabled applies to DataSource V2 sources only (storage-partitioned \
@@ -31,7 +47,7 @@ fn line(node: &Node, ancestors: &[&Node]) -> Option<String> {
             let stop = if reason.ends_with('.') { "" } else { "." };
             Some(format!("{}: {reason}{stop}", label(node)))
         }
-        Role::Shuffle { partitioning, reason: None } => {
+        Role::Shuffle { partitioning, reason: None, .. } => {
             let what = match partitioning.as_str() {
                 "SinglePartition" => "gathers its input into a single partition".to_string(),
                 hash => format!("shuffles its input by {hash}"),
@@ -72,6 +88,60 @@ fn line(node: &Node, ancestors: &[&Node]) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// What adaptive execution did to an exchange of the final plan, from the stage and read
+/// above it.
+fn at_run_time(exchange: &Node, ancestors: &[&Node]) -> Option<String> {
+    let Role::Shuffle { partitions, .. } = exchange.role else { return None };
+    let mut above = ancestors.iter().rev().skip_while(|a| matches!(a.role, Role::QueryStage { .. }));
+    let read = above.next().filter(|a| matches!(a.role, Role::ShuffleRead { .. }));
+    let Some(Role::ShuffleRead { kind, partitions: read_partitions, .. }) = read.map(|r| &r.role) else {
+        return (partitions > 1).then(|| format!("At run time adaptive execution kept its {partitions} partitions."));
+    };
+    Some(match kind.as_str() {
+        "local" if above.next().is_some_and(|a| matches!(a.role, Role::Broadcast)) => {
+            "At run time the sort-merge join it fed became a broadcast hash join: its output was read locally and \
+             broadcast."
+                .to_string()
+        }
+        "local" => "At run time the join it fed became a broadcast hash join: its output was read locally, no longer \
+                    by partition."
+            .to_string(),
+        "coalesced" => {
+            format!("At run time adaptive execution coalesced its {partitions} partitions into {read_partitions}.")
+        }
+        "skewed" | "coalesced and skewed" => format!(
+            "At run time adaptive execution split its skewed partitions: {read_partitions} tasks read its {partitions} \
+             partitions{}.",
+            if kind.starts_with("coalesced") { ", small ones coalesced" } else { "" }
+        ),
+        _ => format!(
+            "At run time its partitions were read once for each piece of a skewed partition they join ({read_partitions} \
+             tasks)."
+        ),
+    })
+}
+
+/// The exchanges of the initial plan that the final plan no longer has: the final plan's
+/// exchanges are those of the initial plan, in the same order, less the removed ones.
+fn removed_exchanges(final_plan: &Node, initial: &Node, root: &Node) -> Vec<String> {
+    let identity = |node: &Node| match &node.role {
+        Role::Shuffle { partitions, reason, .. } => Some((*partitions, reason.clone())),
+        _ => None,
+    };
+    let kept: Vec<_> = post_order(final_plan).into_iter().filter_map(identity).collect();
+    let mut kept = kept.iter().peekable();
+    let mut removed = Vec::new();
+    for node in post_order(initial) {
+        let Some(exchange) = identity(node) else { continue };
+        if kept.peek() == Some(&&exchange) {
+            kept.next();
+        } else if let Some(line) = line(node, &ancestors(root, node)) {
+            removed.push(format!("{line} Removed at run time: the join it fed became a broadcast hash join."));
+        }
+    }
+    removed
 }
 
 /// The nodes from the root down to `target`'s parent.

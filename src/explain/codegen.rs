@@ -7,7 +7,7 @@
 //! stage's id is taken after its children's stages are built, so ids grow bottom-up, left
 //! subtree first.
 
-use super::plan::{Codegen, Node, Stage};
+use super::plan::{Codegen, Node, Role, Stage};
 use super::tree::simple;
 
 pub(super) fn collapse_stages(root: &mut Node) {
@@ -15,7 +15,39 @@ pub(super) fn collapse_stages(root: &mut Node) {
     insert_stage(root, &mut counter);
 }
 
+/// The final plan of an adaptive query: each query stage's codegen stages were built when it
+/// was planned, so in the order of the query stages' ids, the result stage last.
+pub(super) fn collapse_query_stages(root: &mut Node) {
+    let mut ids = Vec::new();
+    query_stage_ids(root, &mut ids);
+    ids.sort_unstable();
+    let mut counter = 0;
+    for id in ids {
+        if let Some(stage) = query_stage(root, id) {
+            stage.children.iter_mut().for_each(|c| insert_stage(c, &mut counter));
+        }
+    }
+}
+
+fn query_stage_ids(node: &Node, ids: &mut Vec<usize>) {
+    if let Role::QueryStage { id } = node.role {
+        ids.push(id);
+    }
+    node.children.iter().for_each(|c| query_stage_ids(c, ids));
+}
+
+fn query_stage(node: &mut Node, id: usize) -> Option<&mut Node> {
+    if matches!(node.role, Role::QueryStage { id: found } if found == id) {
+        return Some(node);
+    }
+    node.children.iter_mut().find_map(|c| query_stage(c, id))
+}
+
 fn insert_stage(node: &mut Node, counter: &mut u32) {
+    // A query stage's codegen stages are its own.
+    if matches!(node.role, Role::QueryStage { .. }) {
+        return;
+    }
     if matches!(node.codegen, Codegen::Yes | Codegen::Isolating) {
         collect(node, counter);
         *counter += 1;

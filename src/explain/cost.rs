@@ -39,6 +39,30 @@ fn collect_scans<'a>(plan: &'a Arc<dyn ExecutionPlan>, scans: &mut Vec<&'a FileS
     }
 }
 
+/// Spark's `Statistics.simpleString`: `Statistics(sizeInBytes=4.6 MiB, rowCount=2.00E+5)`.
+pub(super) fn statistics(bytes: u128, rows: Option<u64>) -> String {
+    let rows = rows.map_or_else(String::new, |r| format!(", rowCount={}", row_count_to_string(r)));
+    format!("Statistics(sizeInBytes={}{rows})", bytes_to_string(bytes))
+}
+
+/// A row count as Spark prints it: a `BigDecimal` rounded half up to three significant digits,
+/// in scientific notation once digits were dropped (`201`, `2.00E+5`).
+fn row_count_to_string(rows: u64) -> String {
+    let digits = rows.to_string();
+    if digits.len() <= 3 {
+        return digits;
+    }
+    let mut exponent = digits.len() - 1;
+    let leading: u64 = digits[..3].parse().unwrap_or(0);
+    let round_up = digits.as_bytes()[3] >= b'5';
+    let mut mantissa = leading + u64::from(round_up);
+    if mantissa == 1000 {
+        mantissa = 100;
+        exponent += 1;
+    }
+    format!("{}.{:02}E+{exponent}", mantissa / 100, mantissa % 100)
+}
+
 /// Spark's `Utils.bytesToString`: one decimal in the largest binary unit that is at least 2.
 fn bytes_to_string(size: u128) -> String {
     const UNITS: [&str; 6] = ["EiB", "PiB", "TiB", "GiB", "MiB", "KiB"];
@@ -60,5 +84,22 @@ mod tests {
         assert_eq!(bytes_to_string(100), "100.0 B");
         assert_eq!(bytes_to_string(2048), "2.0 KiB");
         assert_eq!(bytes_to_string(3 * 1024 * 1024 + 512 * 1024), "3.5 MiB");
+    }
+
+    #[test]
+    fn row_counts_print_like_spark() {
+        for (rows, text) in [
+            (1, "1"),
+            (201, "201"),
+            (2000, "2.00E+3"),
+            (5000, "5.00E+3"),
+            (10000, "1.00E+4"),
+            (200000, "2.00E+5"),
+            (1235, "1.24E+3"),
+            (9995, "1.00E+4"),
+        ] {
+            assert_eq!(row_count_to_string(rows), text);
+        }
+        assert_eq!(statistics(24, Some(1)), "Statistics(sizeInBytes=24.0 B, rowCount=1)");
     }
 }

@@ -2,10 +2,11 @@
 //! CODEGEN, with Spark's operator names, expression ids, codegen stages and the
 //! `AdaptiveSparkPlan` wrapper an unexecuted adaptive query prints.
 //!
-//! The plan is first seen as Spark's ([`plan`]); then either AQE wraps it — in which case
-//! the preparation rules that run per query stage (columnar transitions, codegen stages)
-//! have not run yet — or `ColumnarToRow` and the codegen stages are added as Spark's
-//! `QueryExecution.preparations` would.
+//! The plan is first seen as Spark's ([`plan`]). An adaptive plan that has not run shows the
+//! plan as planned: the preparation rules that run per query stage (columnar transitions,
+//! codegen stages) have not run yet. One that has run shows its final plan with them, built
+//! query stage by query stage, and the plan it started from. Other plans get `ColumnarToRow`
+//! and their codegen stages as Spark's `QueryExecution.preparations` would add them.
 
 pub mod analyze;
 mod bucketing;
@@ -30,8 +31,6 @@ use plan::{Converter, Node, Position, Role};
 /// What the rendering depends on besides the physical plan.
 #[derive(Debug, Clone, Default)]
 pub struct ExplainContext {
-    /// `spark.sql.adaptive.enabled`.
-    pub adaptive: bool,
     /// `spark.sql.sources.v2.bucketing.enabled`, which users often expect to affect bucketed tables.
     pub v2_bucketing_enabled: bool,
     /// The logical plans EXTENDED and COST print.
@@ -57,7 +56,7 @@ pub struct LogicalStages {
 /// The text of `EXPLAIN [mode]` for `plan`. `Analyze` prints the simple plan: running the
 /// query and reporting its metrics is up to the caller.
 pub fn render(plan: &Arc<dyn ExecutionPlan>, mode: ExplainMode, ctx: &ExplainContext) -> String {
-    let root = spark_plan(plan, ctx.adaptive);
+    let root = spark_plan(plan);
     let physical = tree::simple(&root);
     match mode {
         ExplainMode::Simple | ExplainMode::Analyze => format!("== Physical Plan ==\n{physical}\n"),
@@ -96,24 +95,31 @@ pub fn render(plan: &Arc<dyn ExecutionPlan>, mode: ExplainMode, ctx: &ExplainCon
 }
 
 /// The plan as Spark prints it, operator ids assigned.
-fn spark_plan(plan: &Arc<dyn ExecutionPlan>, adaptive: bool) -> Node {
-    let root = Converter::default().convert(plan, Position { root: true, join_child: false });
-    let mut root = if adaptive && applies_adaptive(&root) {
-        root.adaptive()
-    } else {
-        let mut root = columnar_to_row(root);
-        codegen::collapse_stages(&mut root);
-        root
-    };
+fn spark_plan(plan: &Arc<dyn ExecutionPlan>) -> Node {
+    let mut root = Converter::default().convert(plan, Position { root: true, join_child: false });
+    match (&root.role, root.children.as_mut_slice()) {
+        (Role::AdaptiveRoot { is_final: false }, _) => {}
+        (Role::AdaptiveRoot { is_final: true }, [final_plan, _initial]) => {
+            *final_plan = columnar_to_row(std::mem::replace(final_plan, Node::new("", "", Vec::new(), Vec::new())));
+            codegen::collapse_query_stages(final_plan);
+        }
+        _ => {
+            root = columnar_to_row(root);
+            codegen::collapse_stages(&mut root);
+        }
+    }
     tree::number(&mut root, &mut 0);
     root
 }
 
-/// Spark's `InsertAdaptiveSparkPlan.shouldApplyAQE`: the plan has an exchange or an operator
-/// that requires a distribution of its input.
-fn applies_adaptive(node: &Node) -> bool {
-    matches!(node.role, Role::Shuffle { .. } | Role::Broadcast | Role::NeedsDistribution)
-        || node.children.iter().any(applies_adaptive)
+/// Spark's `InsertAdaptiveSparkPlan.shouldApplyAQE`, judged on Spark's view of `plan`: it has
+/// an exchange or an operator that requires a distribution of its input.
+pub fn applies_adaptive(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    fn applies(node: &Node) -> bool {
+        matches!(node.role, Role::Shuffle { .. } | Role::Broadcast | Role::NeedsDistribution)
+            || node.children.iter().any(applies)
+    }
+    applies(&Converter::default().convert(plan, Position { root: true, join_child: false }))
 }
 
 /// Spark's `ApplyColumnarRulesAndInsertTransitions`: the Parquet scan produces column

@@ -1,13 +1,45 @@
 //! The two physical plan layouts: simple (one line per operator) and FORMATTED (an outline
 //! with operator ids, then one detail block per operator).
 
-use super::plan::{Node, Stage};
+use std::collections::HashMap;
 
-/// Gives operators Spark's FORMATTED ids: post-order, children left to right.
+use super::plan::{Node, Role, Stage};
+
+/// Gives operators Spark's FORMATTED ids: post-order, children left to right. An adaptive plan
+/// that has run numbers its final plan, then its initial plan, whose scans are the final
+/// plan's and keep their ids.
 pub(super) fn number(node: &mut Node, next: &mut usize) {
-    node.children.iter_mut().for_each(|c| number(c, next));
+    if let (Role::AdaptiveRoot { is_final: true }, [final_plan, initial]) = (&node.role, node.children.as_mut_slice()) {
+        number(final_plan, next);
+        let mut scans = HashMap::new();
+        collect_origins(final_plan, &mut scans);
+        number_reusing(initial, next, &scans);
+    } else {
+        node.children.iter_mut().for_each(|c| number(c, next));
+    }
     *next += 1;
     node.id = *next;
+}
+
+fn collect_origins(node: &Node, ids: &mut HashMap<usize, usize>) {
+    if let Some(origin) = node.origin {
+        ids.insert(origin, node.id);
+    }
+    node.children.iter().for_each(|c| collect_origins(c, ids));
+}
+
+fn number_reusing(node: &mut Node, next: &mut usize, ids: &HashMap<usize, usize>) {
+    node.children.iter_mut().for_each(|c| number_reusing(c, next, ids));
+    match node.origin.and_then(|origin| ids.get(&origin)) {
+        Some(id) => {
+            node.id = *id;
+            node.repeated = true;
+        }
+        None => {
+            *next += 1;
+            node.id = *next;
+        }
+    }
 }
 
 /// Every node, in operator id order.
@@ -17,8 +49,23 @@ pub(super) fn post_order(node: &Node) -> Vec<&Node> {
     nodes
 }
 
-/// Spark's `TreeNode.generateTreeString` connectors (`:- `, `+- `, `:  `), one line per node.
+/// Spark's `TreeNode.generateTreeString` connectors (`:- `, `+- `, `:  `), one line per node;
+/// an adaptive plan that has run shows its final and its initial plan under headers.
 pub(super) fn draw(root: &Node, line: &dyn Fn(&Node) -> String) -> String {
+    let (Role::AdaptiveRoot { is_final: true }, [final_plan, initial]) = (&root.role, root.children.as_slice()) else {
+        return draw_tree(root, line);
+    };
+    let mut out = format!("{}\n", line(root));
+    for (header, section) in [("Final Plan", final_plan), ("Initial Plan", initial)] {
+        out += &format!("+- == {header} ==\n");
+        for text in draw_tree(section, line).lines() {
+            out += &format!("   {text}\n");
+        }
+    }
+    out
+}
+
+fn draw_tree(root: &Node, line: &dyn Fn(&Node) -> String) -> String {
     fn walk(node: &Node, line: &dyn Fn(&Node) -> String, lasts: &mut Vec<bool>, out: &mut String) {
         if let Some((last, ancestors)) = lasts.split_last() {
             ancestors.iter().for_each(|a| out.push_str(if *a { "   " } else { ":  " }));
@@ -49,10 +96,10 @@ pub(super) fn simple(root: &Node) -> String {
 pub(super) fn formatted(root: &Node) -> String {
     let mut out = draw(root, &|node| {
         let star = if matches!(node.stage, Stage::Id(_)) { "* " } else { "" };
-        format!("{star}{} ({})", node.outline, node.id)
+        format!("{star}{} ({}){}", node.outline, node.id, node.annotation)
     });
     out.push('\n');
-    for node in post_order(root) {
+    for node in post_order(root).into_iter().filter(|n| !n.repeated) {
         let codegen = match node.stage {
             Stage::Id(id) => format!(" [codegen id : {id}]"),
             _ => String::new(),

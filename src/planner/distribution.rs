@@ -36,7 +36,8 @@ impl SparkDistribution {
 /// What `plan` requires of each child, in Spark's terms.
 pub fn required_distributions(plan: &dyn ExecutionPlan) -> Vec<SparkDistribution> {
     if let Some(join) = plan.downcast_ref::<SparkJoinExec>() {
-        return if join.spec().strategy.is_shuffled() {
+        // A skew join reads partitions in pieces and twice: no longer a clustered input.
+        return if join.spec().strategy.is_shuffled() && !join.spec().skew {
             vec![SparkDistribution::Clustered(join.left_keys()), SparkDistribution::Clustered(join.right_keys())]
         } else {
             vec![SparkDistribution::Unspecified; 2]

@@ -15,6 +15,12 @@ pub enum JoinHint {
     ShuffleMerge,
     ShuffleHash,
     ShuffleReplicateNl,
+    /// Spark's internal `NO_BROADCAST_HASH`, never written by users: adaptive execution found
+    /// most of the side's shuffle partitions empty (`DynamicJoinSelection`).
+    NoBroadcastHash,
+    /// Spark's internal `PREFER_SHUFFLE_HASH`: adaptive execution found every shuffle partition
+    /// of the side small enough for a local hash map (`DynamicJoinSelection`).
+    PreferShuffleHash,
 }
 
 impl JoinHint {

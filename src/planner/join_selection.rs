@@ -8,6 +8,7 @@
 //! nested loop (by hint or size), cartesian product for inner joins, else broadcast nested
 //! loop. Which side may be built depends on the join type, as in Spark. We differ in one
 //! place: a null-aware anti join (`NOT IN`) keeps DataFusion's single-build hash join.
+//! Adaptive execution decides again with measured sizes (`choose_strategy`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -118,7 +119,7 @@ fn can_build_hash(side: BuildSide, join_type: JoinType) -> bool {
 }
 
 /// The hints of a join side: those on the one table it reads, if it reads exactly one.
-fn side_hints(plan: &Arc<dyn ExecutionPlan>, hints: &QueryHints) -> HashSet<JoinHint> {
+pub fn side_hints(plan: &Arc<dyn ExecutionPlan>, hints: &QueryHints) -> HashSet<JoinHint> {
     let mut tables = Vec::new();
     let _ = plan.apply(|node| {
         if let Some(scan) = node.downcast_ref::<FileSourceScanExec>() {
@@ -241,79 +242,33 @@ fn fold_right_key_projection(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc
     Ok(Some(Arc::new(ProjectionExec::try_new(top.expr().to_vec(), join)?)))
 }
 
+/// What join selection weighs about one side of a join.
+#[derive(Debug, Clone)]
+pub struct SideFacts {
+    /// Estimated bytes, or measured ones where the side is a finished stage.
+    pub size: u128,
+    /// Size up to which the side may be broadcast (`-1`: never).
+    pub broadcast_threshold: i64,
+    pub hints: HashSet<JoinHint>,
+}
+
+impl SideFacts {
+    fn broadcastable_by_size(&self) -> bool {
+        self.broadcast_threshold >= 0
+            && self.size <= self.broadcast_threshold as u128
+            && !self.hints.contains(&JoinHint::NoBroadcastHash)
+    }
+}
+
 fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc<dyn ExecutionPlan>> {
-    let (left_hints, right_hints) = (side_hints(&join.left, hints), side_hints(&join.right, hints));
-    let (left_size, right_size) = (size_in_bytes(join.left.as_ref()), size_in_bytes(join.right.as_ref()));
-    let jt = join.join_type;
-    let hinted = |hint: JoinHint, side: BuildSide| match side {
-        BuildSide::Left => left_hints.contains(&hint),
-        BuildSide::Right => right_hints.contains(&hint),
+    let facts = |side: &Arc<dyn ExecutionPlan>| SideFacts {
+        size: size_in_bytes(side.as_ref()),
+        broadcast_threshold: conf.auto_broadcast_join_threshold,
+        hints: side_hints(side, hints),
     };
-    let threshold = conf.auto_broadcast_join_threshold;
-    let small = |size: u128| threshold >= 0 && size <= threshold as u128;
-    let broadcast_hinted = pick(
-        hinted(JoinHint::Broadcast, BuildSide::Left) && can_broadcast(BuildSide::Left, jt),
-        hinted(JoinHint::Broadcast, BuildSide::Right) && can_broadcast(BuildSide::Right, jt),
-        left_size,
-        right_size,
-    );
-    let broadcast_by_size = pick(
-        can_broadcast(BuildSide::Left, jt) && small(left_size),
-        can_broadcast(BuildSide::Right, jt) && small(right_size),
-        left_size,
-        right_size,
-    );
-    let inner_like = jt == JoinType::Inner;
-
-    let (strategy, build_side) = if !join.on.is_empty() {
-        let hash_hinted = pick(
-            hinted(JoinHint::ShuffleHash, BuildSide::Left) && can_build_hash(BuildSide::Left, jt),
-            hinted(JoinHint::ShuffleHash, BuildSide::Right) && can_build_hash(BuildSide::Right, jt),
-            left_size,
-            right_size,
-        );
-        let merge_hinted =
-            hinted(JoinHint::ShuffleMerge, BuildSide::Left) || hinted(JoinHint::ShuffleMerge, BuildSide::Right);
-        let local_map_limit = if threshold >= 0 { threshold as u128 * conf.shuffle_partitions as u128 } else { 0 };
-        let factor = conf.shuffled_hash_join_factor as u128;
-        let hash_by_size = pick(
-            can_build_hash(BuildSide::Left, jt) && left_size < local_map_limit && left_size * factor <= right_size,
-            can_build_hash(BuildSide::Right, jt) && right_size < local_map_limit && right_size * factor <= left_size,
-            left_size,
-            right_size,
-        );
-        if let Some(side) = broadcast_hinted {
-            (JoinStrategy::BroadcastHash, Some(side))
-        } else if merge_hinted {
-            (JoinStrategy::SortMerge, None)
-        } else if let Some(side) = hash_hinted {
-            (JoinStrategy::ShuffledHash, Some(side))
-        } else if let Some(side) = broadcast_by_size {
-            (JoinStrategy::BroadcastHash, Some(side))
-        } else if let (false, Some(side)) = (conf.prefer_sort_merge_join, hash_by_size) {
-            (JoinStrategy::ShuffledHash, Some(side))
-        } else {
-            (JoinStrategy::SortMerge, None)
-        }
-    } else {
-        let replicate = hinted(JoinHint::ShuffleReplicateNl, BuildSide::Left)
-            || hinted(JoinHint::ShuffleReplicateNl, BuildSide::Right);
-        if let Some(side) = broadcast_hinted {
-            (JoinStrategy::BroadcastNestedLoop, Some(side))
-        } else if replicate && inner_like && join.filter.is_none() {
-            (JoinStrategy::Cartesian, None)
-        } else if let Some(side) = broadcast_by_size {
-            (JoinStrategy::BroadcastNestedLoop, Some(side))
-        } else if inner_like && join.filter.is_none() {
-            (JoinStrategy::Cartesian, None)
-        } else {
-            let side =
-                pick(can_broadcast(BuildSide::Left, jt), can_broadcast(BuildSide::Right, jt), left_size, right_size)
-                    .unwrap_or(BuildSide::Right);
-            (JoinStrategy::BroadcastNestedLoop, Some(side))
-        }
-    };
-
+    let (left_facts, right_facts) = (facts(&join.left), facts(&join.right));
+    let (strategy, build_side) =
+        choose_strategy(join.join_type, !join.on.is_empty(), join.filter.is_some(), &left_facts, &right_facts, conf);
     let LogicalJoin { mut left, mut right, on, filter, join_type, null_equality } = join;
     if matches!(strategy, JoinStrategy::BroadcastHash | JoinStrategy::BroadcastNestedLoop) {
         match build_side {
@@ -327,6 +282,92 @@ fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc
             }
         }
     }
-    let spec = JoinSpec { strategy, build_side, join_type, on, filter, null_equality };
+    let spec = JoinSpec { strategy, build_side, join_type, on, filter, null_equality, skew: false };
     Ok(Arc::new(SparkJoinExec::try_new(spec, left, right)?))
+}
+
+/// The strategy and build side Spark's `JoinSelection` picks for a join of `join_type` (with
+/// equi-join keys or not, with a further condition or not): hints first, then sizes.
+pub fn choose_strategy(
+    join_type: JoinType,
+    has_keys: bool,
+    has_filter: bool,
+    left: &SideFacts,
+    right: &SideFacts,
+    conf: &SparkConf,
+) -> (JoinStrategy, Option<BuildSide>) {
+    let jt = join_type;
+    let (left_size, right_size) = (left.size, right.size);
+    let hinted = |hint: JoinHint, side: BuildSide| match side {
+        BuildSide::Left => left.hints.contains(&hint),
+        BuildSide::Right => right.hints.contains(&hint),
+    };
+    let broadcast_hinted = pick(
+        hinted(JoinHint::Broadcast, BuildSide::Left) && can_broadcast(BuildSide::Left, jt),
+        hinted(JoinHint::Broadcast, BuildSide::Right) && can_broadcast(BuildSide::Right, jt),
+        left_size,
+        right_size,
+    );
+    let broadcast_by_size = pick(
+        can_broadcast(BuildSide::Left, jt) && left.broadcastable_by_size(),
+        can_broadcast(BuildSide::Right, jt) && right.broadcastable_by_size(),
+        left_size,
+        right_size,
+    );
+    let inner_like = jt == JoinType::Inner;
+
+    if has_keys {
+        let hash_hinted = pick(
+            hinted(JoinHint::ShuffleHash, BuildSide::Left) && can_build_hash(BuildSide::Left, jt),
+            hinted(JoinHint::ShuffleHash, BuildSide::Right) && can_build_hash(BuildSide::Right, jt),
+            left_size,
+            right_size,
+        );
+        let merge_hinted =
+            hinted(JoinHint::ShuffleMerge, BuildSide::Left) || hinted(JoinHint::ShuffleMerge, BuildSide::Right);
+        let threshold = conf.auto_broadcast_join_threshold;
+        let local_map_limit = if threshold >= 0 { threshold as u128 * conf.shuffle_partitions as u128 } else { 0 };
+        let factor = conf.shuffled_hash_join_factor as u128;
+        // `canBuildLocalHashMapBySize` and `muchSmaller`, unless a stage's statistics said so.
+        let hash_by_size = |side: BuildSide, size: u128, other: u128| {
+            hinted(JoinHint::PreferShuffleHash, side)
+                || (!conf.prefer_sort_merge_join && size < local_map_limit && size * factor <= other)
+        };
+        let hash_by_size = pick(
+            can_build_hash(BuildSide::Left, jt) && hash_by_size(BuildSide::Left, left_size, right_size),
+            can_build_hash(BuildSide::Right, jt) && hash_by_size(BuildSide::Right, right_size, left_size),
+            left_size,
+            right_size,
+        );
+        if let Some(side) = broadcast_hinted {
+            (JoinStrategy::BroadcastHash, Some(side))
+        } else if merge_hinted {
+            (JoinStrategy::SortMerge, None)
+        } else if let Some(side) = hash_hinted {
+            (JoinStrategy::ShuffledHash, Some(side))
+        } else if let Some(side) = broadcast_by_size {
+            (JoinStrategy::BroadcastHash, Some(side))
+        } else if let Some(side) = hash_by_size {
+            (JoinStrategy::ShuffledHash, Some(side))
+        } else {
+            (JoinStrategy::SortMerge, None)
+        }
+    } else {
+        let replicate = hinted(JoinHint::ShuffleReplicateNl, BuildSide::Left)
+            || hinted(JoinHint::ShuffleReplicateNl, BuildSide::Right);
+        if let Some(side) = broadcast_hinted {
+            (JoinStrategy::BroadcastNestedLoop, Some(side))
+        } else if replicate && inner_like && !has_filter {
+            (JoinStrategy::Cartesian, None)
+        } else if let Some(side) = broadcast_by_size {
+            (JoinStrategy::BroadcastNestedLoop, Some(side))
+        } else if inner_like && !has_filter {
+            (JoinStrategy::Cartesian, None)
+        } else {
+            let side =
+                pick(can_broadcast(BuildSide::Left, jt), can_broadcast(BuildSide::Right, jt), left_size, right_size)
+                    .unwrap_or(BuildSide::Right);
+            (JoinStrategy::BroadcastNestedLoop, Some(side))
+        }
+    }
 }

@@ -7,8 +7,10 @@
 //! sets), `JoinSelection`, `CoalesceBucketsInJoin`, `EnsureRequirements`,
 //! `DisableUnnecessaryBucketedScan`, followed by DataFusion rules that do not move rows
 //! between partitions (combining adjacent partial and final aggregates, limit pushdown,
-//! cooperative scheduling).
+//! cooperative scheduling). With `spark.sql.adaptive.enabled` the plan then runs stage by
+//! stage (`adaptive`), re-planned with what each finished stage produced.
 
+pub mod adaptive;
 pub mod bucketing;
 pub mod distribution;
 pub mod ensure_requirements;

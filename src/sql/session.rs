@@ -17,7 +17,8 @@ use super::engine::Engine;
 use super::{functions, pg_catalog, rewrite};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
-use crate::explain::LogicalStages;
+use crate::explain::{self, LogicalStages};
+use crate::planner::adaptive::AdaptiveSparkPlanExec;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::planner::{self, hints::QueryHints};
 
@@ -95,6 +96,8 @@ impl Session {
         self.ctx.task_ctx()
     }
 
+    /// Plans a query with our planner; with `spark.sql.adaptive.enabled`, a plan that moves rows
+    /// between partitions runs adaptively, stage by stage.
     pub(crate) async fn physical_plan(
         &self,
         stmt: &Statement,
@@ -104,6 +107,10 @@ impl Session {
         let state = self.ctx.state();
         let physical = planner::create_physical_plan(&state, plan, &hints).await?;
         tracing::debug!(plan = %datafusion::physical_plan::displayable(physical.as_ref()).indent(true), "physical plan");
+        let conf = self.spark_conf();
+        if conf.adaptive_enabled && explain::applies_adaptive(&physical) {
+            return Ok(Arc::new(AdaptiveSparkPlanExec::new(physical, conf, hints)));
+        }
         Ok(physical)
     }
 

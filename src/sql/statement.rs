@@ -231,7 +231,6 @@ impl Session {
         let conf = self.spark_conf();
         let prints_logical = matches!(mode, ExplainMode::Extended | ExplainMode::Cost);
         let context = ExplainContext {
-            adaptive: conf.adaptive_enabled && mode != ExplainMode::Analyze,
             v2_bucketing_enabled: conf.v2_bucketing_enabled,
             logical: prints_logical.then(|| self.logical_stages(&plan)).transpose()?,
         };

@@ -29,11 +29,26 @@ pub(super) enum Role {
     },
     Shuffle {
         partitioning: String,
+        partitions: usize,
         reason: Option<String>,
     },
     Broadcast,
     /// Requires a child distribution other than Spark's `UnspecifiedDistribution`.
     NeedsDistribution,
+    /// `AdaptiveSparkPlan`; once run, its children are the final and the initial plan.
+    AdaptiveRoot {
+        is_final: bool,
+    },
+    /// A query stage of an adaptive plan that has run (`ResultQueryStage` too): a whole-stage
+    /// codegen boundary, its stages built when the query stage was.
+    QueryStage {
+        id: usize,
+    },
+    /// `AQEShuffleRead`: how a stage's partitions were read, in `partitions` tasks.
+    ShuffleRead {
+        kind: String,
+        partitions: usize,
+    },
     Other,
 }
 
@@ -60,9 +75,16 @@ pub(super) struct Node {
     pub children: Vec<Node>,
     pub codegen: Codegen,
     pub role: Role,
+    /// After the operator id in the FORMATTED outline (a stage's statistics, a read's kind).
+    pub annotation: String,
     /// Operator id of EXPLAIN FORMATTED, assigned once the tree is final.
     pub id: usize,
     pub stage: Stage,
+    /// The table scan this node is, by address: a scan shown in both the final and the
+    /// initial plan of an adaptive query is one operator with one id.
+    pub origin: Option<usize>,
+    /// Shown already, under the same id (its details are not repeated).
+    pub repeated: bool,
 }
 
 impl Node {
@@ -77,8 +99,11 @@ impl Node {
             children,
             codegen: Codegen::No,
             role: Role::Other,
+            annotation: String::new(),
             id: 0,
             stage: Stage::None,
+            origin: None,
+            repeated: false,
         }
     }
 
@@ -110,6 +135,29 @@ impl Node {
         let output = field("Output", &self.output);
         Node::new("AdaptiveSparkPlan", "AdaptiveSparkPlan isFinalPlan=false", self.output.clone(), vec![self])
             .details(vec![output, "Arguments: isFinalPlan=false".into()])
+            .role(Role::AdaptiveRoot { is_final: false })
+    }
+
+    /// Spark's root of an adaptive plan that has run: the final plan (a `ResultQueryStage`)
+    /// and the plan it started from.
+    pub fn adaptive_final(final_plan: Node, initial: Node) -> Node {
+        let output = final_plan.output.clone();
+        let details = vec![field("Output", &output), "Arguments: isFinalPlan=true".into()];
+        Node::new("AdaptiveSparkPlan", "AdaptiveSparkPlan isFinalPlan=true", output, vec![final_plan, initial])
+            .details(details)
+            .role(Role::AdaptiveRoot { is_final: true })
+    }
+
+    /// A query stage of an adaptive plan that has run, with what its run produced.
+    pub fn query_stage(name: &str, id: usize, child: Node, statistics: Option<String>) -> Node {
+        let output = child.output.clone();
+        let details = vec![field("Output", &output), format!("Arguments: {id}")];
+        let annotation = statistics.map_or_else(String::new, |s| format!(", {s}"));
+        let mut node = Node::new(name, format!("{name} {id}{annotation}"), output, vec![child])
+            .details(details)
+            .role(Role::QueryStage { id });
+        node.annotation = annotation;
+        node
     }
 }
 

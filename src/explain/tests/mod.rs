@@ -25,9 +25,12 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 use super::*;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile, TableMeta};
 use crate::catalog::types::SparkType;
+use crate::config::SparkConf;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
+use crate::planner::adaptive::AdaptiveSparkPlanExec;
+use crate::planner::hints::QueryHints;
 use crate::planner::table_provider::table_schema;
 
 type Plan = Arc<dyn ExecutionPlan>;
@@ -179,6 +182,7 @@ fn join(
         on: vec![keys],
         filter: None,
         null_equality: NullEquality::NullEqualsNothing,
+        skew: false,
     };
     Arc::new(SparkJoinExec::try_new(spec, left, right).unwrap())
 }
@@ -203,6 +207,12 @@ fn acc_plain() -> Plan {
     not_null(Scan::new(table("acc_plain", ACC, None, &[])).not_null("account_id").build(), "account_id")
 }
 
+/// EXPLAIN of `plan`, which runs adaptively if `adaptive` and Spark would (as the session plans it).
 fn explain(plan: &Plan, mode: ExplainMode, adaptive: bool) -> String {
-    render(plan, mode, &ExplainContext { adaptive, ..Default::default() })
+    let plan = if adaptive && applies_adaptive(plan) {
+        Arc::new(AdaptiveSparkPlanExec::new(Arc::clone(plan), SparkConf::default(), QueryHints::default()))
+    } else {
+        Arc::clone(plan)
+    };
+    render(&plan, mode, &ExplainContext::default())
 }

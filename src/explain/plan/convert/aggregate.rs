@@ -7,7 +7,7 @@ use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateInputMode, AggregateMode, AggregateOutputMode};
 
-use super::{Converter, Position};
+use super::{Converter, Position, address};
 use crate::exec::expand::ExpandExec;
 use crate::explain::expressions::{Attr, Columns, join, key, list, render};
 use crate::explain::plan::{Codegen, Node, Role, field};
@@ -194,10 +194,6 @@ impl Converter {
 
 /// The name Spark gives the grouping-set id column, which DataFusion calls `__grouping_id`.
 pub(super) const SPARK_GROUPING_ID: &str = "spark_grouping_id";
-
-fn address<T>(value: &T) -> usize {
-    value as *const T as usize
-}
 
 /// `count` from DataFusion's state field name `count(x)[count]`.
 fn state_name(name: &str) -> &str {

@@ -16,6 +16,7 @@ impl Converter {
     /// Spark's `Exchange` of our shuffle; hash keys feeding a join are normalized as the join's are.
     pub(super) fn shuffle(&mut self, exchange: &ShuffleExchangeExec, at: Position) -> Node {
         let child = self.convert(exchange.input(), Position::default());
+        let partitions = exchange.partitioning().partition_count();
         let partitioning = match exchange.partitioning() {
             ExchangePartitioning::Hash(exprs, n) => {
                 let schema = exchange.input().schema();
@@ -26,12 +27,18 @@ impl Converter {
             }
             ExchangePartitioning::Single => "SinglePartition".to_string(),
         };
-        self.exchange(child, partitioning, exchange.reason().map(str::to_string))
+        self.exchange(child, partitioning, partitions, exchange.reason().map(str::to_string))
     }
 
-    pub(super) fn exchange(&mut self, child: Node, partitioning: String, reason: Option<String>) -> Node {
+    pub(super) fn exchange(
+        &mut self,
+        child: Node,
+        partitioning: String,
+        partitions: usize,
+        reason: Option<String>,
+    ) -> Node {
         let arguments = format!("{partitioning}, ENSURE_REQUIREMENTS, [plan_id={}]", self.plan_id());
-        unary("Exchange", arguments, child, Codegen::No).role(Role::Shuffle { partitioning, reason })
+        unary("Exchange", arguments, child, Codegen::No).role(Role::Shuffle { partitioning, partitions, reason })
     }
 
     pub(super) fn broadcast(&mut self, broadcast: &BroadcastExchangeExec) -> Node {

@@ -51,7 +51,12 @@ impl Converter {
             None => None,
         };
 
-        let name = spec.strategy.spark_name();
+        // Spark's `SortMergeJoin(skew=true)` once adaptive execution split skewed partitions.
+        let name = if spec.skew {
+            format!("{}(skew=true)", spec.strategy.spark_name())
+        } else {
+            spec.strategy.spark_name().to_string()
+        };
         let join_type = spark_join_type(spec.join_type);
         let build = spec.build_side.filter(|_| {
             matches!(
@@ -72,7 +77,7 @@ impl Converter {
                 format!("{}, false", with_condition(format!("{name} {keys}, {join_type}, {build_name}")))
             }
             JoinStrategy::BroadcastNestedLoop => with_condition(format!("{name} {build_name}, {join_type}")),
-            JoinStrategy::Cartesian => condition.as_ref().map_or_else(|| name.to_string(), |c| format!("{name} {c}")),
+            JoinStrategy::Cartesian => condition.as_ref().map_or_else(|| name.clone(), |c| format!("{name} {c}")),
         };
         let mut details = Vec::new();
         if !left_keys.is_empty() {
@@ -93,7 +98,8 @@ impl Converter {
             _ => Codegen::No,
         };
         let role = if spec.strategy == JoinStrategy::Cartesian { Role::Other } else { Role::NeedsDistribution };
-        let mut node = Node::new(name, simple, output, vec![left, right]).details(details).codegen(codegen).role(role);
+        let mut node =
+            Node::new(name.clone(), simple, output, vec![left, right]).details(details).codegen(codegen).role(role);
         node.outline = match build {
             Some(b) => format!("{name} {join_type} {}", b.spark_name()),
             None => format!("{name} {join_type}"),

@@ -40,10 +40,10 @@ impl Converter {
         let child = self.convert(coalesce.input(), Position::default());
         match coalesce.fetch() {
             Some(fetch) => {
-                let gathered = self.exchange(child, "SinglePartition".into(), None);
+                let gathered = self.exchange(child, "SinglePartition".into(), 1, None);
                 unary("GlobalLimit", format!("{fetch}, 0"), gathered, Codegen::Yes).role(Role::NeedsDistribution)
             }
-            None => self.exchange(child, "SinglePartition".into(), None),
+            None => self.exchange(child, "SinglePartition".into(), 1, None),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! values appear, the dispatch by operator type, and DataFusion's plumbing, which Spark has
 //! no operator for, skipped. The operators themselves are converted in one file per family.
 
+mod adaptive;
 mod aggregate;
 mod exchange;
 mod join;
@@ -30,11 +31,14 @@ use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
 use datafusion::physical_plan::{ExecutionPlan, Partitioning, displayable};
 
 use super::{Node, field};
+use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::SparkJoinExec;
+use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::explain::expressions::Attr;
+use crate::planner::adaptive::AdaptiveSparkPlanExec;
 use relation::{local_rows, range_arguments};
 use window::window_parts;
 
@@ -55,6 +59,9 @@ pub(in crate::explain) struct Converter {
     next_plan_id: u64,
     /// The input attributes of each partial aggregate, by address, for its final aggregate.
     partial_inputs: HashMap<usize, Vec<Attr>>,
+    /// Each table scan converted, by address: the final and the initial plan of an adaptive
+    /// query share their scans, which keep their attributes.
+    scans: HashMap<usize, Node>,
 }
 
 impl Converter {
@@ -86,7 +93,22 @@ impl Converter {
             return self.convert(inner, at);
         }
         if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
-            self.scan(scan)
+            let origin = address(scan);
+            if let Some(converted) = self.scans.get(&origin) {
+                return converted.clone();
+            }
+            let mut converted = self.scan(scan);
+            converted.origin = Some(origin);
+            self.scans.insert(origin, converted.clone());
+            converted
+        } else if let Some(adaptive) = plan.downcast_ref::<AdaptiveSparkPlanExec>() {
+            self.adaptive(adaptive, at)
+        } else if let Some(stage) = plan.downcast_ref::<ShuffleQueryStageExec>() {
+            self.shuffle_stage(stage, at)
+        } else if let Some(stage) = plan.downcast_ref::<BroadcastQueryStageExec>() {
+            self.broadcast_stage(stage, at)
+        } else if let Some(read) = plan.downcast_ref::<AqeShuffleReadExec>() {
+            self.shuffle_read(read, at)
         } else if let Some(exchange) = plan.downcast_ref::<ShuffleExchangeExec>() {
             self.shuffle(exchange, at)
         } else if let Some(broadcast) = plan.downcast_ref::<BroadcastExchangeExec>() {
@@ -166,6 +188,11 @@ fn transparent(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>>
         [child] if plan.name() == "CoalesceBatchesExec" => Some(*child),
         _ => None,
     }
+}
+
+/// An operator's identity while it is being converted.
+fn address<T>(value: &T) -> usize {
+    value as *const T as usize
 }
 
 fn below_plumbing(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {

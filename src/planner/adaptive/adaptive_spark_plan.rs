@@ -1,0 +1,303 @@
+//! Spark's `AdaptiveSparkPlanExec`: the root of a query that runs stage by stage.
+//!
+//! Each round runs, all at once, every exchange whose input holds no exchange that has not
+//! run — after choosing how that input reads the stages below it (coalesced, local) — and
+//! then re-plans what is left with the stages' statistics. When every exchange has run, the
+//! last stage gets its reads chosen the same way and runs. Its partitions come out as one
+//! (the number of partitions changes as the plan adapts), in order only where the plan ends
+//! in a single partition. Uncorrelated scalar subqueries run before all that, each adaptively.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::scalar_subquery::{ScalarSubqueryExec, ScalarSubqueryLink};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
+    replace_children_if_necessary,
+};
+use futures::TryStreamExt;
+use futures::future::BoxFuture;
+
+use super::coalesce_shuffle_partitions::coalesce_shuffle_partitions;
+use super::dynamic_join_selection::reselect_joins;
+use super::is_query_stage;
+use super::optimize_shuffle_with_local_read::optimize_shuffle_with_local_read;
+use super::optimize_skewed_join::optimize_skewed_join;
+use crate::config::SparkConf;
+use crate::exec::broadcast_exchange::BroadcastExchangeExec;
+use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec, downcast_plan};
+use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::planner::hints::QueryHints;
+
+/// The plan a run ended with.
+#[derive(Debug, Clone)]
+pub struct FinalPlan {
+    pub plan: Arc<dyn ExecutionPlan>,
+    /// Spark's id of the `ResultQueryStage`: one more than the last query stage's.
+    pub result_stage_id: usize,
+}
+
+#[derive(Debug)]
+pub struct AdaptiveSparkPlanExec {
+    initial: Arc<dyn ExecutionPlan>,
+    conf: SparkConf,
+    hints: QueryHints,
+    /// Set once the run has planned its last stage.
+    final_plan: Arc<OnceLock<FinalPlan>>,
+    properties: Arc<PlanProperties>,
+}
+
+impl AdaptiveSparkPlanExec {
+    pub fn new(initial: Arc<dyn ExecutionPlan>, conf: SparkConf, hints: QueryHints) -> Self {
+        // Adapting never splits a single partition (single-partition shuffles are neither
+        // coalesced nor read locally), so only then does the initial plan's order hold.
+        let equivalences = if initial.output_partitioning().partition_count() == 1 {
+            initial.equivalence_properties().clone()
+        } else {
+            EquivalenceProperties::new(initial.schema())
+        };
+        let properties = PlanProperties::new(
+            equivalences,
+            Partitioning::UnknownPartitioning(1),
+            initial.pipeline_behavior(),
+            initial.boundedness(),
+        );
+        AdaptiveSparkPlanExec { initial, conf, hints, final_plan: Arc::default(), properties: Arc::new(properties) }
+    }
+
+    /// The plan as planned before anything ran.
+    pub fn initial(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.initial
+    }
+
+    /// The plan the run ended with, once it has run.
+    pub fn final_plan(&self) -> Option<&FinalPlan> {
+        self.final_plan.get()
+    }
+}
+
+impl DisplayAs for AdaptiveSparkPlanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "AdaptiveSparkPlanExec: isFinalPlan={}", self.final_plan.get().is_some())
+    }
+}
+
+impl ExecutionPlan for AdaptiveSparkPlanExec {
+    fn name(&self) -> &str {
+        "AdaptiveSparkPlanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    /// The plan that runs: the initial one until the run has planned its last stage.
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        match self.final_plan.get() {
+            Some(done) => vec![&done.plan],
+            None => vec![&self.initial],
+        }
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        match (children.pop(), self.final_plan.get()) {
+            (Some(child), None) if children.is_empty() => {
+                Ok(Arc::new(AdaptiveSparkPlanExec::new(child, self.conf.clone(), self.hints.clone())))
+            }
+            _ => Err(DataFusionError::Internal("an adaptive plan takes one child, and only before it runs".into())),
+        }
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        if partition != 0 || self.final_plan.get().is_some() {
+            return Err(DataFusionError::Internal("an adaptive plan runs once, as one partition".into()));
+        }
+        let mut stages = StagePlanner { conf: self.conf.clone(), hints: self.hints.clone(), context, next_stage_id: 0 };
+        let (initial, done) = (Arc::clone(&self.initial), Arc::clone(&self.final_plan));
+        let stream = futures::stream::once(async move {
+            let plan = stages.run(initial).await?;
+            let _ = done.set(FinalPlan { plan: Arc::clone(&plan), result_stage_id: stages.next_stage_id });
+            let gathered: Arc<dyn ExecutionPlan> = if plan.output_partitioning().partition_count() == 1 {
+                plan
+            } else {
+                Arc::new(CoalescePartitionsExec::new(plan))
+            };
+            gathered.execute(0, stages.context)
+        })
+        .try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+    }
+}
+
+/// One run's stages and the settings its rules read.
+struct StagePlanner {
+    conf: SparkConf,
+    hints: QueryHints,
+    context: Arc<TaskContext>,
+    next_stage_id: usize,
+}
+
+impl StagePlanner {
+    /// Runs every exchange of `plan` as a stage, re-planning after each round, and returns the
+    /// last stage's plan, ready to run.
+    async fn run(&mut self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+        let mut plan = self.run_scalar_subqueries(plan).await?;
+        loop {
+            let mut ready = Vec::new();
+            plan = self.prepare_ready_exchanges(&plan, &mut ready)?.0;
+            if ready.is_empty() {
+                return self.optimize_stage(plan);
+            }
+            let runs: Vec<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> =
+                ready.iter().map(|exchange| self.materialize(exchange)).collect::<Result<_>>()?;
+            let stages = futures::future::try_join_all(runs).await?;
+            plan = replace_exchanges(plan, &ready, &stages)?;
+            plan = reselect_joins(plan, &self.conf, &self.hints)?;
+            plan = optimize_skewed_join(plan, &self.conf)?;
+        }
+    }
+
+    /// Runs the uncorrelated scalar subqueries of `plan` first, each as an adaptive plan of its
+    /// own (Spark's `PlanAdaptiveSubqueries`), since the stages that compare with their values
+    /// run before the `ScalarSubqueryExec` above them would; that node then has nothing left to
+    /// do and goes.
+    async fn run_scalar_subqueries(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+        let mut nodes = Vec::new();
+        scalar_subqueries(&plan, &mut nodes);
+        if nodes.is_empty() {
+            return Ok(plan);
+        }
+        for node in &nodes {
+            let Some(exec) = node.downcast_ref::<ScalarSubqueryExec>() else { continue };
+            let subqueries = exec
+                .subqueries()
+                .iter()
+                .map(|link| ScalarSubqueryLink {
+                    plan: Arc::new(AdaptiveSparkPlanExec::new(
+                        Arc::clone(&link.plan),
+                        self.conf.clone(),
+                        self.hints.clone(),
+                    )),
+                    index: link.index,
+                })
+                .collect();
+            // The node itself, over no rows: it sets the values its expressions read.
+            let values = ScalarSubqueryExec::new(
+                Arc::new(EmptyExec::new(exec.input().schema())),
+                subqueries,
+                exec.results().clone(),
+            );
+            let mut stream = values.execute(0, Arc::clone(&self.context))?;
+            while stream.try_next().await?.is_some() {}
+        }
+        plan.transform_up(|node| match nodes.iter().any(|n| Arc::ptr_eq(n, &node)) {
+            true => match node.downcast_ref::<ScalarSubqueryExec>() {
+                Some(exec) => Ok(Transformed::yes(Arc::clone(exec.input()))),
+                None => Ok(Transformed::no(node)),
+            },
+            false => Ok(Transformed::no(node)),
+        })
+        .map(|t| t.data)
+    }
+
+    /// Finds the exchanges that can run now — no exchange that has not run below them — and
+    /// chooses how their inputs read the stages below. Returns the plan with those inputs and
+    /// whether any exchange that has not run is at or below its root.
+    fn prepare_ready_exchanges(
+        &self,
+        plan: &Arc<dyn ExecutionPlan>,
+        ready: &mut Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<(Arc<dyn ExecutionPlan>, bool)> {
+        if is_query_stage(plan) {
+            return Ok((Arc::clone(plan), false));
+        }
+        let mut pending_below = false;
+        let mut children = Vec::new();
+        for child in plan.children() {
+            let (child, pending) = self.prepare_ready_exchanges(child, ready)?;
+            pending_below |= pending;
+            children.push(child);
+        }
+        let mut plan = replace_children_if_necessary(Arc::clone(plan), children)?;
+        let is_exchange = plan.is::<ShuffleExchangeExec>() || plan.is::<BroadcastExchangeExec>();
+        if is_exchange && !pending_below {
+            let input = plan.children().into_iter().next().map(Arc::clone);
+            if let Some(input) = input {
+                let optimized = self.optimize_stage(Arc::clone(&input))?;
+                if !Arc::ptr_eq(&optimized, &input) {
+                    plan = replace_children_if_necessary(Arc::clone(&plan), vec![optimized])?;
+                }
+            }
+            ready.push(Arc::clone(&plan));
+        }
+        Ok((plan, pending_below || is_exchange))
+    }
+
+    /// Spark's `optimizeQueryStage`: how the plan of a stage about to run reads the stages below.
+    fn optimize_stage(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+        let parallelism = self.context.session_config().target_partitions();
+        let plan = coalesce_shuffle_partitions(plan, &self.conf, parallelism)?;
+        optimize_shuffle_with_local_read(plan, &self.conf)
+    }
+
+    /// Runs `exchange` as the next query stage.
+    fn materialize(
+        &mut self,
+        exchange: &Arc<dyn ExecutionPlan>,
+    ) -> Result<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> {
+        let id = self.next_stage_id;
+        self.next_stage_id += 1;
+        let context = Arc::clone(&self.context);
+        if let Some(shuffle) = downcast_plan::<ShuffleExchangeExec>(exchange) {
+            return Ok(Box::pin(async move {
+                let stage = ShuffleQueryStageExec::materialize(id, shuffle, context).await?;
+                Ok(Arc::new(stage) as Arc<dyn ExecutionPlan>)
+            }));
+        }
+        let exchange = Arc::clone(exchange);
+        Ok(Box::pin(async move {
+            let stage = BroadcastQueryStageExec::materialize(id, exchange, context).await?;
+            Ok(Arc::new(stage) as Arc<dyn ExecutionPlan>)
+        }))
+    }
+}
+
+/// The `ScalarSubqueryExec` nodes of `plan`, outermost first, not looking into subqueries
+/// (which run as plans of their own).
+fn scalar_subqueries(plan: &Arc<dyn ExecutionPlan>, found: &mut Vec<Arc<dyn ExecutionPlan>>) {
+    match plan.downcast_ref::<ScalarSubqueryExec>() {
+        Some(exec) => {
+            found.push(Arc::clone(plan));
+            scalar_subqueries(exec.input(), found);
+        }
+        None => plan.children().into_iter().for_each(|child| scalar_subqueries(child, found)),
+    }
+}
+
+/// `plan` with each exchange of `ran` replaced by its stage.
+fn replace_exchanges(
+    plan: Arc<dyn ExecutionPlan>,
+    ran: &[Arc<dyn ExecutionPlan>],
+    stages: &[Arc<dyn ExecutionPlan>],
+) -> Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_down(|node| match ran.iter().position(|exchange| Arc::ptr_eq(exchange, &node)) {
+        Some(i) => Ok(Transformed::new(Arc::clone(&stages[i]), true, TreeNodeRecursion::Jump)),
+        None if is_query_stage(&node) => Ok(Transformed::new(node, false, TreeNodeRecursion::Jump)),
+        None => Ok(Transformed::no(node)),
+    })
+    .map(|t| t.data)
+}

@@ -1,0 +1,126 @@
+//! Spark's `CoalesceShufflePartitions`: the plan of a stage about to run reads its finished
+//! shuffle stages with small partitions coalesced, so that fewer, fuller tasks run.
+//!
+//! Shuffle stages read by the same operator (both sides of a join) are coalesced together,
+//! with the same specs, so that partition `i` of each still meets partition `i` of the other;
+//! the inputs of a union are coalesced independently. Nothing is coalesced where an operator
+//! also reads something other than stages (a bucketed scan keeps its buckets, and the stage
+//! beside it their count), nor a single-partition shuffle. With
+//! `spark.sql.adaptive.coalescePartitions.parallelismFirst` the target size is lowered to keep
+//! at least as many partitions as cores (shared among the groups by size), down to
+//! `spark.sql.adaptive.coalescePartitions.minPartitionSize`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
+use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
+
+use super::shuffle_partitions_util::coalesce_partitions;
+use super::{StageRead, is_query_stage};
+use crate::config::SparkConf;
+use crate::exec::aqe_shuffle_read::{AqeShuffleReadExec, ShufflePartitionSpec};
+
+/// `plan` with its shuffle stages read coalesced; `parallelism` is the number of cores.
+pub fn coalesce_shuffle_partitions(
+    plan: Arc<dyn ExecutionPlan>,
+    conf: &SparkConf,
+    parallelism: usize,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    if !conf.coalesce_partitions_enabled {
+        return Ok(plan);
+    }
+    let min_partitions = if conf.coalesce_parallelism_first { parallelism.max(1) } else { 1 };
+    let mut groups = Vec::new();
+    coalesce_groups(&plan, &mut groups);
+    let group_bytes: Vec<u64> =
+        groups.iter().map(|group| group.iter().map(|read| read.stage.statistics().total_bytes()).sum()).collect();
+    let total_bytes: u64 = group_bytes.iter().sum();
+    let mut new_specs: HashMap<usize, Vec<ShufflePartitionSpec>> = HashMap::new();
+    for (group, bytes) in groups.iter().zip(&group_bytes) {
+        // Each group gets a share of the parallelism by its size.
+        let group_min = match (groups.len(), total_bytes) {
+            (1, _) | (_, 0) => min_partitions,
+            _ => ((min_partitions as f64 * *bytes as f64 / total_bytes as f64).round() as usize).max(1),
+        };
+        let sizes: Vec<Vec<u64>> = group.iter().map(|read| read.stage.statistics().bytes_by_partition()).collect();
+        let specs: Vec<Option<Vec<ShufflePartitionSpec>>> =
+            group.iter().map(|read| read.read.map(|r| r.specs().to_vec())).collect();
+        let coalesced = coalesce_partitions(
+            &sizes,
+            &specs,
+            conf.advisory_partition_size,
+            group_min,
+            conf.coalesce_min_partition_size,
+        );
+        for (read, specs) in group.iter().zip(coalesced.into_iter().flatten()) {
+            new_specs.insert(read.stage.id(), specs);
+        }
+    }
+    if new_specs.is_empty() { Ok(plan) } else { update_reads(&plan, &new_specs) }
+}
+
+/// Spark's `collectCoalesceGroups`: the shuffle stages that must be coalesced together.
+fn coalesce_groups<'a>(plan: &'a Arc<dyn ExecutionPlan>, groups: &mut Vec<Vec<StageRead<'a>>>) {
+    if let Some(read) = StageRead::of(plan) {
+        if read.is_supported() {
+            groups.push(vec![read]);
+        }
+        return;
+    }
+    if is_query_stage(plan) {
+        return;
+    }
+    let children = plan.children();
+    if plan.is::<UnionExec>() || plan.is::<InterleaveExec>() {
+        children.into_iter().for_each(|child| coalesce_groups(child, groups));
+        return;
+    }
+    if let [child] = children.as_slice() {
+        return coalesce_groups(child, groups);
+    }
+    if only_stages_below(plan) {
+        let mut reads = Vec::new();
+        stage_reads(plan, &mut reads);
+        if reads.iter().all(StageRead::is_supported) {
+            groups.push(reads);
+        }
+    }
+}
+
+/// Whether every leaf of `plan` is a finished stage (Spark's `collectLeaves` being query stages).
+fn only_stages_below(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    if is_query_stage(plan) {
+        return true;
+    }
+    let children = plan.children();
+    !children.is_empty() && children.into_iter().all(only_stages_below)
+}
+
+fn stage_reads<'a>(plan: &'a Arc<dyn ExecutionPlan>, reads: &mut Vec<StageRead<'a>>) {
+    if let Some(read) = StageRead::of(plan) {
+        reads.push(read);
+    } else if !is_query_stage(plan) {
+        plan.children().into_iter().for_each(|child| stage_reads(child, reads));
+    }
+}
+
+/// `plan` with each stage in `new_specs` read by its new specs.
+fn update_reads(
+    plan: &Arc<dyn ExecutionPlan>,
+    new_specs: &HashMap<usize, Vec<ShufflePartitionSpec>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    if let Some(read) = StageRead::of(plan) {
+        return match new_specs.get(&read.stage.id()) {
+            Some(specs) => Ok(Arc::new(AqeShuffleReadExec::try_new(Arc::clone(read.node), specs.clone())?)),
+            None => Ok(Arc::clone(plan)),
+        };
+    }
+    if is_query_stage(plan) {
+        return Ok(Arc::clone(plan));
+    }
+    let children =
+        plan.children().into_iter().map(|child| update_reads(child, new_specs)).collect::<Result<Vec<_>>>()?;
+    replace_children_if_necessary(Arc::clone(plan), children)
+}

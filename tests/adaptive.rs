@@ -1,0 +1,339 @@
+//! Adaptive query execution over the wire: the decisions Spark's `AdaptiveSparkPlanExec` makes
+//! once stages have run — coalesced shuffle partitions, a sort-merge join turned into a
+//! broadcast hash join, a skewed partition split, bucketed joins left alone — each checked in
+//! EXPLAIN ANALYZE and in the rows, against the same query without adaptive execution and
+//! against what the generating formulas give. Then the final plans of Spark 4.3's examples
+//! (`tests/data/spark-plans-aqe-4.3.0.txt`, real Spark output) on the same tables at a tenth
+//! of their size: same operators, tree, stages and reads.
+
+use tokio_postgres::Client;
+
+use crate::common::{TestServer, text_rows};
+
+/// Rows of `tx_plain` and friends: a tenth of the examples' 200000.
+const ROWS: i64 = 20_000;
+/// Accounts: a tenth of the examples' 5000.
+const ACCOUNTS: i64 = 500;
+
+/// The examples' tables at a tenth of their size; `skewed` is written in two statements so
+/// that its scan has two map tasks (a skewed partition is split by map task).
+fn setup() -> String {
+    format!(
+        "CREATE TABLE tx8 (account_id BIGINT, amount DOUBLE) USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO 8 BUCKETS;
+         INSERT INTO tx8 SELECT id % {ACCOUNTS}, CAST(id AS DOUBLE) FROM range({ROWS});
+         CREATE TABLE acc8 (account_id BIGINT, name STRING) USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO 8 BUCKETS;
+         INSERT INTO acc8 SELECT id, concat('n', CAST(id AS STRING)) FROM range({ACCOUNTS});
+         CREATE TABLE acc4 (account_id BIGINT, name STRING) USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO 4 BUCKETS;
+         INSERT INTO acc4 SELECT id, concat('n', CAST(id AS STRING)) FROM range({ACCOUNTS});
+         CREATE TABLE tx_plain (account_id BIGINT, amount DOUBLE) USING parquet;
+         INSERT INTO tx_plain SELECT id % {ACCOUNTS}, CAST(id AS DOUBLE) FROM range({ROWS});
+         CREATE TABLE acc_plain (account_id BIGINT, name STRING) USING parquet;
+         INSERT INTO acc_plain SELECT id, concat('n', CAST(id AS STRING)) FROM range({ACCOUNTS});
+         CREATE TABLE skewed (account_id BIGINT, amount DOUBLE) USING parquet;
+         INSERT INTO skewed SELECT CASE WHEN id % 10 < 7 THEN 1 ELSE id % {ACCOUNTS} END, CAST(id AS DOUBLE) FROM range({half});
+         INSERT INTO skewed SELECT CASE WHEN id % 10 < 7 THEN 1 ELSE id % {ACCOUNTS} END, CAST(id AS DOUBLE) FROM range({half}, {ROWS});",
+        half = ROWS / 2
+    )
+}
+
+/// The account of row `id` of `tx_plain` and `tx8`, and of `skewed`.
+fn account(id: i64) -> i64 {
+    id % ACCOUNTS
+}
+
+fn skewed_account(id: i64) -> i64 {
+    if id % 10 < 7 { 1 } else { id % ACCOUNTS }
+}
+
+async fn start() -> (TestServer, Client) {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute(&setup()).await.unwrap();
+    (server, client)
+}
+
+async fn set(client: &Client, settings: &[&str]) {
+    client.batch_execute("RESET").await.unwrap();
+    for setting in settings {
+        client.batch_execute(&format!("SET {setting}")).await.unwrap();
+    }
+}
+
+async fn plan(client: &Client, sql: &str) -> String {
+    let rows = text_rows(client, sql).await;
+    assert_eq!(rows.len(), 1, "EXPLAIN returns one row: {rows:?}");
+    rows[0][0].clone()
+}
+
+/// The rows of `query` with adaptive execution on (under `settings`) and off, which must agree.
+async fn rows_both_ways(client: &Client, settings: &[&str], query: &str) -> Vec<Vec<String>> {
+    set(client, settings).await;
+    let adaptive = text_rows(client, query).await;
+    client.batch_execute("SET spark.sql.adaptive.enabled = false").await.unwrap();
+    let static_plan = text_rows(client, query).await;
+    assert_eq!(adaptive, static_plan, "{query} under {settings:?}");
+    adaptive
+}
+
+/// The figure `partitions read N …` of each adaptive read in EXPLAIN ANALYZE's metrics.
+fn partitions_read(analyzed: &str) -> Vec<usize> {
+    analyzed
+        .lines()
+        .filter_map(|line| line.split("partitions read ").nth(1))
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adaptive_decisions_and_their_rows() {
+    let (_server, client) = start().await;
+    let sum_of_ids = (0..ROWS).sum::<i64>();
+
+    // A sort-merge join at 200 shuffle partitions reads them coalesced.
+    let no_broadcast = ["spark.sql.autoBroadcastJoinThreshold = -1"];
+    let join = "SELECT count(*), sum(t.amount) FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id";
+    set(&client, &no_broadcast).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {join}")).await;
+    assert!(analyzed.contains("AdaptiveSparkPlan (") && analyzed.contains("Arguments: isFinalPlan=true"), "{analyzed}");
+    assert_eq!(analyzed.matches("AQEShuffleRead (").count(), 2, "{analyzed}");
+    assert!(analyzed.contains("), coalesced\n"), "{analyzed}");
+    let read = partitions_read(&analyzed);
+    assert!(
+        read.len() == 2 && read[0] == read[1] && read[0] < 200,
+        "both sides read alike, coalesced: {read:?}\n{analyzed}"
+    );
+    assert!(analyzed.contains("At run time adaptive execution coalesced its 200 partitions into"), "{analyzed}");
+    let rows = rows_both_ways(&client, &no_broadcast, join).await;
+    assert_eq!(rows, vec![vec![ROWS.to_string(), sum_of_ids.to_string()]]);
+
+    // Rows themselves, in order: the final plan's single partition keeps the ORDER BY.
+    let listed = "SELECT t.amount, a.name FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id \
+                  WHERE t.amount < 1500 ORDER BY t.amount";
+    let rows = rows_both_ways(&client, &no_broadcast, listed).await;
+    let expected: Vec<Vec<String>> = (0..1500).map(|id| vec![id.to_string(), format!("n{}", account(id))]).collect();
+    assert_eq!(rows, expected);
+
+    // A side small at run time (its file is not) is broadcast: the sort-merge join becomes a
+    // broadcast hash join reading both stages locally.
+    let runtime_broadcast =
+        ["spark.sql.autoBroadcastJoinThreshold = -1", "spark.sql.adaptive.autoBroadcastJoinThreshold = 100KB"];
+    let small_side = "SELECT count(*) FROM tx_plain t JOIN (SELECT * FROM tx_plain WHERE amount < 200) s ON t.account_id = s.account_id";
+    set(&client, &runtime_broadcast).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {small_side}")).await;
+    let final_plan = analyzed.split("+- == Initial Plan ==").next().unwrap();
+    assert!(
+        final_plan.contains("BroadcastHashJoin Inner BuildRight") && !final_plan.contains("SortMergeJoin"),
+        "{analyzed}"
+    );
+    assert!(
+        final_plan.contains("BroadcastQueryStage (") && final_plan.contains("+- BroadcastExchange ("),
+        "{analyzed}"
+    );
+    assert_eq!(final_plan.matches("), local\n").count(), 2, "{analyzed}");
+    assert!(analyzed.contains("SortMergeJoin Inner"), "the initial plan keeps the sort-merge join: {analyzed}");
+    let rows = rows_both_ways(&client, &runtime_broadcast, small_side).await;
+    let expected = (0..ROWS).filter(|id| account(*id) < 200).count();
+    assert_eq!(rows, vec![vec![expected.to_string()]]);
+
+    // A side that is tiny but sits in few partitions keeps the sort-merge join.
+    let tiny_side = "SELECT count(*) FROM tx_plain t JOIN (SELECT * FROM tx_plain WHERE amount < 10) s ON t.account_id = s.account_id";
+    set(&client, &runtime_broadcast).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {tiny_side}")).await;
+    let final_plan = analyzed.split("+- == Initial Plan ==").next().unwrap();
+    assert!(final_plan.contains("SortMergeJoin Inner") && !final_plan.contains("BroadcastHashJoin"), "{analyzed}");
+    let rows = rows_both_ways(&client, &runtime_broadcast, tiny_side).await;
+    let expected = (0..ROWS).filter(|id| account(*id) < 10).count();
+    assert_eq!(rows, vec![vec![expected.to_string()]]);
+
+    // One key holds 70% of `skewed`: its partition is split, the other side read per piece.
+    let skew = [
+        "spark.sql.autoBroadcastJoinThreshold = -1",
+        "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes = 10KB",
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes = 10KB",
+    ];
+    let skewed_join = "SELECT count(*), sum(a.amount) FROM skewed a JOIN tx_plain b ON a.account_id = b.account_id";
+    set(&client, &skew).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {skewed_join}")).await;
+    assert!(analyzed.contains("SortMergeJoin(skew=true) Inner"), "{analyzed}");
+    assert!(
+        analyzed.contains("), coalesced and skewed\n") && analyzed.contains("Arguments: coalesced and skewed"),
+        "{analyzed}"
+    );
+    let read = partitions_read(&analyzed);
+    assert!(read.len() == 2 && read[0] == read[1], "the pieces pair up: {read:?}\n{analyzed}");
+    let rows = rows_both_ways(&client, &skew, skewed_join).await;
+    let mut tx_rows_of = vec![0i64; ACCOUNTS as usize];
+    (0..ROWS).for_each(|id| tx_rows_of[account(id) as usize] += 1);
+    let (count, sum) = (0..ROWS).fold((0i64, 0i64), |(count, sum), id| {
+        let matches = tx_rows_of[skewed_account(id) as usize];
+        (count + matches, sum + matches * id)
+    });
+    assert_eq!(rows, vec![vec![count.to_string(), sum.to_string()]]);
+
+    // Tables bucketed alike need no shuffle: nothing to adapt but the final gather.
+    let bucketed = "SELECT count(*), sum(t.amount) FROM tx8 t JOIN acc8 a ON t.account_id = a.account_id";
+    set(&client, &no_broadcast).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {bucketed}")).await;
+    assert!(!analyzed.contains("AQEShuffleRead") && !analyzed.contains("hashpartitioning"), "{analyzed}");
+    assert_eq!(analyzed.matches("SelectedBucketsCount: 8 out of 8\n").count(), 2, "{analyzed}");
+    let rows = rows_both_ways(&client, &no_broadcast, bucketed).await;
+    assert_eq!(rows, vec![vec![ROWS.to_string(), sum_of_ids.to_string()]]);
+
+    // 8 buckets joined with 4, coalesced in the scan, keep working under adaptive execution.
+    let coalesce_buckets =
+        ["spark.sql.autoBroadcastJoinThreshold = -1", "spark.sql.bucketing.coalesceBucketsInJoin.enabled = true"];
+    let eight_and_four = "SELECT count(*), sum(t.amount) FROM tx8 t JOIN acc4 a ON t.account_id = a.account_id";
+    set(&client, &coalesce_buckets).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {eight_and_four}")).await;
+    assert!(analyzed.contains("SelectedBucketsCount: 8 out of 8 (Coalesced to 4)"), "{analyzed}");
+    assert!(!analyzed.contains("AQEShuffleRead") && !analyzed.contains("hashpartitioning"), "{analyzed}");
+    let rows = rows_both_ways(&client, &coalesce_buckets, eight_and_four).await;
+    assert_eq!(rows, vec![vec![ROWS.to_string(), sum_of_ids.to_string()]]);
+
+    // A grouped top 5 reads its coalesced partitions.
+    let top = "SELECT account_id, sum(amount) AS s FROM tx_plain GROUP BY account_id ORDER BY s DESC LIMIT 5";
+    set(&client, &[]).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {top}")).await;
+    assert!(analyzed.contains("AQEShuffleRead (6), coalesced"), "{analyzed}");
+    assert!(partitions_read(&analyzed).first().is_some_and(|n| *n < 200), "{analyzed}");
+    let rows = rows_both_ways(&client, &[], top).await;
+    let mut sums: Vec<(i64, i64)> =
+        (0..ACCOUNTS).map(|a| (a, (0..ROWS).filter(|id| account(*id) == a).sum::<i64>())).collect();
+    sums.sort_by_key(|(_, sum)| std::cmp::Reverse(*sum));
+    let expected: Vec<Vec<String>> = sums.iter().take(5).map(|(a, s)| vec![a.to_string(), s.to_string()]).collect();
+    assert_eq!(rows, expected);
+
+    // A scalar subquery's value is known before the stage that compares with it runs.
+    let above_subquery = "SELECT account_id, count(*) FROM tx_plain WHERE amount >= (SELECT max(amount) - 99 FROM tx_plain) \
+                          GROUP BY account_id ORDER BY account_id";
+    let rows = rows_both_ways(&client, &[], above_subquery).await;
+    let mut expected: Vec<Vec<String>> =
+        (ROWS - 100..ROWS).map(|id| vec![account(id).to_string(), "1".to_string()]).collect();
+    expected.sort_by_key(|row| row[0].parse::<i64>().unwrap());
+    assert_eq!(rows, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_settings_at_200_partitions_give_the_rows() {
+    let (_server, client) = start().await;
+    // Every setting at its default: small tables broadcast as planned, the rest at 200
+    // shuffle partitions, adapted.
+    let query = "SELECT a.name, count(*), sum(t.amount) FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id \
+                 GROUP BY a.name ORDER BY a.name";
+    let rows = rows_both_ways(&client, &[], query).await;
+    let mut expected: Vec<Vec<String>> = (0..ACCOUNTS)
+        .map(|a| {
+            let ids: Vec<i64> = (0..ROWS).filter(|id| account(*id) == a).collect();
+            vec![format!("n{a}"), ids.len().to_string(), ids.iter().sum::<i64>().to_string()]
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(rows, expected);
+    // The same with the sort-merge join the examples use.
+    let rows = rows_both_ways(&client, &["spark.sql.autoBroadcastJoinThreshold = -1"], query).await;
+    assert_eq!(rows, expected);
+}
+
+/// One example of the examples file.
+struct Example {
+    title: String,
+    settings: Vec<(String, String)>,
+    query: String,
+    before: String,
+    after: String,
+}
+
+fn examples() -> Vec<Example> {
+    let text = include_str!("data/spark-plans-aqe-4.3.0.txt");
+    text.split("\n### ")
+        .skip(1)
+        .map(|section| {
+            let mut lines = section.lines();
+            let title = lines.next().unwrap_or_default().to_string();
+            let settings_line = lines.next().unwrap_or_default().trim_start_matches("-- settings: ");
+            let settings = settings_line
+                .trim_matches(|c| c == '{' || c == '}')
+                .split(", ")
+                .filter_map(|pair| pair.split_once(": "))
+                .map(|(k, v)| (k.trim_matches('\'').to_string(), v.trim_matches('\'').to_string()))
+                .collect();
+            let query = lines.next().unwrap_or_default().trim_start_matches("-- ").to_string();
+            let rest: String = lines.collect::<Vec<_>>().join("\n");
+            let (before, after) = rest.split_once("--- after collect()").unwrap_or_default();
+            Example { title, settings, query, before: before.to_string(), after: after.to_string() }
+        })
+        .collect()
+}
+
+/// The settings an example ran with, for a tenth of its data: the skew split's sizes a tenth
+/// too. Spark's broadcast threshold (300KB) lies between the examples' filtered sides (2000 and
+/// 10 rows, whatever the table's size) and the whole `tx_plain`; here it is 100KB, between the
+/// same sides and a tenth of `tx_plain`, and applies to measured sizes only
+/// (`spark.sql.adaptive.autoBroadcastJoinThreshold`), since a tenth of `tx_plain` is under it on
+/// disk where Spark's whole table was not.
+fn scaled(settings: &[(String, String)]) -> Vec<String> {
+    settings
+        .iter()
+        .flat_map(|(key, value)| match (key.as_str(), value.strip_suffix("KB").and_then(|kb| kb.parse::<u64>().ok())) {
+            ("spark.sql.autoBroadcastJoinThreshold", Some(_)) => {
+                vec![format!("{key} = -1"), "spark.sql.adaptive.autoBroadcastJoinThreshold = 100KB".to_string()]
+            }
+            (_, Some(kb)) => vec![format!("{key} = {}KB", kb / 10)],
+            _ => vec![format!("{key} = {value}")],
+        })
+        .collect()
+}
+
+/// The outline of a FORMATTED plan, statistics left out (sizes differ: Spark's are of its
+/// row format, ours of Arrow's).
+fn outline(plan: &str) -> Vec<String> {
+    plan.lines()
+        .skip_while(|line| !line.starts_with("== Physical Plan =="))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.split(", Statistics(").next().unwrap_or(line).to_string())
+        .collect()
+}
+
+/// Whether our outline is Spark's. Where we differ: an ORDER BY merges sorted partitions
+/// (`SortPreservingMerge`), which shifts the tree; then the operators must agree, in order.
+fn same_outline(ours: &[String], spark: &[String]) -> bool {
+    let merges = |plan: &[String]| plan.iter().any(|l| l.contains("SortPreservingMerge"));
+    if !merges(ours) || merges(spark) {
+        return ours == spark;
+    }
+    let operators = |plan: &[String]| -> Vec<String> {
+        plan.iter()
+            .filter(|l| !l.contains("SortPreservingMerge"))
+            .map(|l| l.trim_start_matches([' ', ':', '+', '-', '*']).split(" (").next().unwrap_or_default().to_string())
+            .collect()
+    };
+    operators(ours) == operators(spark)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spark_example_final_plans_are_reproduced() {
+    let (_server, client) = start().await;
+    let examples = examples();
+    assert_eq!(examples.len(), 8, "every example is read");
+    let mut mismatches = Vec::new();
+    for example in examples {
+        let settings = scaled(&example.settings);
+        let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+        set(&client, &settings).await;
+        let before = plan(&client, &format!("EXPLAIN FORMATTED {}", example.query)).await;
+        let after = plan(&client, &format!("EXPLAIN ANALYZE {}", example.query)).await;
+        for (when, spark, ours) in
+            [("before running", &example.before, &before), ("after running", &example.after, &after)]
+        {
+            if !same_outline(&outline(ours), &outline(spark)) {
+                mismatches.push(format!(
+                    "=== {} ({when})\nexpected:\n{}\nactual:\n{ours}",
+                    example.title,
+                    outline(spark).join("\n")
+                ));
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{} plans differ from Spark's:\n{}", mismatches.len(), mismatches.join("\n"));
+}
