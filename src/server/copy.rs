@@ -1,14 +1,15 @@
-//! COPY on the wire. `FROM STDIN` data (PostgreSQL's text, CSV and binary formats) is
-//! buffered until CopyDone, parsed into the table's Arrow batches and appended in one
-//! commit, so a bad line loads nothing. `TO STDOUT` sends one row per CopyData message,
-//! because pgwire's `COPY n` tag counts messages.
+//! COPY on the wire. `FROM STDIN` data (PostgreSQL's text, CSV and binary formats) is parsed
+//! as its CopyData messages arrive, keeping only an incomplete last record between them, into
+//! batches of the table's rows that stream into one write of the table ([`TableAppend`]); the
+//! write commits at CopyDone, so a bad line loads nothing. `TO STDOUT` sends one row per
+//! CopyData message, because pgwire's `COPY n` tag counts messages.
 
 use std::collections::VecDeque;
-use std::fmt::Debug;
+use std::fmt::{Debug, Display};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use bytes::{BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use datafusion::arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch, StringArray, StringBuilder, new_null_array};
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
@@ -28,53 +29,75 @@ use super::encoding::{
 };
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
+use crate::sql::append_stream::TableAppend;
 use crate::sql::copy::{CopyFormat, CopyIn, CopyOptions, CopyOut};
-use crate::sql::dml::append_batches;
 use crate::sql::session::Session;
 
 /// Rows per batch handed to the table writer.
 const BATCH_ROWS: usize = 8192;
 const BINARY_SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
+const BINARY_EOF: &str = "unexpected EOF in COPY data";
 
 /// The connection's COPY FROM STDIN in progress, if any.
 pub struct CopyState {
     session: Arc<Session>,
-    pending: Mutex<Option<(CopyIn, Vec<u8>)>>,
+    in_progress: Mutex<Option<CopyInProgress>>,
+}
+
+struct CopyInProgress {
+    parser: CopyParser,
+    /// The table write, or the error that stopped the COPY. Either way the outcome is
+    /// reported at CopyDone, when the client reads responses again; after an error the rest
+    /// of the data is read and dropped.
+    write: Result<TableAppend, SqlError>,
 }
 
 impl CopyState {
     pub fn new(session: Arc<Session>) -> Self {
-        CopyState { session, pending: Mutex::new(None) }
+        CopyState { session, in_progress: Mutex::new(None) }
     }
 
-    /// Answers a `COPY ... FROM STDIN`; its data then arrives through [`CopyHandler`].
-    pub fn start(&self, copy: CopyIn) -> Response {
+    /// Answers a `COPY ... FROM STDIN` and starts the write of its table; the data then
+    /// arrives through [`CopyHandler`].
+    pub fn start(&self, copy: CopyIn) -> Result<Response, SqlError> {
+        let write = TableAppend::start(Arc::clone(&self.session), &copy.schema, &copy.table)?;
         let format = i8::from(copy.options.format == CopyFormat::Binary);
         let columns = copy.columns.len();
-        *self.lock() = Some((copy, Vec::new()));
-        Response::CopyIn(CopyResponse::new(format, columns, stream::empty()))
+        *self.lock() = Some(CopyInProgress { parser: CopyParser::new(copy), write: Ok(write) });
+        Ok(Response::CopyIn(CopyResponse::new(format, columns, stream::empty())))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(CopyIn, Vec<u8>)>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CopyInProgress>> {
+        self.in_progress.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn take(&self, message: &str) -> PgWireResult<CopyInProgress> {
+        self.lock()
+            .take()
+            .ok_or_else(|| user_error("08P01", format!("{message} without a COPY FROM STDIN in progress")))
     }
 }
 
 #[async_trait]
 impl CopyHandler for CopyState {
+    /// Parses the message's complete records and hands their rows to the write, waiting
+    /// while the write is behind, which leaves the socket unread: the client is held back.
     async fn on_copy_data<C>(&self, _client: &mut C, copy_data: CopyData) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        match self.lock().as_mut() {
-            Some((_, data)) => {
-                data.extend_from_slice(&copy_data.data);
-                Ok(())
+        let mut copy = self.take("CopyData")?;
+        copy.write = match copy.write {
+            Ok(write) => {
+                copy.parser.extend(&copy_data.data);
+                load(&mut copy.parser, write, false).await
             }
-            None => Err(user_error("08P01", "CopyData without a COPY FROM STDIN in progress")),
-        }
+            failed => failed,
+        };
+        *self.lock() = Some(copy);
+        Ok(())
     }
 
     async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
@@ -83,10 +106,9 @@ impl CopyHandler for CopyState {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let Some((copy, data)) = self.lock().take() else {
-            return Err(user_error("08P01", "CopyDone without a COPY FROM STDIN in progress"));
-        };
-        let rows = load(&self.session, &copy, &data).await.map_err(|e| user_error(e.code, e.message))?;
+        let CopyInProgress { mut parser, write } = self.take("CopyDone")?;
+        let rows = async { load(&mut parser, write?, true).await?.finish().await }.await;
+        let rows = rows.map_err(|e| user_error(e.code, e.message))?;
         client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows).into())).await?;
         Ok(())
     }
@@ -97,66 +119,316 @@ impl CopyHandler for CopyState {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        self.lock().take();
+        let copy = self.lock().take();
+        if let Some(CopyInProgress { write: Ok(write), .. }) = copy {
+            write.abort().await;
+        }
         user_error("57014", format!("COPY from stdin failed: {}", fail.message))
     }
 }
 
-async fn load(session: &Session, copy: &CopyIn, data: &[u8]) -> Result<usize, SqlError> {
-    let mut rows = RowBuilder::new(copy);
-    match copy.options.format {
-        CopyFormat::Binary => read_binary(data, &mut rows)?,
-        CopyFormat::Text | CopyFormat::Csv => read_text(data, &copy.options, &mut rows)?,
+/// Hands the rows of the complete records `parser` holds to `write`; with `end`, also the
+/// last record, which needs no line break. A bad record stops the write, which removes what
+/// it staged.
+async fn load(parser: &mut CopyParser, mut write: TableAppend, end: bool) -> Result<TableAppend, SqlError> {
+    loop {
+        match parser.next_batch(end) {
+            Ok(Some(batch)) => write = write.push(batch).await?,
+            Ok(None) => return Ok(write),
+            Err(e) => {
+                write.abort().await;
+                return Err(e);
+            }
+        }
     }
-    let batches = rows.finish()?;
-    if batches.is_empty() {
-        return Ok(0);
-    }
-    append_batches(session, &copy.schema, &copy.table, batches).await
 }
 
-/// One input field: text still to be parsed as the column type, or a decoded binary value.
+/// Turns a COPY's data into batches of the table's rows as its messages arrive.
+struct CopyParser {
+    records: RecordReader,
+    rows: RowBuilder,
+}
+
+impl CopyParser {
+    fn new(copy: CopyIn) -> Self {
+        CopyParser { records: RecordReader::new(&copy), rows: RowBuilder::new(copy) }
+    }
+
+    fn extend(&mut self, data: &[u8]) {
+        self.records.extend(data);
+    }
+
+    /// The next [`BATCH_ROWS`] rows, once the complete records received hold them; with
+    /// `end`, the data is all there and the last rows come however few.
+    fn next_batch(&mut self, end: bool) -> Result<Option<RecordBatch>, SqlError> {
+        while self.rows.len() < BATCH_ROWS {
+            match self.records.next(end)? {
+                Some((line, fields)) => self.rows.push(line, fields)?,
+                None => break,
+            }
+        }
+        if self.rows.len() == BATCH_ROWS || (end && self.rows.len() > 0) {
+            self.rows.flush().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// One input field: text still to be parsed as the column type, or a binary value's bytes;
+/// `None` for NULL.
 enum Value {
     Text(Option<String>),
-    Binary(ScalarValue),
+    Binary(Option<Bytes>),
+}
+
+/// `COPY t, line 3, column a: ...`, as PostgreSQL's error context reads.
+fn copy_error(table: &str, code: &'static str, line: usize, column: Option<&str>, message: impl Display) -> SqlError {
+    let column = column.map(|c| format!(", column {c}")).unwrap_or_default();
+    SqlError::new(code, format!("COPY {table}, line {line}{column}: {message}"))
+}
+
+/// Splits a COPY's data into records as its messages arrive; between messages it keeps only
+/// the incomplete last record.
+struct RecordReader {
+    options: CopyOptions,
+    table: String,
+    /// Fields per record, which a binary tuple states up front.
+    columns: usize,
+    buffer: BytesMut,
+    /// How far the buffered text record was searched for its end without finding it, and
+    /// whether a CSV quote is open there: a record spread over many messages is scanned once.
+    scanned: usize,
+    in_quotes: bool,
+    /// Records read so far, a header included: the line number errors name, as PostgreSQL's do.
+    line: usize,
+    /// The binary header has been read.
+    header_read: bool,
+    /// The end-of-data marker (`\.`, or the binary trailer) came; what follows is ignored.
+    ended: bool,
+}
+
+impl RecordReader {
+    fn new(copy: &CopyIn) -> Self {
+        RecordReader {
+            options: copy.options.clone(),
+            table: copy.table.clone(),
+            columns: copy.columns.len(),
+            buffer: BytesMut::new(),
+            scanned: 0,
+            in_quotes: false,
+            line: 0,
+            header_read: false,
+            ended: false,
+        }
+    }
+
+    fn extend(&mut self, data: &[u8]) {
+        if !self.ended {
+            self.buffer.extend_from_slice(data);
+        }
+    }
+
+    /// The next complete record and its line number; `None` when the buffer holds no
+    /// complete record, or, with `end` (no more data comes), when there is none left.
+    fn next(&mut self, end: bool) -> Result<Option<(usize, Vec<Value>)>, SqlError> {
+        match self.options.format {
+            CopyFormat::Binary => self.next_tuple(end),
+            CopyFormat::Text | CopyFormat::Csv => self.next_line(end),
+        }
+    }
+
+    /// Text and CSV input. Line numbers count the header, as PostgreSQL's do.
+    fn next_line(&mut self, end: bool) -> Result<Option<(usize, Vec<Value>)>, SqlError> {
+        loop {
+            if self.ended {
+                return Ok(None);
+            }
+            let Some((length, consumed)) = self.record_end(end) else {
+                return Ok(None);
+            };
+            let record = self.buffer.split_to(consumed);
+            let record = &record[..length];
+            (self.scanned, self.in_quotes) = (0, false);
+            self.line += 1;
+            // `\.` alone on a line ends the data.
+            if record.strip_suffix(b"\r").unwrap_or(record) == b"\\." {
+                self.ended = true;
+                self.buffer.clear();
+                return Ok(None);
+            }
+            if self.line == 1 && self.options.header {
+                continue;
+            }
+            let fields = match self.options.format {
+                CopyFormat::Csv => csv_record(record, &self.options),
+                _ => text_record(record, &self.options),
+            };
+            let fields = fields.map_err(|(code, message)| copy_error(&self.table, code, self.line, None, message))?;
+            return Ok(Some((self.line, fields.into_iter().map(Value::Text).collect())));
+        }
+    }
+
+    /// The length of the buffered record, without and with its line break, once the buffer
+    /// holds all of it: a text record ends at the first newline no backslash escapes, a CSV
+    /// record at the first line break outside quotes. With `end`, the rest is the last record.
+    fn record_end(&mut self, end: bool) -> Option<(usize, usize)> {
+        let CopyOptions { quote, escape, .. } = self.options;
+        let csv = self.options.format == CopyFormat::Csv;
+        let data = &self.buffer[..];
+        let mut i = self.scanned;
+        while let Some(&b) = data.get(i) {
+            let next = data.get(i + 1).copied();
+            if csv && self.in_quotes {
+                // Whether an escape escapes a quote or is the closing quote, the next byte says.
+                if b == escape && next.is_none() && !end {
+                    break;
+                }
+                if b == escape && next.is_some_and(|n| n == quote || n == escape) {
+                    i += 2;
+                    continue;
+                }
+                self.in_quotes = b != quote;
+            } else if csv {
+                match b {
+                    b'\n' => return Some((i, i + 1)),
+                    b'\r' if next == Some(b'\n') => return Some((i, i + 2)),
+                    b'\r' if next.is_some() || end => return Some((i, i + 1)),
+                    // A `\n` may follow in the next message.
+                    b'\r' => break,
+                    _ => self.in_quotes = b == quote,
+                }
+            } else {
+                match b {
+                    b'\n' => return Some((i, i + 1)),
+                    b'\\' if next.is_none() && !end => break,
+                    b'\\' => i += 1,
+                    _ => {}
+                }
+            }
+            i += 1;
+        }
+        self.scanned = i.min(data.len());
+        (end && !data.is_empty()).then_some((data.len(), data.len()))
+    }
+
+    /// PostgreSQL's binary COPY: a signature and header, then per row a field count and each
+    /// field as a length (-1 for NULL) and the value in its binary send format.
+    fn next_tuple(&mut self, end: bool) -> Result<Option<(usize, Vec<Value>)>, SqlError> {
+        if self.ended {
+            return Ok(None);
+        }
+        if !self.header_read {
+            let Some(length) = self.binary_header(end)? else {
+                return Ok(None);
+            };
+            self.buffer.advance(length);
+            self.header_read = true;
+        }
+        let line = self.line + 1;
+        let mut reader = Reader(&self.buffer);
+        let Some(count) = reader.i16() else {
+            return self.short(end, BINARY_EOF);
+        };
+        if count == -1 {
+            self.ended = true;
+            self.buffer.clear();
+            return Ok(None);
+        }
+        if usize::try_from(count) != Ok(self.columns) {
+            let message = format!("row field count is {count}, expected {}", self.columns);
+            return Err(copy_error(&self.table, "22P04", line, None, message));
+        }
+        let mut fields = Vec::with_capacity(self.columns);
+        for _ in 0..self.columns {
+            match reader.i32() {
+                None => return self.short(end, BINARY_EOF),
+                Some(-1) => fields.push(None),
+                Some(length) => {
+                    let Ok(length) = usize::try_from(length) else {
+                        return Err(self.stream_error(BINARY_EOF));
+                    };
+                    let start = self.buffer.len() - reader.0.len();
+                    if reader.take(length).is_none() {
+                        return self.short(end, BINARY_EOF);
+                    }
+                    fields.push(Some(start..start + length));
+                }
+            }
+        }
+        let tuple = self.buffer.split_to(self.buffer.len() - reader.0.len()).freeze();
+        self.line = line;
+        Ok(Some((line, fields.into_iter().map(|field| Value::Binary(field.map(|range| tuple.slice(range)))).collect())))
+    }
+
+    /// The length of the binary header, once the buffer holds all of it.
+    fn binary_header(&self, end: bool) -> Result<Option<usize>, SqlError> {
+        let unrecognized = "COPY file signature not recognized";
+        let mut reader = Reader(&self.buffer);
+        match reader.take(BINARY_SIGNATURE.len()) {
+            Some(signature) if signature == BINARY_SIGNATURE => {}
+            None if BINARY_SIGNATURE.starts_with(&self.buffer) => return self.short(end, unrecognized),
+            _ => return Err(self.stream_error(unrecognized)),
+        }
+        let Some(flags) = reader.i32() else {
+            return self.short(end, "invalid COPY file header (missing flags)");
+        };
+        if flags & (1 << 16) != 0 {
+            return Err(SqlError::feature_not_supported("binary COPY with OIDs is not supported"));
+        }
+        let Some(extension) = reader.i32() else {
+            return self.short(end, "invalid COPY file header (missing length)");
+        };
+        let Ok(extension) = usize::try_from(extension) else {
+            return Err(self.stream_error("invalid COPY file header (missing length)"));
+        };
+        if reader.take(extension).is_none() {
+            return self.short(end, "invalid COPY file header (wrong length)");
+        }
+        Ok(Some(self.buffer.len() - reader.0.len()))
+    }
+
+    /// More data is needed; with `end`, none comes, and `message` says what is missing.
+    fn short<T>(&self, end: bool, message: &str) -> Result<Option<T>, SqlError> {
+        if end { Err(self.stream_error(message)) } else { Ok(None) }
+    }
+
+    fn stream_error(&self, message: &str) -> SqlError {
+        SqlError::new("22P04", format!("COPY {}: {message}", self.table))
+    }
 }
 
 /// Collects input rows column by column and turns them into table batches.
-struct RowBuilder<'a> {
-    copy: &'a CopyIn,
+struct RowBuilder {
+    copy: CopyIn,
     text: Vec<StringBuilder>,
     binary: Vec<Vec<ScalarValue>>,
     /// The input line of each buffered row, for error messages.
     lines: Vec<usize>,
-    batches: Vec<RecordBatch>,
 }
 
-impl<'a> RowBuilder<'a> {
-    fn new(copy: &'a CopyIn) -> Self {
+impl RowBuilder {
+    fn new(copy: CopyIn) -> Self {
         let n = copy.columns.len();
         RowBuilder {
-            copy,
             text: (0..n).map(|_| StringBuilder::new()).collect(),
             binary: vec![Vec::new(); n],
             lines: Vec::new(),
-            batches: Vec::new(),
+            copy,
         }
+    }
+
+    fn len(&self) -> usize {
+        self.lines.len()
     }
 
     fn column_type(&self, field: usize) -> &DataType {
         self.copy.table_schema.field(self.copy.columns[field]).data_type()
     }
 
-    /// `COPY t, line 3, column a: ...`, as PostgreSQL's error context reads.
-    fn error(
-        &self,
-        code: &'static str,
-        line: usize,
-        field: Option<usize>,
-        message: impl std::fmt::Display,
-    ) -> SqlError {
-        let column = field.map(|f| format!(", column {}", self.copy.table_schema.field(self.copy.columns[f]).name()));
-        SqlError::new(code, format!("COPY {}, line {line}{}: {message}", self.copy.table, column.unwrap_or_default()))
+    fn error(&self, code: &'static str, line: usize, field: Option<usize>, message: impl Display) -> SqlError {
+        let column = field.map(|f| self.copy.table_schema.field(self.copy.columns[f]).name().as_str());
+        copy_error(&self.copy.table, code, line, column, message)
     }
 
     fn push(&mut self, line: usize, fields: Vec<Value>) -> Result<(), SqlError> {
@@ -173,17 +445,21 @@ impl<'a> RowBuilder<'a> {
                 // PostgreSQL's input functions skip surrounding whitespace except for strings.
                 Value::Text(text) if *self.column_type(i) == DataType::Utf8 => self.text[i].append_option(text),
                 Value::Text(text) => self.text[i].append_option(text.as_deref().map(str::trim)),
-                Value::Binary(value) => self.binary[i].push(value),
+                Value::Binary(raw) => {
+                    let dt = self.column_type(i);
+                    let value = match raw {
+                        None => ScalarValue::try_from(dt)?,
+                        Some(raw) => binary_value(dt, &raw).map_err(|m| self.error("22P03", line, Some(i), m))?,
+                    };
+                    self.binary[i].push(value);
+                }
             }
         }
         self.lines.push(line);
-        if self.lines.len() == BATCH_ROWS {
-            self.flush()?;
-        }
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), SqlError> {
+    fn flush(&mut self) -> Result<RecordBatch, SqlError> {
         let schema = &self.copy.table_schema;
         let mut columns: Vec<ArrayRef> =
             schema.fields().iter().map(|f| new_null_array(f.data_type(), self.lines.len())).collect();
@@ -205,16 +481,9 @@ impl<'a> RowBuilder<'a> {
                 })?
             };
         }
-        self.batches.push(RecordBatch::try_new(schema.clone(), columns)?);
+        let batch = RecordBatch::try_new(Arc::clone(schema), columns)?;
         self.lines.clear();
-        Ok(())
-    }
-
-    fn finish(mut self) -> Result<Vec<RecordBatch>, SqlError> {
-        if !self.lines.is_empty() {
-            self.flush()?;
-        }
-        Ok(self.batches)
+        Ok(batch)
     }
 }
 
@@ -233,66 +502,33 @@ fn parse_column(text: &StringArray, dt: &DataType) -> Result<ArrayRef, usize> {
     }
 }
 
-/// Text and CSV input. Line numbers count the header, as PostgreSQL's do.
-fn read_text(data: &[u8], options: &CopyOptions, rows: &mut RowBuilder) -> Result<(), SqlError> {
-    let mut pos = 0;
-    let mut line = 0;
-    loop {
-        line += 1;
-        let record = match options.format {
-            CopyFormat::Csv => csv_record(data, &mut pos, options),
-            _ => text_record(data, &mut pos, options),
-        };
-        let fields = match record {
-            Ok(Some(fields)) => fields,
-            Ok(None) => return Ok(()),
-            Err((code, message)) => return Err(rows.error(code, line, None, message)),
-        };
-        if line == 1 && options.header {
-            continue;
-        }
-        rows.push(line, fields.into_iter().map(Value::Text).collect())?;
-    }
-}
-
-type Record = Result<Option<Vec<Option<String>>>, (&'static str, String)>;
-
-/// `\.` alone on a line ends the data.
-fn at_end_marker(rest: &[u8]) -> bool {
-    rest.strip_prefix(b"\\.").is_some_and(|after| matches!(after, [] | [b'\n', ..] | [b'\r', ..]))
-}
+/// A record's fields, or the SQLSTATE and message of what is wrong with it.
+type Fields = Result<Vec<Option<String>>, (&'static str, String)>;
 
 fn utf8(bytes: Vec<u8>) -> Result<String, (&'static str, String)> {
     String::from_utf8(bytes).map_err(|_| ("22021", "invalid byte sequence for encoding \"UTF8\"".to_string()))
 }
 
-/// One line of the text format: delimited fields with backslash escapes, `\N` for NULL.
-fn text_record(data: &[u8], pos: &mut usize, options: &CopyOptions) -> Record {
-    let rest = &data[(*pos).min(data.len())..];
-    if rest.is_empty() || at_end_marker(rest) {
-        return Ok(None);
-    }
-    // An escaped newline belongs to the value, so the line ends at the first unescaped one.
-    let mut end = 0;
-    while end < rest.len() && rest[end] != b'\n' {
-        end += if rest[end] == b'\\' { 2 } else { 1 };
-    }
-    let end = end.min(rest.len());
-    *pos += end + 1;
-    let line = rest[..end].strip_suffix(b"\r").unwrap_or(&rest[..end]);
+/// One line of the text format, without its newline: delimited fields with backslash
+/// escapes, `\N` for NULL.
+fn text_record(record: &[u8], options: &CopyOptions) -> Fields {
+    let line = record.strip_suffix(b"\r").unwrap_or(record);
     let mut fields = Vec::new();
     let mut start = 0;
     let mut i = 0;
     while i <= line.len() {
-        if i == line.len() || line[i] == options.delimiter {
-            fields.push(text_field(&line[start..i], options)?);
-            start = i + 1;
-        } else if line[i] == b'\\' && i + 1 < line.len() {
-            i += 1;
+        match line.get(i) {
+            None => fields.push(text_field(line.get(start..).unwrap_or_default(), options)?),
+            Some(&b) if b == options.delimiter => {
+                fields.push(text_field(line.get(start..i).unwrap_or_default(), options)?);
+                start = i + 1;
+            }
+            Some(b'\\') if i + 1 < line.len() => i += 1,
+            Some(_) => {}
         }
         i += 1;
     }
-    Ok(Some(fields))
+    Ok(fields)
 }
 
 fn text_field(raw: &[u8], options: &CopyOptions) -> Result<Option<String>, (&'static str, String)> {
@@ -349,114 +585,54 @@ fn text_field(raw: &[u8], options: &CopyOptions) -> Result<Option<String>, (&'st
     utf8(out).map(Some)
 }
 
-/// One record of the CSV format, which may span lines inside quotes. An unquoted field
-/// equal to the NULL string is NULL; a quoted one never is.
-fn csv_record(data: &[u8], pos: &mut usize, options: &CopyOptions) -> Record {
+/// One record of the CSV format, without its line break; quoted values may span lines. An
+/// unquoted field equal to the NULL string is NULL; a quoted one never is.
+fn csv_record(record: &[u8], options: &CopyOptions) -> Fields {
     let CopyOptions { delimiter, quote, escape, .. } = *options;
-    let rest = &data[(*pos).min(data.len())..];
-    if rest.is_empty() || at_end_marker(rest) {
-        return Ok(None);
-    }
     let mut fields = Vec::new();
     let mut value = Vec::new();
     let mut quoted = false;
     let mut start = 0;
     let mut i = 0;
     loop {
-        let b = rest.get(i).copied();
-        if b == Some(quote) {
-            quoted = true;
-            i += 1;
-            loop {
-                match rest.get(i).copied() {
-                    None => return Err(("22P04", "unterminated CSV quoted field".to_string())),
-                    Some(c) if c == escape && rest.get(i + 1).is_some_and(|&n| n == quote || n == escape) => {
-                        value.push(rest[i + 1]);
-                        i += 2;
-                    }
-                    Some(c) if c == quote => {
-                        i += 1;
-                        break;
-                    }
-                    Some(c) => {
-                        value.push(c);
-                        i += 1;
+        match record.get(i).copied() {
+            Some(b) if b == quote => {
+                quoted = true;
+                i += 1;
+                loop {
+                    match (record.get(i).copied(), record.get(i + 1).copied()) {
+                        (None, _) => return Err(("22P04", "unterminated CSV quoted field".to_string())),
+                        (Some(c), Some(n)) if c == escape && (n == quote || n == escape) => {
+                            value.push(n);
+                            i += 2;
+                        }
+                        (Some(c), _) if c == quote => {
+                            i += 1;
+                            break;
+                        }
+                        (Some(c), _) => {
+                            value.push(c);
+                            i += 1;
+                        }
                     }
                 }
             }
-            continue;
-        }
-        if matches!(b, None | Some(b'\n' | b'\r')) || b == Some(delimiter) {
-            let is_null = !quoted && &rest[start..i] == options.null.as_bytes();
-            let text = utf8(std::mem::take(&mut value))?;
-            fields.push((!is_null).then_some(text));
-            quoted = false;
-            i += 1;
-            start = i;
-            if b == Some(b'\r') && rest.get(i) == Some(&b'\n') {
+            Some(b) if b != delimiter => {
+                value.push(b);
                 i += 1;
             }
-            if b != Some(delimiter) {
-                *pos += i.min(rest.len());
-                return Ok(Some(fields));
-            }
-            continue;
-        }
-        value.push(rest[i]);
-        i += 1;
-    }
-}
-
-/// PostgreSQL's binary COPY: a signature and header, then per row a field count and each
-/// field as a length (-1 for NULL) and the value in its binary send format.
-fn read_binary(data: &[u8], rows: &mut RowBuilder) -> Result<(), SqlError> {
-    let copy = rows.copy;
-    let bad = |message: &str| SqlError::new("22P04", format!("COPY {}: {message}", copy.table));
-    let mut reader = Reader(data);
-    if reader.take(BINARY_SIGNATURE.len()) != Some(BINARY_SIGNATURE) {
-        return Err(bad("COPY file signature not recognized"));
-    }
-    let flags = reader.i32().ok_or_else(|| bad("invalid COPY file header (missing flags)"))?;
-    if flags & (1 << 16) != 0 {
-        return Err(SqlError::feature_not_supported("binary COPY with OIDs is not supported"));
-    }
-    let extension = reader
-        .i32()
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| bad("invalid COPY file header (missing length)"))?;
-    reader.take(extension).ok_or_else(|| bad("invalid COPY file header (wrong length)"))?;
-    let mut line = 0;
-    loop {
-        line += 1;
-        let count = reader.i16().ok_or_else(|| bad("unexpected EOF in COPY data"))?;
-        if count == -1 {
-            return Ok(());
-        }
-        if count as usize != copy.columns.len() {
-            return Err(rows.error(
-                "22P04",
-                line,
-                None,
-                format!("row field count is {count}, expected {}", copy.columns.len()),
-            ));
-        }
-        let mut fields = Vec::with_capacity(count as usize);
-        for field in 0..count as usize {
-            let dt = copy.table_schema.field(copy.columns[field]).data_type();
-            let value = match reader.i32() {
-                Some(-1) => ScalarValue::try_from(dt)?,
-                Some(len) => {
-                    let raw = usize::try_from(len)
-                        .ok()
-                        .and_then(|len| reader.take(len))
-                        .ok_or_else(|| bad("unexpected EOF in COPY data"))?;
-                    binary_value(dt, raw).map_err(|m| rows.error("22P03", line, Some(field), m))?
+            separator => {
+                let is_null = !quoted && record.get(start..i) == Some(options.null.as_bytes());
+                let text = utf8(std::mem::take(&mut value))?;
+                fields.push((!is_null).then_some(text));
+                if separator.is_none() {
+                    return Ok(fields);
                 }
-                None => return Err(bad("unexpected EOF in COPY data")),
-            };
-            fields.push(Value::Binary(value));
+                quoted = false;
+                i += 1;
+                start = i;
+            }
         }
-        rows.push(line, fields)?;
     }
 }
 
@@ -631,6 +807,7 @@ fn write_csv_value(out: &mut BytesMut, value: &[u8], single_column: bool, option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::datatypes::{Field, Schema};
     use datafusion::arrow::util::display::array_value_to_string;
 
     fn options(format: CopyFormat) -> CopyOptions {
@@ -645,19 +822,74 @@ mod tests {
         }
     }
 
-    fn records(data: &str, options: &CopyOptions) -> Vec<Vec<Option<String>>> {
-        let mut pos = 0;
-        let mut out = Vec::new();
-        loop {
-            let record = match options.format {
-                CopyFormat::Csv => csv_record(data.as_bytes(), &mut pos, options),
-                _ => text_record(data.as_bytes(), &mut pos, options),
-            };
-            match record.unwrap() {
-                Some(r) => out.push(r),
-                None => return out,
+    fn copy_in(options: CopyOptions, columns: &[(&str, DataType)]) -> CopyIn {
+        let fields: Vec<Field> = columns.iter().map(|(name, dt)| Field::new(*name, dt.clone(), true)).collect();
+        CopyIn {
+            schema: "default".to_string(),
+            table: "t".to_string(),
+            table_schema: Arc::new(Schema::new(fields)),
+            columns: (0..columns.len()).collect(),
+            options,
+        }
+    }
+
+    /// Reads `data` sent as CopyData messages of `chunk` bytes, as the records it splits into.
+    fn records_in_messages(
+        data: &[u8],
+        options: &CopyOptions,
+        chunk: usize,
+    ) -> Result<Vec<Vec<Option<String>>>, SqlError> {
+        let mut reader = RecordReader::new(&copy_in(options.clone(), &[]));
+        let mut records = Vec::new();
+        let mut take = |record: (usize, Vec<Value>)| {
+            records.push(
+                record
+                    .1
+                    .into_iter()
+                    .map(|v| if let Value::Text(text) = v { text } else { panic!("not text") })
+                    .collect(),
+            )
+        };
+        for message in data.chunks(chunk) {
+            reader.extend(message);
+            while let Some(record) = reader.next(false)? {
+                take(record);
             }
         }
+        while let Some(record) = reader.next(true)? {
+            take(record);
+        }
+        Ok(records)
+    }
+
+    /// The records of `data` sent in one message, once every split into smaller messages has
+    /// read the same: a record split anywhere, inside a quoted field or an escape, reads as whole.
+    fn records(data: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>>>, SqlError> {
+        let whole = records_in_messages(data.as_bytes(), options, data.len().max(1));
+        for chunk in 1..data.len() {
+            assert_eq!(
+                records_in_messages(data.as_bytes(), options, chunk),
+                whole,
+                "{data:?} in messages of {chunk} bytes"
+            );
+        }
+        whole
+    }
+
+    /// The batches a parser makes of `data` sent as CopyData messages of `chunk` bytes.
+    fn batches_in_messages(copy: CopyIn, data: &[u8], chunk: usize) -> Result<Vec<RecordBatch>, SqlError> {
+        let mut parser = CopyParser::new(copy);
+        let mut batches = Vec::new();
+        for message in data.chunks(chunk) {
+            parser.extend(message);
+            while let Some(batch) = parser.next_batch(false)? {
+                batches.push(batch);
+            }
+        }
+        while let Some(batch) = parser.next_batch(true)? {
+            batches.push(batch);
+        }
+        Ok(batches)
     }
 
     fn s(v: &str) -> Option<String> {
@@ -668,23 +900,105 @@ mod tests {
     fn text_format_escapes_nulls_and_end_marker() {
         let text = options(CopyFormat::Text);
         assert_eq!(
-            records("1\ta\\tb\\\\c\\n\n2\t\\N\r\n3\t\\101\\x41\\.\\q\n\\.\nignored\n", &text),
+            records("1\ta\\tb\\\\c\\n\n2\t\\N\r\n3\t\\101\\x41\\.\\q\n\\.\nignored\n", &text).unwrap(),
             vec![vec![s("1"), s("a\tb\\c\n")], vec![s("2"), None], vec![s("3"), s("AA.q")]]
         );
-        assert_eq!(records("a\\\tb\tc", &text), vec![vec![s("a\tb"), s("c")]]);
-        assert_eq!(records("\n", &text), vec![vec![s("")]]);
-        assert_eq!(records("\\303\\251", &text), vec![vec![s("é")]]);
+        assert_eq!(records("a\\\tb\tc", &text).unwrap(), vec![vec![s("a\tb"), s("c")]]);
+        assert_eq!(records("\n", &text).unwrap(), vec![vec![s("")]]);
+        assert_eq!(records("\\303\\251", &text).unwrap(), vec![vec![s("é")]]);
+        assert_eq!(records("a\\\nb\n\\.", &text).unwrap(), vec![vec![s("a\nb")]]);
+        assert_eq!(records("x\\", &text).unwrap(), vec![vec![s("x\\")]]);
     }
 
     #[test]
     fn csv_format_quotes_and_nulls() {
         let csv = options(CopyFormat::Csv);
         assert_eq!(
-            records("1,\"a,\"\"b\"\"\",\n2,\"\",\"x\ny\"\r\n\\.\n", &csv),
+            records("1,\"a,\"\"b\"\"\",\n2,\"\",\"x\ny\"\r\n\\.\n", &csv).unwrap(),
             vec![vec![s("1"), s("a,\"b\""), None], vec![s("2"), s(""), s("x\ny")]]
         );
-        let mut pos = 0;
-        assert_eq!(csv_record(b"1,\"open", &mut pos, &csv).unwrap_err().0, "22P04");
+        assert_eq!(records("a\rb\r\n\"c\r\n\"\r", &csv).unwrap(), vec![vec![s("a")], vec![s("b")], vec![s("c\r\n")]]);
+        assert_eq!(records("1,\"open", &csv).unwrap_err().code, "22P04");
+        assert_eq!(
+            records("1,\"open\n2,b\n", &csv).unwrap_err().message,
+            "COPY t, line 1: unterminated CSV quoted field"
+        );
+        let escaped = CopyOptions { escape: b'\\', ..csv };
+        assert_eq!(
+            records("\"a\\\"b\\\\\",\"\\n\"\n\"x\"\"y\"\n", &escaped).unwrap(),
+            vec![vec![s("a\"b\\"), s("\\n")], vec![s("xy")]]
+        );
+    }
+
+    #[test]
+    fn rows_split_across_messages_parse_as_sent_whole() {
+        let columns = [("k", DataType::Int64), ("v", DataType::Utf8), ("d", DataType::Date32)];
+        let csv = "1,\"multi\nline, \"\"quoted\"\"\",2024-01-02\r\n2,,\n3,plain,1999-12-31";
+        let text = "1\tmulti\\nline, \"quoted\"\t2024-01-02\r\n2\t\\N\t\\N\n3\tplain\t1999-12-31\n\\.\n";
+        let mut binary = BytesMut::from(BINARY_SIGNATURE);
+        binary.put_i32(0);
+        binary.put_i32(4);
+        binary.put_slice(b"skip");
+        for (k, v, days) in
+            [(1i64, Some("multi\nline, \"quoted\""), Some(19724)), (2, None, None), (3, Some("plain"), Some(10956))]
+        {
+            binary.put_i16(3);
+            binary.put_i32(8);
+            binary.put_i64(k);
+            match v {
+                Some(v) => {
+                    binary.put_i32(v.len() as i32);
+                    binary.put_slice(v.as_bytes());
+                }
+                None => binary.put_i32(-1),
+            }
+            match days {
+                // PostgreSQL's dates count days from 2000-01-01.
+                Some(days) => {
+                    binary.put_i32(4);
+                    binary.put_i32(days - 10957);
+                }
+                None => binary.put_i32(-1),
+            }
+        }
+        binary.put_i16(-1);
+        let mut expected = None;
+        for (format, data) in
+            [(CopyFormat::Csv, csv.as_bytes()), (CopyFormat::Text, text.as_bytes()), (CopyFormat::Binary, &binary[..])]
+        {
+            let whole = batches_in_messages(copy_in(options(format), &columns), data, data.len()).unwrap();
+            let expected = expected.get_or_insert_with(|| whole.clone());
+            assert_eq!(&whole, &*expected, "{format:?} reads the same rows");
+            for chunk in 1..data.len() {
+                let split = batches_in_messages(copy_in(options(format), &columns), data, chunk).unwrap();
+                assert_eq!(&split, &*expected, "{format:?} in messages of {chunk} bytes");
+            }
+        }
+        let expected = expected.unwrap();
+        assert_eq!(expected.len(), 1);
+        assert_eq!(array_value_to_string(expected[0].column(1), 0).unwrap(), "multi\nline, \"quoted\"");
+        assert_eq!(array_value_to_string(expected[0].column(2), 2).unwrap(), "1999-12-31");
+        // A tuple cut short by the end of the data, wherever it is cut.
+        for cut in 0..binary.len() {
+            let err =
+                batches_in_messages(copy_in(options(CopyFormat::Binary), &columns), &binary[..cut], 7).unwrap_err();
+            assert_eq!(err.code, "22P04", "cut at {cut}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn batches_fill_across_messages_and_errors_name_the_line() {
+        let columns = [("k", DataType::Int64)];
+        let mut data: String = (0..BATCH_ROWS + 3).map(|k| format!("{k}\n")).collect();
+        let batches = batches_in_messages(copy_in(options(CopyFormat::Text), &columns), data.as_bytes(), 1000).unwrap();
+        assert_eq!(batches.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(), vec![BATCH_ROWS, 3]);
+        data.push_str("x\n");
+        let err = batches_in_messages(copy_in(options(CopyFormat::Text), &columns), data.as_bytes(), 1000).unwrap_err();
+        assert_eq!(err.code, "22P02");
+        assert_eq!(
+            err.message,
+            format!("COPY t, line {}, column k: invalid input syntax for type bigint: \"x\"", BATCH_ROWS + 4)
+        );
     }
 
     #[test]

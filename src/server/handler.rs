@@ -110,7 +110,7 @@ fn respond(output: Output, format: &Format, interrupt: &Interrupt, copy: &CopySt
         }
         Output::TransactionStart(tag) => Response::TransactionStart(Tag::new(tag)),
         Output::TransactionEnd(tag) => Response::TransactionEnd(Tag::new(tag)),
-        Output::CopyIn(copy_in) => copy.start(copy_in),
+        Output::CopyIn(copy_in) => copy.start(copy_in).map_err(to_pgwire)?,
         Output::CopyOut(copy_out) => copy_out_response(copy_out, interrupt)?,
     })
 }

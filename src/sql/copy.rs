@@ -1,6 +1,6 @@
 //! `COPY`: which table or query, which direction, which format. The data itself moves on
-//! the wire front end, and rows copied in are appended in one commit by
-//! [`dml::append_batches`](super::dml::append_batches).
+//! the wire front end, and rows copied in stream into one write of the table, committed at
+//! the end, through [`TableAppend`](super::append_stream::TableAppend).
 
 use std::sync::Arc;
 

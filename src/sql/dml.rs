@@ -3,16 +3,16 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::datasource::{MemTable, provider_as_source};
+use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp};
+use datafusion::prelude::SessionContext;
 
 use super::output::Output;
 use super::session::Session;
 use crate::catalog::metastore::{DataFile, TableMeta, WriteMode};
 use crate::error::SqlError;
-use crate::planner::table_provider::{ParquetTable, table_schema};
+use crate::planner::table_provider::ParquetTable;
 use crate::sql::table_writer::{TableLayout, write_table};
 use crate::storage::commit::StagedWrite;
 use crate::storage::parquet_writer::StagedFile;
@@ -50,24 +50,6 @@ pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlE
     Ok(Output::Command { tag: "INSERT", rows: Some(rows) })
 }
 
-/// Appends rows already shaped as the table's columns (COPY FROM), in one atomic commit.
-pub async fn append_batches(
-    session: &Session,
-    schema: &str,
-    table: &str,
-    batches: Vec<RecordBatch>,
-) -> Result<usize, SqlError> {
-    let meta = existing_table(session, schema, table)?;
-    let source = MemTable::try_new(table_schema(&meta)?, vec![batches])?;
-    let plan = LogicalPlanBuilder::scan(table, provider_as_source(Arc::new(source)), None)?.build()?;
-    let metastore = &session.engine.metastore;
-    let files = write_and_publish(session, &meta, plan, |described| {
-        metastore.commit_write(meta.id, WriteMode::Append, described)
-    })
-    .await?;
-    Ok(files.iter().map(|f| f.rows as usize).sum())
-}
-
 /// Runs `plan` (the table's columns in order), writes its rows in the table's layout and
 /// publishes them with `commit`, which makes them part of the table.
 async fn write_and_publish(
@@ -76,11 +58,22 @@ async fn write_and_publish(
     plan: LogicalPlan,
     commit: impl FnOnce(&[DataFile]) -> Result<(), SqlError>,
 ) -> Result<Vec<StagedFile>, SqlError> {
-    let write = StagedWrite::new(&meta.location);
-    let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
-    let files = write_table(&session.ctx, plan, &layout, &write).await?;
+    let (write, files) = stage_write(&session.ctx, meta, plan).await?;
     write.publish(&session.engine.metastore, &files, commit)?;
     Ok(files)
+}
+
+/// Runs `plan` (the table's columns in order) and writes its rows in the table's layout into
+/// a staging directory, where no reader sees them until the write is published.
+pub(super) async fn stage_write(
+    ctx: &SessionContext,
+    meta: &TableMeta,
+    plan: LogicalPlan,
+) -> Result<(StagedWrite, Vec<StagedFile>), SqlError> {
+    let write = StagedWrite::new(&meta.location);
+    let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
+    let files = write_table(ctx, plan, &layout, &write).await?;
+    Ok((write, files))
 }
 
 pub(super) fn existing_table(session: &Session, schema: &str, table: &str) -> Result<TableMeta, SqlError> {

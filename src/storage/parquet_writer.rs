@@ -102,7 +102,15 @@ pub async fn write_partitions(
     }
     let mut files = Vec::new();
     while let Some(joined) = tasks.join_next().await {
-        files.extend(joined.map_err(|e| SqlError::internal(format!("write task failed: {e}")))??);
+        match joined.map_err(|e| SqlError::internal(format!("write task failed: {e}"))).and_then(|done| done) {
+            Ok(done) => files.extend(done),
+            Err(e) => {
+                // The other writers stop before the error returns, so that none of them adds a
+                // file to the staging directory after the failed write has removed it.
+                tasks.shutdown().await;
+                return Err(e);
+            }
+        }
     }
     files.sort_by(|a, b| a.relative.cmp(&b.relative));
     Ok(files)
