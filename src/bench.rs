@@ -4,7 +4,7 @@
 //! with count/sum, a GROUP BY with top-5 and a point lookup on each — with as many shuffle
 //! partitions as buckets and broadcasts off, then at Spark's defaults (200 shuffle partitions,
 //! adaptive execution) — reporting medians, rows/s, peak memory, the most descriptors held,
-//! shuffled bytes and the exchanges of each plan.
+//! shuffled bytes, the exchanges of each plan and the partitions read after each.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{Array, Int64Array};
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, collect};
 
 use crate::error::SqlError;
+use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::sql::engine::{Engine, EngineOptions};
 use crate::sql::session::Session;
@@ -50,8 +50,7 @@ struct Measurement {
     peak_fds: u64,
     /// Process CPU time over wall time: how many cores were busy on average.
     cores_busy: f64,
-    exchanges: usize,
-    shuffle_bytes: usize,
+    shuffles: Shuffles,
 }
 
 /// CPU time this process has used (user + system), from `/proc/self/stat`.
@@ -109,16 +108,43 @@ impl RssSampler {
     }
 }
 
-fn exchanges_and_bytes(plan: &Arc<dyn ExecutionPlan>) -> (usize, usize) {
-    let (mut count, mut bytes) = (0, 0);
-    let _ = plan.apply(|node| {
-        if let Some(exchange) = node.downcast_ref::<ShuffleExchangeExec>() {
-            count += 1;
-            bytes += exchange.metrics().and_then(|m| m.sum_by_name("shuffle_bytes")).map_or(0, |v| v.as_usize());
+/// The exchanges a run's plan ended with: how many, the bytes they moved, and for each the
+/// partitions its reader read (after adaptive coalescing, when it ran).
+#[derive(Default)]
+struct Shuffles {
+    exchanges: usize,
+    bytes: usize,
+    partitions_read: Vec<usize>,
+}
+
+impl Shuffles {
+    fn of(plan: &Arc<dyn ExecutionPlan>) -> Self {
+        let mut shuffles = Shuffles::default();
+        shuffles.visit(plan, None);
+        shuffles
+    }
+
+    /// `read_by` is the partition count of the adaptive read above, if `plan` is under one.
+    fn visit(&mut self, plan: &Arc<dyn ExecutionPlan>, read_by: Option<usize>) {
+        let read_by = match plan.downcast_ref::<AqeShuffleReadExec>() {
+            Some(read) => Some(read.specs().len()),
+            None if plan.downcast_ref::<ShuffleExchangeExec>().is_some() => {
+                self.exchanges += 1;
+                self.bytes += plan.metrics().and_then(|m| m.sum_by_name("shuffle_bytes")).map_or(0, |v| v.as_usize());
+                self.partitions_read.push(read_by.unwrap_or(plan.output_partitioning().partition_count()));
+                None
+            }
+            None => read_by,
+        };
+        for child in plan.children() {
+            self.visit(child, read_by);
         }
-        Ok(TreeNodeRecursion::Continue)
-    });
-    (count, bytes)
+    }
+
+    fn partitions_read_text(&self) -> String {
+        let counts: Vec<String> = self.partitions_read.iter().map(usize::to_string).collect();
+        if counts.is_empty() { "-".to_string() } else { counts.join("+") }
+    }
 }
 
 async fn execute(session: &Session, sql: &str) -> Result<(), SqlError> {
@@ -161,7 +187,7 @@ async fn time_query(
     let cores_busy = busy.iter().sum::<f64>() / busy.len() as f64;
     timings.sort();
     let median = timings[timings.len() / 2];
-    let (exchanges, shuffle_bytes) = exchanges_and_bytes(last_plan.as_ref().expect("ran at least once"));
+    let shuffles = Shuffles::of(last_plan.as_ref().expect("ran at least once"));
     Ok(Measurement {
         name: name.to_string(),
         layout,
@@ -171,8 +197,7 @@ async fn time_query(
         peak_rss,
         peak_fds,
         cores_busy,
-        exchanges,
-        shuffle_bytes,
+        shuffles,
     })
 }
 
@@ -292,7 +317,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off"
     );
     println!(
-        "{:<16} {:<9} {:<12} {:>10} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14}",
+        "{:<16} {:<9} {:<12} {:>10} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14} {:>15}",
         "query",
         "layout",
         "settings",
@@ -302,11 +327,12 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         "max fds",
         "cores busy",
         "exchanges",
-        "shuffled MiB"
+        "shuffled MiB",
+        "partitions read"
     );
     for m in &results {
         println!(
-            "{:<16} {:<9} {:<12} {:>10.1} {:>14.0} {:>10.1} {:>8} {:>11.2} {:>9} {:>14.1}",
+            "{:<16} {:<9} {:<12} {:>10.1} {:>14.0} {:>10.1} {:>8} {:>11.2} {:>9} {:>14.1} {:>15}",
             m.name,
             m.layout,
             m.settings,
@@ -315,15 +341,16 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
             m.peak_rss as f64 / 1048576.0,
             m.peak_fds,
             m.cores_busy,
-            m.exchanges,
-            m.shuffle_bytes as f64 / 1048576.0
+            m.shuffles.exchanges,
+            m.shuffles.bytes as f64 / 1048576.0,
+            m.shuffles.partitions_read_text()
         );
     }
     let entries: Vec<String> = results
         .iter()
         .map(|m| {
             format!(
-                "{{\"query\":\"{}\",\"layout\":\"{}\",\"settings\":\"{}\",\"median_ms\":{:.3},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"peak_fds\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{}}}",
+                "{{\"query\":\"{}\",\"layout\":\"{}\",\"settings\":\"{}\",\"median_ms\":{:.3},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"peak_fds\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{},\"partitions_read\":{:?}}}",
                 m.name,
                 m.layout,
                 m.settings,
@@ -332,8 +359,9 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
                 m.peak_rss,
                 m.peak_fds,
                 m.cores_busy,
-                m.exchanges,
-                m.shuffle_bytes
+                m.shuffles.exchanges,
+                m.shuffles.bytes,
+                m.shuffles.partitions_read
             )
         })
         .collect();
