@@ -5,6 +5,7 @@ use tracing_subscriber::EnvFilter;
 
 use bucketsql::server::Server;
 use bucketsql::server::auth::{Authenticator, Passwords};
+use bucketsql::server::connection_limit::DEFAULT_MAX_CONNECTIONS;
 use bucketsql::sql::engine::{Engine, EngineOptions};
 
 #[derive(Parser)]
@@ -66,6 +67,9 @@ enum Command {
         /// PEM private key for TLS (with `--tls-cert`).
         #[arg(long, value_name = "FILE", requires = "tls_cert")]
         tls_key: Option<PathBuf>,
+        /// Clients connected at once; past it a new one gets SQLSTATE 53300.
+        #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections: u32,
     },
 }
 
@@ -100,6 +104,7 @@ async fn run() -> anyhow::Result<()> {
             trust,
             tls_cert,
             tls_key,
+            max_connections,
         } => {
             let passwords = match (password, users_file) {
                 (Some(password), _) => Some(Passwords::for_everyone(&password)),
@@ -119,7 +124,7 @@ async fn run() -> anyhow::Result<()> {
             let auth = Authenticator::new(passwords, cert_pem.as_deref());
             let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
             let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit })?;
-            let server = Server::bind(&listen, engine, auth, tls).await?;
+            let server = Server::bind(&listen, engine, auth, tls, max_connections as usize).await?;
             tracing::info!(address = %server.local_addr()?, data_dir = %data_dir.display(), "bucketsql is listening");
             server.run().await?;
         }

@@ -250,3 +250,36 @@ fn trust_beyond_loopback_needs_a_flag() {
         let _ = child.wait();
     }
 }
+
+/// Past `--max-connections` a client is refused with 53300, psql's too; a full server still
+/// takes CancelRequests, and a closed connection frees its slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_max_connections_clients_get_53300_and_cancels_still_work() {
+    let server = TestServer::start_fresh(&["--max-connections", "2"]);
+    let first = server.connect().await;
+    let second = server.connect().await;
+    let refused = connect(&server, "user=postgres", NoTls).await.err().expect("a third client is refused");
+    assert_eq!(sqlstate(&refused), "53300", "{refused}");
+    assert_eq!(message(&refused), "sorry, too many clients already");
+    let output = psql(&server, "sslmode=prefer", "", "SELECT 1");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("sorry, too many clients already"), "{stderr}");
+
+    let (error, _) = cancel_after(&first, Duration::from_millis(300), false).await;
+    assert_eq!(sqlstate(&error), "57014", "a full server cancels: {error}");
+    assert_eq!(text_rows(&second, "SELECT 2").await, vec![vec!["2"]]);
+
+    drop(second);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let third = loop {
+        match connect(&server, "user=postgres", NoTls).await {
+            Ok(client) => break client,
+            Err(e) if Instant::now() < deadline && sqlstate(&e) == "53300" => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("a freed slot takes a new client: {e}"),
+        }
+    };
+    assert_eq!(text_rows(&third, "SELECT 3").await, vec![vec!["3"]]);
+}

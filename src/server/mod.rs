@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod cancel;
+pub mod connection_limit;
 pub mod copy;
 pub mod encoding;
 pub mod handler;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 use pgwire::tokio::TlsAcceptor;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 use crate::sql::engine::Engine;
 use crate::sql::session::Session;
@@ -30,18 +32,22 @@ pub struct Server {
     engine: Arc<Engine>,
     auth: Arc<Authenticator>,
     tls: Option<TlsAcceptor>,
+    /// One permit per client connection that may be open at once.
+    connections: Arc<Semaphore>,
 }
 
 impl Server {
-    /// `tls`: offer TLS to clients that ask for it.
+    /// `tls`: offer TLS to clients that ask for it; `max_connections`: clients served at once.
     pub async fn bind(
         addr: &str,
         engine: Arc<Engine>,
         auth: Authenticator,
         tls: Option<TlsAcceptor>,
+        max_connections: usize,
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        Ok(Server { listener, engine, auth: Arc::new(auth), tls })
+        let connections = Arc::new(Semaphore::new(max_connections));
+        Ok(Server { listener, engine, auth: Arc::new(auth), tls, connections })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -62,7 +68,14 @@ impl Server {
             let engine = Arc::clone(&self.engine);
             let auth = Arc::clone(&self.auth);
             let tls = self.tls.clone();
+            let connections = Arc::clone(&self.connections);
             tokio::spawn(async move {
+                let permit = connections.try_acquire_owned().ok();
+                if permit.is_none() && !connection_limit::is_cancel_request(&socket).await {
+                    tracing::warn!(%peer, "connection refused: too many clients");
+                    connection_limit::refuse(socket).await;
+                    return;
+                }
                 let session = match Session::new(engine) {
                     Ok(session) => session,
                     Err(e) => {
@@ -75,6 +88,7 @@ impl Server {
                 if let Err(e) = pgwire::tokio::process_socket(socket, tls, handlers).await {
                     tracing::debug!(%peer, "connection ended with an error: {e}");
                 }
+                drop(permit);
             });
         }
     }

@@ -1,0 +1,77 @@
+//! `--max-connections`: past it a new client is told `53300` "sorry, too many clients
+//! already", as PostgreSQL tells it, in answer to its startup packet, and the connection
+//! closes. Cancel requests are served whatever the count, as PostgreSQL serves them: they are
+//! how a client stops a query on a server that is full.
+
+use std::io;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// PostgreSQL's default `max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 100;
+
+const CANCEL_REQUEST: u32 = 80877102;
+const SSL_REQUEST: u32 = 80877103;
+const GSSENC_REQUEST: u32 = 80877104;
+/// PostgreSQL's `MAX_STARTUP_PACKET_LENGTH`: a longer startup packet is not read.
+const MAX_STARTUP_PACKET: usize = 10_000;
+/// How long a refused client may take to send its startup packet.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether the client's first packet is a CancelRequest, read without consuming it.
+pub async fn is_cancel_request(socket: &TcpStream) -> bool {
+    let mut header = [0u8; 8];
+    let peeked = tokio::time::timeout(STARTUP_TIMEOUT, async {
+        // Both words arrive together in practice; wait for the rest if they do not.
+        loop {
+            match socket.peek(&mut header).await {
+                Ok(8) => return true,
+                Ok(0) | Err(_) => return false,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    })
+    .await;
+    peeked == Ok(true) && u32::from_be_bytes([header[4], header[5], header[6], header[7]]) == CANCEL_REQUEST
+}
+
+/// Answers the client's startup packet with the 53300 error and closes the connection. TLS and
+/// GSS encryption requests are declined first, as a server without them declines them.
+pub async fn refuse(socket: TcpStream) {
+    let _ = tokio::time::timeout(STARTUP_TIMEOUT, refuse_within(socket)).await;
+}
+
+async fn refuse_within(mut socket: TcpStream) -> io::Result<()> {
+    loop {
+        let length = socket.read_u32().await? as usize;
+        if !(8..=MAX_STARTUP_PACKET).contains(&length) {
+            return Ok(());
+        }
+        let code = socket.read_u32().await?;
+        let mut rest = vec![0; length - 8];
+        socket.read_exact(&mut rest).await?;
+        if code != SSL_REQUEST && code != GSSENC_REQUEST {
+            break;
+        }
+        socket.write_all(b"N").await?;
+    }
+    socket.write_all(&too_many_clients()).await?;
+    socket.shutdown().await
+}
+
+/// The ErrorResponse PostgreSQL sends a client past `max_connections`.
+fn too_many_clients() -> Vec<u8> {
+    let mut fields = Vec::new();
+    for (tag, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "53300"), (b'M', "sorry, too many clients already")] {
+        fields.push(tag);
+        fields.extend_from_slice(value.as_bytes());
+        fields.push(0);
+    }
+    fields.push(0);
+    let mut message = vec![b'E'];
+    message.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
+    message.extend_from_slice(&fields);
+    message
+}
