@@ -258,7 +258,7 @@ async fn past_max_connections_clients_get_53300_and_cancels_still_work() {
     let server = TestServer::start_fresh(&["--max-connections", "2"]);
     let first = server.connect().await;
     let second = server.connect().await;
-    let refused = connect(&server, "user=postgres", NoTls).await.err().expect("a third client is refused");
+    let refused = connect(&server, "user=postgres", NoTls).await.expect_err("a third client is refused");
     assert_eq!(sqlstate(&refused), "53300", "{refused}");
     assert_eq!(message(&refused), "sorry, too many clients already");
     let output = psql(&server, "sslmode=prefer", "", "SELECT 1");
