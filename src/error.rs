@@ -147,6 +147,8 @@ fn datafusion_error(e: &DataFusionError) -> SqlError {
     match e {
         DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => datafusion_error(inner),
         DataFusionError::Shared(inner) => datafusion_error(inner),
+        // Several errors of one statement (each unknown column, say): the first one speaks.
+        DataFusionError::Collection(errors) if !errors.is_empty() => datafusion_error(&errors[0]),
         DataFusionError::External(inner) => external_error(inner.as_ref()),
         DataFusionError::ArrowError(inner, _) => arrow_error(inner),
         DataFusionError::SQL(inner, _) => SqlError::from(inner.as_ref().clone()),
@@ -227,6 +229,18 @@ mod tests {
         assert_eq!(SqlError::from(wrapped).code, "0A000");
         let ours = DataFusionError::External(Box::new(SqlError::duplicate_table("t exists")));
         assert_eq!(SqlError::from(ours).code, "42P07");
+        let unknown = |name: &str| {
+            DataFusionError::SchemaError(
+                Box::new(datafusion::common::SchemaError::FieldNotFound {
+                    field: Box::new(datafusion::common::Column::from_name(name)),
+                    valid_fields: Vec::new(),
+                }),
+                Box::new(None),
+            )
+        };
+        let collection = DataFusionError::Collection(vec![unknown("a"), unknown("s")]);
+        let error = SqlError::from(collection);
+        assert_eq!((error.code, error.message.as_str()), ("42703", "column \"a\" does not exist"));
     }
 
     #[test]
