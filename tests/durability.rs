@@ -22,6 +22,51 @@ fn data_files(dir: &Path) -> Vec<String> {
     found
 }
 
+/// Runs `statement` on `client`, kills the server once the write has staged files under
+/// `staging` for a moment, and returns the statement's outcome: an error, or the test fails.
+async fn kill_while_staging(
+    server: &mut TestServer,
+    client: tokio_postgres::Client,
+    statement: &'static str,
+    staging: &Path,
+) -> Result<(), tokio_postgres::Error> {
+    let running = tokio::spawn(async move { client.batch_execute(statement).await });
+    let mut staged = false;
+    for _ in 0..3000 {
+        if staging.exists() {
+            staged = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(staged, "{statement} never started writing");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill();
+    let outcome = running.await.unwrap();
+    assert!(outcome.is_err(), "{statement} finished before the kill; the test did not interrupt it");
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_server_mid_create_table_as_leaves_no_table_and_no_files() {
+    let temp = tempfile::tempdir().unwrap();
+    let data_dir = temp.path().join("data");
+    let table_dir = data_dir.join("warehouse/default/made");
+    let mut server = TestServer::start_on(&data_dir);
+    let client = server.connect().await;
+    let create =
+        "CREATE TABLE made USING parquet AS SELECT id, concat('row-', CAST(id AS STRING)) AS s FROM range(30000000)";
+    kill_while_staging(&mut server, client, create, &table_dir.join("_temporary")).await.unwrap_err();
+
+    let server = TestServer::start_on(&data_dir);
+    let client = server.connect().await;
+    let missing = client.simple_query("SELECT count(*) FROM made").await.unwrap_err();
+    assert_eq!(crate::common::sqlstate(&missing), "42P01");
+    assert!(!table_dir.exists(), "the killed CREATE TABLE left {:?}", data_files(&table_dir));
+    client.batch_execute("CREATE TABLE made USING parquet AS SELECT id FROM range(10)").await.unwrap();
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM made").await, vec![vec!["10"]]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_server_mid_insert_leaves_the_old_or_the_new_table() {
     let temp = tempfile::tempdir().unwrap();
@@ -37,30 +82,14 @@ async fn killing_the_server_mid_insert_leaves_the_old_or_the_new_table() {
     before.sort();
 
     let insert = "INSERT INTO big SELECT id, concat('row-', CAST(id AS STRING)) FROM range(30000000)";
-    let running = tokio::spawn(async move { client.batch_execute(insert).await });
-    // Kill once the write has started staging files.
     let staging = table_dir.join("_temporary");
-    let mut staged = false;
-    for _ in 0..3000 {
-        if staging.exists() {
-            staged = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(staged, "the INSERT never started writing");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    server.kill();
-    let outcome = running.await.unwrap();
-    assert!(outcome.is_err(), "the INSERT finished before the kill; the test did not interrupt it");
+    kill_while_staging(&mut server, client, insert, &staging).await.unwrap_err();
 
     let server = TestServer::start_on(&data_dir);
     let client = server.connect().await;
     let count: i64 = text_rows(&client, "SELECT count(*) FROM big").await[0][0].parse().unwrap();
     assert!(count == 1000 || count == 30_001_000, "count {count} is neither the old nor the new table");
-    if outcome.is_err() {
-        assert!(!staging.exists(), "staging files of the killed write were not removed at restart");
-    }
+    assert!(!staging.exists(), "staging files of the killed write were not removed at restart");
     // Every file left in the table directory is a committed one.
     let files = data_files(&table_dir);
     let committed: i64 = text_rows(&client, "SELECT count(*) FROM big").await[0][0].parse().unwrap();

@@ -59,8 +59,10 @@ impl FileJanitor {
     }
 
     /// Startup: nothing runs yet, so every retired file, every file of a write that never
-    /// committed and every staging directory can go.
-    pub fn recover(&self) -> Result<(), SqlError> {
+    /// committed and every staging directory can go: those of known tables, wherever they
+    /// live, and those under `warehouse` of tables a CREATE TABLE … AS never committed, whose
+    /// directory goes too once empty.
+    pub fn recover(&self, warehouse: &Path) -> Result<(), SqlError> {
         let mut gone = Vec::new();
         for path in self.metastore.pending_files()?.into_iter().chain(self.metastore.retired_files()?) {
             if remove_file(&path) {
@@ -68,11 +70,16 @@ impl FileJanitor {
             }
         }
         self.metastore.forget_files(&gone)?;
-        for location in self.metastore.table_locations()? {
+        let known = self.metastore.table_locations()?;
+        for location in known.iter().cloned().chain(managed_directories(warehouse)?) {
             let staging = location.join(STAGING_DIR);
             if staging.exists() {
                 tracing::info!(dir = %staging.display(), "removing files of an interrupted write");
                 std::fs::remove_dir_all(&staging)?;
+                if !known.contains(&location) {
+                    // Fails, and stays, if anything else is in it.
+                    let _ = std::fs::remove_dir(&location);
+                }
             }
         }
         if !gone.is_empty() {
@@ -132,4 +139,21 @@ fn remove_file(path: &Path) -> bool {
             false
         }
     }
+}
+
+/// `<warehouse>/<schema>/<table>` directories, whether or not the metastore knows them.
+fn managed_directories(warehouse: &Path) -> Result<Vec<PathBuf>, SqlError> {
+    let mut found = Vec::new();
+    for schema in std::fs::read_dir(warehouse)? {
+        let schema = schema?.path();
+        if schema.is_dir() {
+            for table in std::fs::read_dir(&schema)? {
+                let table = table?.path();
+                if table.is_dir() {
+                    found.push(table);
+                }
+            }
+        }
+    }
+    Ok(found)
 }
