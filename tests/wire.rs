@@ -221,3 +221,18 @@ async fn sessions_are_separate_and_many_run_at_once() {
     }
     assert_eq!(text_rows(&first, "SELECT count(*), sum(id) FROM c").await, vec![vec!["16", "120"]]);
 }
+
+/// `SET key` without a value shows the setting; prepared, it describes the row it returns.
+#[tokio::test]
+async fn a_prepared_set_without_a_value_describes_its_row() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    for expected in ["200", "7"] {
+        let rows = client.query("SET spark.sql.shuffle.partitions", &[]).await.unwrap();
+        let columns: Vec<&str> = rows[0].columns().iter().map(|c| c.name()).collect();
+        assert_eq!(columns, ["key", "value"]);
+        let row: Vec<String> = (0..2).map(|i| rows[0].get(i)).collect();
+        assert_eq!(row, ["spark.sql.shuffle.partitions", expected]);
+        client.batch_execute("SET spark.sql.shuffle.partitions = 7").await.unwrap();
+    }
+}

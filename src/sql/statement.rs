@@ -266,9 +266,10 @@ impl Session {
     fn describe_command(&self, statement: &BucketSqlStatement) -> Option<SchemaRef> {
         match statement {
             BucketSqlStatement::Sql(Statement::ShowTables { .. }) => Some(ddl::show_tables_schema()),
-            BucketSqlStatement::ShowVariable { .. } | BucketSqlStatement::Sql(Statement::ShowVariable { .. }) => {
-                Some(variables_schema())
-            }
+            // `SET key` without a value shows the key, as Spark does.
+            BucketSqlStatement::ShowVariable { .. }
+            | BucketSqlStatement::SetVariable { value: None, .. }
+            | BucketSqlStatement::Sql(Statement::ShowVariable { .. }) => Some(variables_schema()),
             BucketSqlStatement::ShowPartitions { .. } => Some(describe::show_partitions_schema()),
             BucketSqlStatement::Sql(Statement::ExplainTable { .. }) => Some(describe::describe_schema()),
             BucketSqlStatement::Sql(Statement::ShowCreate { .. }) => Some(describe::show_create_schema()),
