@@ -101,3 +101,19 @@ async fn pg_size_pretty_takes_every_bigint() {
     .await;
     assert_eq!(rows, vec![vec!["-8192 PB", "8192 PB"]]);
 }
+
+/// A result wider than PostgreSQL's 1664 columns is refused with 54011 (its column count
+/// wrapped in the RowDescription's 16 bits); one at the limit is answered.
+#[tokio::test]
+async fn results_wider_than_1664_columns_are_refused() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let select = |n: usize| format!("SELECT {}", (0..n).map(|i| format!("{i} AS c{i}")).collect::<Vec<_>>().join(", "));
+    let err = client.simple_query(&select(1665)).await.unwrap_err();
+    assert_eq!(sqlstate(&err), "54011", "{err:?}");
+    let err = client.prepare(&select(1665)).await.unwrap_err();
+    assert_eq!(sqlstate(&err), "54011", "{err:?}");
+    let rows = text_rows(&client, &select(1664)).await;
+    assert_eq!(rows[0].len(), 1664);
+    assert_eq!(rows[0][1663], "1663");
+}

@@ -22,6 +22,9 @@ use crate::planner::adaptive::AdaptiveSparkPlanExec;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::planner::{self, hints::QueryHints};
 
+/// PostgreSQL's limit on a result's columns: a RowDescription counts them in 16 bits.
+const MAX_COLUMNS: usize = 1664;
+
 /// Sorted runs below this size are sorted in place before the merge.
 const SORT_IN_PLACE_BYTES: usize = 32 << 20;
 
@@ -76,7 +79,15 @@ impl Session {
         pg_catalog::rewrite::rewrite(&mut stmt);
         rewrite::rewrite(&mut stmt);
         let state = self.ctx.state();
-        Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
+        let plan = state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
+        let width = plan.schema().fields().len();
+        if width > MAX_COLUMNS {
+            return Err(SqlError::new(
+                "54011",
+                format!("target lists can have at most {MAX_COLUMNS} entries, this one has {width}"),
+            ));
+        }
+        Ok(plan)
     }
 
     /// `plan` (as [`Self::plan`] made it) after DataFusion's analyzer and after its optimizer,
