@@ -2,9 +2,10 @@
 //! `[0, N/10)`) and accounts (N/10 rows), writes both bucketed (B buckets, sorted on the key)
 //! and plain, checks the bucketed layout against Spark's bucket function, then times a join
 //! with count/sum, a GROUP BY with top-5 and a point lookup on each — with as many shuffle
-//! partitions as buckets and broadcasts off, then at Spark's defaults (200 shuffle partitions,
-//! adaptive execution) — reporting medians, rows/s, peak memory, the most descriptors held,
-//! shuffled bytes, the exchanges of each plan and the partitions read after each.
+//! partitions as buckets and broadcasts off (adaptive execution on, then off), then at
+//! Spark's defaults (200 shuffle partitions, adaptive execution) — reporting medians, rows/s,
+//! peak memory, the most descriptors held, shuffled bytes, the exchanges of each plan and the
+//! partitions read after each.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use crate::storage::file_naming::bucket_id_of;
 
 /// The settings a query runs under, as the report names them.
 const FIXED: &str = "fixed";
+const FIXED_STATIC: &str = "fixed-static";
 const DEFAULTS: &str = "defaults";
 const DEFAULTS_NO_BROADCAST: &str = "defaults-nb";
 
@@ -285,13 +287,20 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     ];
     let mut results = Vec::new();
     // Both joins by sort-merge with as many shuffle partitions as buckets, so the comparison
-    // is exchange against none; then Spark's defaults as a user leaves them (200 shuffle
-    // partitions, adaptive execution), with and without broadcasts.
+    // is exchange against none, with adaptive execution and without; then Spark's defaults as
+    // a user leaves them (200 shuffle partitions, adaptive execution), with and without
+    // broadcasts.
     for (settings, setup) in [
         (
             FIXED,
             format!(
                 "RESET ALL; SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = {buckets}"
+            ),
+        ),
+        (
+            FIXED_STATIC,
+            format!(
+                "RESET ALL; SET spark.sql.autoBroadcastJoinThreshold = -1; SET spark.sql.shuffle.partitions = {buckets}; SET spark.sql.adaptive.enabled = false"
             ),
         ),
         (DEFAULTS, "RESET ALL".to_string()),
@@ -314,7 +323,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     }
 
     println!(
-        "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off"
+        "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {FIXED_STATIC} = the same without adaptive execution; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off"
     );
     println!(
         "{:<16} {:<9} {:<12} {:>10} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14} {:>15}",

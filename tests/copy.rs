@@ -258,16 +258,6 @@ async fn psql_copy_both_directions() {
     assert_eq!(text_rows(&client, "SELECT count(*), count(v) FROM t").await, vec![vec!["5", "3"]]);
 }
 
-/// The server's peak resident memory so far (`VmHWM`), in bytes; its process id is in the
-/// data directory's lock file.
-fn peak_memory(server: &TestServer) -> u64 {
-    let pid = std::fs::read_to_string(server.data_dir().join("bucketsql.lock")).unwrap();
-    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/<pid>/status");
-    let kilobytes: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().unwrap();
-    kilobytes * 1024
-}
-
 /// A CSV row of the large COPY: its key, a quoted payload of 82 to 101 bytes (with a comma),
 /// and its partition.
 fn event_row(k: u64) -> String {
@@ -313,13 +303,13 @@ async fn a_copy_larger_than_memory_streams_into_the_table() {
             .await
             .unwrap();
     }
-    let idle = peak_memory(&server);
+    let idle = server.peak_memory();
     let payload = "concat('payload, ', lpad(CAST(id AS STRING), 12, ' '), ' ', repeat('x', 60 + CAST(id % 20 AS INT)))";
     let insert = format!("INSERT INTO inserted SELECT id, {payload}, CAST(id % 4 AS INT) FROM range({ROWS})");
     client.batch_execute(&insert).await.unwrap();
-    let inserted = peak_memory(&server);
+    let inserted = server.peak_memory();
     let sent = copy_events(&client, "events", ROWS).await;
-    let peak = peak_memory(&server);
+    let peak = server.peak_memory();
     eprintln!(
         "peak resident memory: idle {} MiB, after the INSERT {} MiB, after the COPY of {} MiB {} MiB",
         idle >> 20,

@@ -160,3 +160,29 @@ async fn a_join_and_an_aggregation_larger_than_memory_spill_at_the_defaults() {
         assert!(spills(&analyzed) > 0, "{query} ran within memory, nothing shows spilling:\n{analyzed}");
     }
 }
+
+/// EXPLAIN ANALYZE counts the rows of a result as they stream past: a result several times
+/// the server's memory leaves its peak resident memory far below the result's size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_analyze_counts_a_large_result_without_holding_it() {
+    const ROWS: u64 = 4_000_000;
+    const ROW_BYTES: u64 = 200;
+    let server = TestServer::start_fresh(&["--memory-limit", "64MiB"]);
+    let client = server.connect().await;
+    let before = server.peak_memory();
+    let analyzed = text_rows(
+        &client,
+        &format!("EXPLAIN ANALYZE SELECT id, repeat('x', {ROW_BYTES}) AS padding FROM range({ROWS})"),
+    )
+    .await
+    .concat()
+    .join("\n");
+    assert!(analyzed.contains(&format!("rows returned: {ROWS}")), "{analyzed}");
+    let grown = server.peak_memory().saturating_sub(before);
+    assert!(
+        grown < ROWS * ROW_BYTES / 4,
+        "peak resident memory grew by {} MiB for a result of {} MiB",
+        grown >> 20,
+        (ROWS * ROW_BYTES) >> 20
+    );
+}

@@ -25,8 +25,11 @@ use crate::planner::{self, hints::QueryHints};
 /// PostgreSQL's limit on a result's columns: a RowDescription counts them in 16 bits.
 const MAX_COLUMNS: usize = 1664;
 
-/// Sorted runs below this size are sorted in place before the merge.
-const SORT_IN_PLACE_BYTES: usize = 32 << 20;
+/// A sort holding less than this sorts its rows in one piece; past it, it sorts runs of this
+/// size and merges them. Twice Spark's advisory partition size (64 MiB), so that the
+/// partitions adaptive execution coalesces to that size sort without a merge, which costs
+/// several times the sort.
+const SORT_IN_PLACE_BYTES: usize = 128 << 20;
 
 pub struct Session {
     pub(crate) engine: Arc<Engine>,

@@ -88,6 +88,16 @@ impl TestServer {
         client
     }
 
+    /// The server's peak resident memory so far (`VmHWM`), in bytes; its process id is in the
+    /// data directory's lock file.
+    pub fn peak_memory(&self) -> u64 {
+        let pid = std::fs::read_to_string(self.data_dir.join("bucketsql.lock")).unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/<pid>/status");
+        let kilobytes: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().unwrap();
+        kilobytes * 1024
+    }
+
     /// Ends the process at once, as a crash or `kill -9` would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
