@@ -79,7 +79,7 @@ def main():
     while sent < target:
         lines = []
         for k in range(rows, rows + 10000):
-            k = (k * 2654435761) % (1 << 40)
+            k = (k * 2654435761) % (1 << 32)
             lines.append(f'{k}\tpayload {k:>14} {filler[:60 + k % 11]}\t{k % 30}\n')
             key_sum += k
         chunk = ''.join(lines).encode()
