@@ -19,6 +19,8 @@ use crate::storage::janitor::FileJanitor;
 
 pub const METASTORE_FILE: &str = "metastore.sqlite";
 pub const WAREHOUSE_DIR: &str = "warehouse";
+/// See [`Engine::sort_in_place_bytes`].
+const MAX_SORT_IN_PLACE_BYTES: usize = 128 << 20;
 
 pub const SPILL_DIR: &str = "spill";
 
@@ -39,6 +41,12 @@ pub struct Engine {
     /// Memory a sort keeps back for merging its spilled runs; scaled down under a small
     /// `--memory-limit` so that sorts can still spill.
     pub sort_spill_reservation: Option<usize>,
+    /// A sort holding less than this sorts its rows in one piece; past it, it sorts runs of
+    /// this size and merges them. 128 MiB (twice Spark's advisory partition size, so that the
+    /// partitions adaptive execution coalesces sort without a merge, which costs more than the
+    /// sort) when `--memory-limit` affords it: a piece sorted whole is copied once more than
+    /// the pool sees, so it is a thirty-second of the limit, and never under 32 MiB.
+    pub sort_in_place_bytes: usize,
     pub metastore: Arc<Metastore>,
     pub janitor: Arc<FileJanitor>,
     pub catalog: Arc<MetastoreCatalog>,
@@ -81,6 +89,9 @@ impl Engine {
             .collect::<Result<_, _>>()?;
         Ok(Arc::new(Engine {
             sort_spill_reservation: options.memory_limit.map(|limit| (limit / 16).clamp(256 << 10, 10 << 20)),
+            sort_in_place_bytes: options
+                .memory_limit
+                .map_or(MAX_SORT_IN_PLACE_BYTES, |limit| (limit / 32).clamp(32 << 20, MAX_SORT_IN_PLACE_BYTES)),
             catalog: Arc::new(pg_catalog::with_system_schemas(
                 MetastoreCatalog::new(Arc::clone(&metastore)),
                 &metastore,

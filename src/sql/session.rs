@@ -25,12 +25,6 @@ use crate::planner::{self, hints::QueryHints};
 /// PostgreSQL's limit on a result's columns: a RowDescription counts them in 16 bits.
 const MAX_COLUMNS: usize = 1664;
 
-/// A sort holding less than this sorts its rows in one piece; past it, it sorts runs of this
-/// size and merges them. Twice Spark's advisory partition size (64 MiB), so that the
-/// partitions adaptive execution coalesces to that size sort without a merge, which costs
-/// several times the sort.
-const SORT_IN_PLACE_BYTES: usize = 128 << 20;
-
 pub struct Session {
     pub(crate) engine: Arc<Engine>,
     pub(crate) ctx: SessionContext,
@@ -56,9 +50,7 @@ impl Session {
         if let Some(bytes) = engine.sort_spill_reservation {
             options.execution.sort_spill_reservation_bytes = bytes;
         }
-        // Sorting larger runs in place costs little on rows that arrive sorted (bucket files
-        // are written sorted) and leaves the final merge fewer runs.
-        options.execution.sort_in_place_threshold_bytes = SORT_IN_PLACE_BYTES;
+        options.execution.sort_in_place_threshold_bytes = engine.sort_in_place_bytes;
         // DataFusion's physical rules are replaced by our planner (`crate::planner`).
         let state = SessionStateBuilder::new()
             .with_config(config)

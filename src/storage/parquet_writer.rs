@@ -5,10 +5,6 @@
 //! by (partition values, bucket id, sort columns), as Spark's writer sorts it; a new file
 //! starts whenever the partition or the bucket changes, so one write adds at most one file
 //! per (partition, bucket) and input partition.
-//!
-//! A Parquet writer holds a row group's encoded pages in memory until it flushes them: that
-//! memory is reserved in the query's pool, and a writer the pool cannot grant more flushes its
-//! row group early, so a write larger than `--memory-limit` (a long COPY) holds a bounded amount.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +12,6 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::kernels::partition::partition;
 use datafusion::arrow::datatypes::{Int32Type, SchemaRef};
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::AsyncArrowWriter;
 use datafusion::parquet::basic::Compression;
@@ -71,11 +66,6 @@ impl WriteLayout {
     }
 }
 
-/// A row group is flushed at this size whatever the pool allows (Spark's `parquet.block.size`).
-const MAX_ROW_GROUP_BYTES: usize = 128 << 20;
-/// Nor is a row group smaller than this flushed for memory: tiny ones make a file slow to read.
-const MIN_ROW_GROUP_BYTES: usize = 1 << 20;
-
 /// Snappy is what Spark writes by default, and what its file names announce.
 pub fn writer_properties() -> WriterProperties {
     WriterProperties::builder().set_compression(Compression::SNAPPY).build()
@@ -103,9 +93,6 @@ pub async fn write_partitions(
             task,
             open: None,
             done: Vec::new(),
-            reservation: MemoryConsumer::new(format!("ParquetWriter[{task}]"))
-                .with_can_spill(true)
-                .register(task_ctx.memory_pool()),
         };
         tasks.spawn(async move {
             let stream = plan.execute(task, task_ctx)?;
@@ -144,8 +131,6 @@ struct SplittingWriter {
     task: usize,
     open: Option<OpenFile>,
     done: Vec<StagedFile>,
-    /// The open file's buffered row group.
-    reservation: MemoryReservation,
 }
 
 impl SplittingWriter {
@@ -202,12 +187,6 @@ impl SplittingWriter {
         let open = self.open.as_mut().expect("opened above");
         open.file.rows += len as u64;
         open.writer.write(&rows).await?;
-        let buffered = open.writer.memory_size();
-        let granted = buffered <= MAX_ROW_GROUP_BYTES && self.reservation.try_resize(buffered).is_ok();
-        if !granted && buffered >= MIN_ROW_GROUP_BYTES {
-            open.writer.flush().await?;
-            self.reservation.resize(open.writer.memory_size());
-        }
         Ok(())
     }
 
@@ -231,7 +210,6 @@ impl SplittingWriter {
     async fn close(&mut self) -> Result<(), SqlError> {
         if let Some(open) = self.open.take() {
             open.writer.close().await?;
-            self.reservation.free();
             let mut file = open.file;
             // On disk before the commit names it: a power loss must not leave the metastore
             // listing a file whose bytes were still in the page cache.
