@@ -236,3 +236,45 @@ async fn a_prepared_set_without_a_value_describes_its_row() {
         client.batch_execute("SET spark.sql.shuffle.partitions = 7").await.unwrap();
     }
 }
+
+/// Reads backend messages up to ReadyForQuery and returns their type bytes.
+fn message_types(socket: &mut std::net::TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    let mut types = Vec::new();
+    loop {
+        let mut header = [0u8; 5];
+        socket.read_exact(&mut header).unwrap();
+        let length = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        let mut body = vec![0; length - 4];
+        socket.read_exact(&mut body).unwrap();
+        types.push(header[0]);
+        if header[0] == b'Z' {
+            return types;
+        }
+    }
+}
+
+/// A query string that holds no statement (only a comment, only semicolons) is answered with
+/// EmptyQueryResponse, as PostgreSQL answers it, and the connection goes on.
+#[test]
+fn a_query_of_only_a_comment_gets_an_empty_query_response() {
+    use std::io::Write;
+    let server = TestServer::start();
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    socket.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let mut startup = 196608u32.to_be_bytes().to_vec();
+    startup.extend_from_slice(b"user\0postgres\0database\0postgres\0\0");
+    socket.write_all(&(startup.len() as u32 + 4).to_be_bytes()).unwrap();
+    socket.write_all(&startup).unwrap();
+    assert_eq!(message_types(&mut socket).first(), Some(&b'R'));
+    for (query, expected) in
+        [("-- only a comment", b"IZ".as_slice()), (";", b"IZ"), ("/* nothing */ ;", b"IZ"), ("SELECT 1", b"TDCZ")]
+    {
+        let mut message = vec![b'Q'];
+        message.extend_from_slice(&(query.len() as u32 + 5).to_be_bytes());
+        message.extend_from_slice(query.as_bytes());
+        message.push(0);
+        socket.write_all(&message).unwrap();
+        assert_eq!(message_types(&mut socket), expected, "{query}");
+    }
+}

@@ -124,6 +124,10 @@ impl SimpleQueryHandler for QueryHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let outputs = self.session.execute_sql(query).await;
+        if outputs.is_empty() {
+            // Only comments or semicolons: PostgreSQL answers EmptyQueryResponse.
+            return Ok(vec![Response::EmptyQuery]);
+        }
         let interrupt = Interrupt::take(client).await;
         let mut responses = Vec::with_capacity(outputs.len());
         for output in outputs {
