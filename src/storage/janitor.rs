@@ -6,7 +6,7 @@
 //! Statements register when they start (`begin_statement`) and leave when their result is
 //! consumed or dropped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -70,16 +70,16 @@ impl FileJanitor {
             }
         }
         self.metastore.forget_files(&gone)?;
-        let known = self.metastore.table_locations()?;
-        for location in known.iter().cloned().chain(managed_directories(warehouse)?) {
-            let staging = location.join(STAGING_DIR);
-            if staging.exists() {
-                tracing::info!(dir = %staging.display(), "removing files of an interrupted write");
-                std::fs::remove_dir_all(&staging)?;
-                if !known.contains(&location) {
-                    // Fails, and stays, if anything else is in it.
-                    let _ = std::fs::remove_dir(&location);
-                }
+        let known: HashSet<PathBuf> = self.metastore.table_locations()?.into_iter().collect();
+        let uncommitted: Vec<PathBuf> =
+            managed_directories(warehouse)?.into_iter().filter(|dir| !known.contains(dir)).collect();
+        for location in &known {
+            remove_staging(location)?;
+        }
+        for location in &uncommitted {
+            if remove_staging(location)? {
+                // Fails, and stays, if anything else is in it.
+                let _ = std::fs::remove_dir(location);
             }
         }
         if !gone.is_empty() {
@@ -102,7 +102,7 @@ impl FileJanitor {
             let mut state = self.lock();
             state.epoch += 1;
             let epoch = state.epoch;
-            let known: std::collections::HashSet<PathBuf> = state.retired.iter().map(|(_, p)| p.clone()).collect();
+            let known: HashSet<PathBuf> = state.retired.iter().map(|(_, p)| p.clone()).collect();
             state.retired.extend(retired.into_iter().filter(|p| !known.contains(p)).map(|p| (epoch, p)));
         }
         self.collect();
@@ -139,6 +139,17 @@ fn remove_file(path: &Path) -> bool {
             false
         }
     }
+}
+
+/// Removes the staging directory under `location`, if there is one; whether there was.
+fn remove_staging(location: &Path) -> Result<bool, SqlError> {
+    let staging = location.join(STAGING_DIR);
+    if !staging.exists() {
+        return Ok(false);
+    }
+    tracing::info!(dir = %staging.display(), "removing files of an interrupted write");
+    std::fs::remove_dir_all(&staging)?;
+    Ok(true)
 }
 
 /// `<warehouse>/<schema>/<table>` directories, whether or not the metastore knows them.
