@@ -3,9 +3,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use bucketsql::server::Server;
 use bucketsql::server::auth::{Authenticator, Passwords};
 use bucketsql::server::connection_limit::DEFAULT_MAX_CONNECTIONS;
+use bucketsql::server::{ClientLimits, Server};
 use bucketsql::sql::engine::{Engine, EngineOptions};
 
 #[derive(Parser)]
@@ -70,6 +70,10 @@ enum Command {
         /// Clients connected at once; past it a new one gets SQLSTATE 53300.
         #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..))]
         max_connections: u32,
+        /// Largest message a client may send (a query, a statement's parameters, a piece of
+        /// COPY data); a larger one ends its connection with SQLSTATE 08P01.
+        #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
+        max_message_size: usize,
     },
 }
 
@@ -105,6 +109,7 @@ async fn run() -> anyhow::Result<()> {
             tls_cert,
             tls_key,
             max_connections,
+            max_message_size,
         } => {
             let passwords = match (password, users_file) {
                 (Some(password), _) => Some(Passwords::for_everyone(&password)),
@@ -124,7 +129,9 @@ async fn run() -> anyhow::Result<()> {
             let auth = Authenticator::new(passwords, cert_pem.as_deref());
             let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
             let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit })?;
-            let server = Server::bind(&listen, engine, auth, tls, max_connections as usize).await?;
+            let limits =
+                ClientLimits { max_connections: max_connections as usize, max_message_bytes: max_message_size };
+            let server = Server::bind(&listen, engine, auth, tls, limits).await?;
             tracing::info!(address = %server.local_addr()?, data_dir = %data_dir.display(), "bucketsql is listening");
             server.run().await?;
         }

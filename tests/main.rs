@@ -13,6 +13,7 @@ mod executor;
 mod fixtures;
 mod layers;
 mod plans;
+mod protocol;
 mod psql;
 mod random_queries;
 mod refresh;

@@ -12,11 +12,11 @@ use tokio::net::TcpStream;
 /// PostgreSQL's default `max_connections`.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 100;
 
-const CANCEL_REQUEST: u32 = 80877102;
+use super::connection::fatal_error_frame;
+use super::frame_guard::{CANCEL_REQUEST_CODE, STARTUP_PACKET_BYTES};
+
 const SSL_REQUEST: u32 = 80877103;
 const GSSENC_REQUEST: u32 = 80877104;
-/// PostgreSQL's `MAX_STARTUP_PACKET_LENGTH`: a longer startup packet is not read.
-const MAX_STARTUP_PACKET: usize = 10_000;
 /// How long a refused client may take to send its startup packet.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -34,7 +34,7 @@ pub async fn is_cancel_request(socket: &TcpStream) -> bool {
         }
     })
     .await;
-    peeked == Ok(true) && u32::from_be_bytes([header[4], header[5], header[6], header[7]]) == CANCEL_REQUEST
+    peeked == Ok(true) && u32::from_be_bytes([header[4], header[5], header[6], header[7]]) == CANCEL_REQUEST_CODE
 }
 
 /// Answers the client's startup packet with the 53300 error and closes the connection. TLS and
@@ -46,7 +46,7 @@ pub async fn refuse(socket: TcpStream) {
 async fn refuse_within(mut socket: TcpStream) -> io::Result<()> {
     loop {
         let length = socket.read_u32().await? as usize;
-        if !(8..=MAX_STARTUP_PACKET).contains(&length) {
+        if !STARTUP_PACKET_BYTES.contains(&length) {
             return Ok(());
         }
         let code = socket.read_u32().await?;
@@ -57,21 +57,6 @@ async fn refuse_within(mut socket: TcpStream) -> io::Result<()> {
         }
         socket.write_all(b"N").await?;
     }
-    socket.write_all(&too_many_clients()).await?;
+    socket.write_all(&fatal_error_frame("53300", "sorry, too many clients already")).await?;
     socket.shutdown().await
-}
-
-/// The ErrorResponse PostgreSQL sends a client past `max_connections`.
-fn too_many_clients() -> Vec<u8> {
-    let mut fields = Vec::new();
-    for (tag, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "53300"), (b'M', "sorry, too many clients already")] {
-        fields.push(tag);
-        fields.extend_from_slice(value.as_bytes());
-        fields.push(0);
-    }
-    fields.push(0);
-    let mut message = vec![b'E'];
-    message.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
-    message.extend_from_slice(&fields);
-    message
 }

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::{Sink, StreamExt, stream};
-use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
-use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
+use pgwire::api::{ClientInfo, ClientPortalStore, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 
@@ -25,10 +25,10 @@ use crate::sql::session::Session;
 
 /// Everything pgwire asks of one connection.
 pub struct ConnectionHandlers {
-    handler: Arc<QueryHandler>,
-    startup: Arc<Startup>,
-    cancel: Arc<DefaultCancelHandler>,
-    copy: Arc<CopyState>,
+    pub(super) handler: Arc<QueryHandler>,
+    pub(super) startup: Arc<Startup>,
+    pub(super) cancel: Arc<DefaultCancelHandler>,
+    pub(super) copy: Arc<CopyState>,
 }
 
 impl ConnectionHandlers {
@@ -45,28 +45,6 @@ impl ConnectionHandlers {
                 copy,
             }),
         }
-    }
-}
-
-impl PgWireServerHandlers for ConnectionHandlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        Arc::clone(&self.handler)
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        Arc::clone(&self.handler)
-    }
-
-    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
-        Arc::clone(&self.startup)
-    }
-
-    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
-        Arc::clone(&self.cancel)
-    }
-
-    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
-        Arc::clone(&self.copy)
     }
 }
 

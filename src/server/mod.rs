@@ -2,9 +2,11 @@
 
 pub mod auth;
 pub mod cancel;
+pub mod connection;
 pub mod connection_limit;
 pub mod copy;
 pub mod encoding;
+pub mod frame_guard;
 pub mod handler;
 pub mod tls;
 
@@ -26,6 +28,15 @@ use handler::ConnectionHandlers;
 /// frames are largest. Only the pages a statement touches are committed.
 pub const WORKER_STACK_BYTES: usize = 64 << 20;
 
+/// What one client, and all of them together, may take of the server.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimits {
+    /// Clients served at once (`--max-connections`).
+    pub max_connections: usize,
+    /// Largest message a client may send (`--max-message-size`).
+    pub max_message_bytes: usize,
+}
+
 /// A bound listener; `run` serves until the process ends.
 pub struct Server {
     listener: TcpListener,
@@ -34,20 +45,28 @@ pub struct Server {
     tls: Option<TlsAcceptor>,
     /// One permit per client connection that may be open at once.
     connections: Arc<Semaphore>,
+    max_message_bytes: usize,
 }
 
 impl Server {
-    /// `tls`: offer TLS to clients that ask for it; `max_connections`: clients served at once.
+    /// `tls`: offer TLS to clients that ask for it.
     pub async fn bind(
         addr: &str,
         engine: Arc<Engine>,
         auth: Authenticator,
         tls: Option<TlsAcceptor>,
-        max_connections: usize,
+        limits: ClientLimits,
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        let connections = Arc::new(Semaphore::new(max_connections));
-        Ok(Server { listener, engine, auth: Arc::new(auth), tls, connections })
+        let connections = Arc::new(Semaphore::new(limits.max_connections));
+        Ok(Server {
+            listener,
+            engine,
+            auth: Arc::new(auth),
+            tls,
+            connections,
+            max_message_bytes: limits.max_message_bytes,
+        })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -69,6 +88,7 @@ impl Server {
             let auth = Arc::clone(&self.auth);
             let tls = self.tls.clone();
             let connections = Arc::clone(&self.connections);
+            let max_message_bytes = self.max_message_bytes;
             tokio::spawn(async move {
                 let permit = connections.try_acquire_owned().ok();
                 if permit.is_none() && !connection_limit::is_cancel_request(&socket).await {
@@ -84,8 +104,8 @@ impl Server {
                     }
                 };
                 tracing::debug!(%peer, "connection opened");
-                let handlers = Arc::new(ConnectionHandlers::new(session, &auth));
-                if let Err(e) = pgwire::tokio::process_socket(socket, tls, handlers).await {
+                let handlers = ConnectionHandlers::new(session, &auth);
+                if let Err(e) = connection::serve(socket, tls, handlers, max_message_bytes).await {
                     tracing::debug!(%peer, "connection ended with an error: {e}");
                 }
                 drop(permit);

@@ -1,0 +1,174 @@
+//! One client connection from TLS negotiation to close: pgwire's message dispatch, fed through
+//! a [`FrameGuard`] so that only whole, well-formed messages reach pgwire's decoders.
+//!
+//! This is pgwire's `process_socket` loop with two changes: a message the guard refused is
+//! answered with PostgreSQL's error for it (the connection goes on), and a stream that broke
+//! (an unknown message type, an impossible length) ends with a FATAL `08P01` instead of a
+//! silent close.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use pgwire::api::{ClientInfo, PgWireConnectionState};
+use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::tokio::TlsAcceptor;
+use pgwire::tokio::server::{PgWireMessageServerCodec, negotiate_tls, process_error, process_message};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio_util::codec::{Framed, FramedParts};
+
+use super::frame_guard::{FrameGuard, Rejection, STARTUP_PACKET_BYTES};
+use super::handler::ConnectionHandlers;
+use crate::sql::output::Prepared;
+
+/// How long a client may take to negotiate TLS, start up and authenticate (pgwire's bound).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+type Socket = Framed<FrameGuard<pgwire::tokio::server::MaybeTls>, PgWireMessageServerCodec<Arc<Prepared>>>;
+
+/// Serves one client until it leaves, its stream breaks, or the start-up times out.
+pub async fn serve(
+    tcp: TcpStream,
+    tls: Option<TlsAcceptor>,
+    handlers: ConnectionHandlers,
+    max_message: usize,
+) -> io::Result<()> {
+    let startup_deadline = tokio::time::sleep(STARTUP_TIMEOUT);
+    tokio::pin!(startup_deadline);
+    let first_length = tokio::select! {
+        _ = &mut startup_deadline => return Ok(()),
+        length = peek_length(&tcp) => length?,
+    };
+    // pgwire waits for eight bytes before it reads the length; PostgreSQL reads the length
+    // first and refuses an impossible one at once.
+    if first_length.is_some_and(|length| !STARTUP_PACKET_BYTES.contains(&length)) {
+        let mut tcp = tcp;
+        tcp.write_all(&fatal_error_frame("08P01", "invalid length of startup packet")).await?;
+        return tcp.shutdown().await;
+    }
+    let negotiated = tokio::select! {
+        _ = &mut startup_deadline => return Ok(()),
+        socket = negotiate_tls(tcp, tls) => socket?,
+    };
+    let Some(socket) = negotiated else {
+        // Direct TLS from a client of a server without a certificate.
+        return Ok(());
+    };
+    let parts = socket.into_parts();
+    let mut guarded = FramedParts::new(FrameGuard::new(parts.io, parts.read_buf, max_message), parts.codec);
+    guarded.write_buf = parts.write_buf;
+    let mut socket: Socket = Framed::from_parts(guarded);
+
+    loop {
+        let starting = matches!(
+            socket.state(),
+            PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress
+        );
+        let next = if starting {
+            tokio::select! {
+                _ = &mut startup_deadline => return Ok(()),
+                next = socket.next() => next,
+            }
+        } else {
+            socket.next().await
+        };
+        let message = match next {
+            Some(Ok(message)) => message,
+            // pgwire's decoder refused a frame the guard let through (a start-up packet of
+            // a protocol version it does not speak).
+            Some(Err(e)) => return end_with(&mut socket, Rejection::protocol(e.to_string())).await,
+            None => match socket.get_mut().take_fatal() {
+                Some(rejection) => return end_with(&mut socket, rejection).await,
+                None => return Ok(()),
+            },
+        };
+        match message {
+            // The client is leaving; some clients wait for the server to close.
+            PgWireFrontendMessage::Terminate(_) => return Ok(()),
+            PgWireFrontendMessage::Flush(_) => {
+                if let Some(rejection) = socket.get_mut().take_rejection() {
+                    match socket.state() {
+                        // PostgreSQL reads and discards messages until the Sync.
+                        PgWireConnectionState::AwaitingSync => {}
+                        PgWireConnectionState::ReadyForQuery | PgWireConnectionState::QueryInProgress => {
+                            let error =
+                                ErrorInfo::new("ERROR".to_owned(), rejection.code.to_owned(), rejection.message);
+                            process_error(&mut socket, PgWireError::UserError(Box::new(error)), rejection.extended)
+                                .await?;
+                        }
+                        // During start-up or COPY a malformed message leaves nothing to go on.
+                        _ => return end_with(&mut socket, rejection).await,
+                    }
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        let is_extended = match socket.state() {
+            PgWireConnectionState::CopyInProgress(is_extended) => is_extended,
+            _ => message.is_extended_query(),
+        };
+        let is_cancel = matches!(message, PgWireFrontendMessage::CancelRequest(_));
+        let handled = process_message(
+            message,
+            &mut socket,
+            Arc::clone(&handlers.startup),
+            Arc::clone(&handlers.handler),
+            Arc::clone(&handlers.handler),
+            Arc::clone(&handlers.copy),
+            Arc::clone(&handlers.cancel),
+        )
+        .await;
+        if let Err(error) = handled {
+            let is_fatal = error.is_fatal();
+            process_error(&mut socket, error, is_extended).await?;
+            if is_fatal {
+                return Ok(());
+            }
+        }
+        if is_cancel {
+            return Ok(());
+        }
+    }
+}
+
+/// The length word that starts the client's first packet, without consuming it; `None` when
+/// the client leaves before sending four bytes.
+async fn peek_length(tcp: &TcpStream) -> io::Result<Option<usize>> {
+    let mut word = [0u8; 4];
+    loop {
+        match tcp.peek(&mut word).await? {
+            0 => return Ok(None),
+            4 => return Ok(Some(u32::from_be_bytes(word) as usize)),
+            // Peeking does not consume readiness: wait a little for the rest.
+            _ => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    }
+}
+
+/// An ErrorResponse of severity FATAL, for a client before pgwire's framing is in place.
+pub fn fatal_error_frame(code: &str, message: &str) -> Vec<u8> {
+    let mut fields = Vec::new();
+    for (tag, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
+        fields.push(tag);
+        fields.extend_from_slice(value.as_bytes());
+        fields.push(0);
+    }
+    fields.push(0);
+    let mut frame = vec![b'E'];
+    frame.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
+    frame.extend_from_slice(&fields);
+    frame
+}
+
+/// Sends a FATAL error and closes, as PostgreSQL does when it cannot read a client's stream.
+async fn end_with(socket: &mut Socket, rejection: Rejection) -> io::Result<()> {
+    let error = ErrorInfo::new("FATAL".to_owned(), rejection.code.to_owned(), rejection.message);
+    socket.send(PgWireBackendMessage::ErrorResponse(error.into())).await?;
+    socket.close().await?;
+    socket.get_mut().drain().await;
+    Ok(())
+}
