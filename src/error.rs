@@ -59,6 +59,17 @@ impl SqlError {
     pub fn io(message: impl Into<String>) -> Self {
         Self::new("58030", message)
     }
+    /// An operating-system I/O failure: a full disk (or quota) is PostgreSQL's `53100`
+    /// disk_full, the rest `58030` io_error.
+    pub fn storage(context: &str, e: &std::io::Error) -> Self {
+        use std::io::ErrorKind;
+        let code = if matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge) {
+            "53100"
+        } else {
+            "58030"
+        };
+        Self::new(code, format!("{context}: {e}"))
+    }
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new("XX000", message)
     }
@@ -92,8 +103,20 @@ impl From<rusqlite::Error> for SqlError {
 
 impl From<std::io::Error> for SqlError {
     fn from(e: std::io::Error) -> Self {
-        SqlError::io(format!("could not access table files: {e}"))
+        SqlError::storage("could not access table files", &e)
     }
+}
+
+/// The operating system's error at the root of `e`, if there is one.
+pub fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut current = Some(e);
+    while let Some(error) = current {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        current = error.source();
+    }
+    None
 }
 
 impl From<ArrowError> for SqlError {
@@ -125,7 +148,7 @@ fn arrow_error(e: &ArrowError) -> SqlError {
         }
         ArrowError::InvalidArgumentError(m) => SqlError::invalid_parameter(m.clone()),
         ArrowError::ExternalError(inner) => external_error(inner.as_ref()),
-        ArrowError::IoError(m, _) => SqlError::io(m.clone()),
+        ArrowError::IoError(m, e) => SqlError::storage(m, e),
         other => SqlError::internal(other.to_string()),
     }
 }
@@ -173,8 +196,11 @@ fn datafusion_error(e: &DataFusionError) -> SqlError {
         DataFusionError::Internal(m) if m.contains("Resources exhausted") || m.contains("Not enough memory") => {
             SqlError::new("53200", format!("out of memory: {m}"))
         }
-        DataFusionError::IoError(e) => SqlError::io(format!("could not access table files: {e}")),
-        DataFusionError::ParquetError(e) => SqlError::io(format!("parquet: {e}")),
+        DataFusionError::IoError(e) => SqlError::storage("could not access table files", e),
+        DataFusionError::ParquetError(e) => match io_cause(e.as_ref()) {
+            Some(io) => SqlError::storage("parquet", io),
+            None => SqlError::io(format!("parquet: {e}")),
+        },
         DataFusionError::ObjectStore(e) => SqlError::io(e.to_string()),
         other => SqlError::internal(other.to_string()),
     }

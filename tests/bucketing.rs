@@ -101,6 +101,59 @@ async fn partitioned_bucketed_files_live_in_partition_directories() {
     );
 }
 
+/// Spark's partition spec: static values send every row to their partition (cast to the
+/// column's type: `h='01'` is `h=1`), the other partition columns come from the query, and an
+/// INSERT OVERWRITE replaces what lies under the static values, even with no rows; in
+/// `dynamic` overwrite mode with dynamic columns left it replaces only the partitions written.
+#[tokio::test]
+async fn static_partition_values_choose_the_partition_written_and_overwritten() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let dir = server.data_dir().join("warehouse/default/t");
+    client
+        .batch_execute(
+            "CREATE TABLE t (k BIGINT, v STRING, d STRING, h INT) USING parquet PARTITIONED BY (d, h) \
+               CLUSTERED BY (k) INTO 4 BUCKETS;
+             INSERT INTO t PARTITION (d = 'x', h = 1) VALUES (1, 'a'), (2, 'b');
+             INSERT INTO t PARTITION (d = 'x', h) SELECT id, 'c', 2 FROM range(3, 5);
+             INSERT INTO t PARTITION (d = 'y', h = '01') SELECT 9, 'z'",
+        )
+        .await
+        .unwrap();
+    let partitions = |rows: &[&str]| rows.iter().map(|p| vec![p.to_string()]).collect::<Vec<_>>();
+    assert_eq!(text_rows(&client, "SHOW PARTITIONS t").await, partitions(&["d=x/h=1", "d=x/h=2", "d=y/h=1"]));
+    assert_eq!(assert_bucket_layout(&dir.join("d=x/h=2"), "k", 4).values().sum::<usize>(), 2);
+    client
+        .batch_execute(
+            "SET spark.sql.sources.partitionOverwriteMode = dynamic;
+             INSERT OVERWRITE TABLE t PARTITION (d = 'x', h) SELECT 6, 'f', 3;
+             INSERT OVERWRITE TABLE t PARTITION (d = 'x', h = 1) SELECT 5, 'e' WHERE false",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        text_rows(&client, "SELECT k, d, h FROM t ORDER BY k").await,
+        vec![vec!["3", "x", "2"], vec!["4", "x", "2"], vec!["6", "x", "3"], vec!["9", "y", "1"]]
+    );
+    assert!(!dir.join("d=x/h=1").exists(), "the emptied partition's directory went");
+    client
+        .batch_execute(
+            "SET spark.sql.sources.partitionOverwriteMode = static;
+             INSERT OVERWRITE TABLE t PARTITION (d = 'x', h) SELECT 7, 'g', 4",
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_rows(&client, "SHOW PARTITIONS t").await, partitions(&["d=x/h=4", "d=y/h=1"]));
+    for (statement, code) in [
+        ("INSERT INTO t PARTITION (h = 1, d) SELECT 1, 'a', 'q'", "42000"),
+        ("INSERT INTO t PARTITION (k = 1) SELECT 'a', 'q', 2", "42000"),
+        ("INSERT INTO t PARTITION (d = 'x', d = 'y') SELECT 1, 'a', 2", "42701"),
+    ] {
+        let error = client.batch_execute(statement).await.unwrap_err();
+        assert_eq!(crate::common::sqlstate(&error), code, "{statement}: {error:?}");
+    }
+}
+
 #[tokio::test]
 async fn external_tables_register_existing_bucket_files() {
     let temp = tempfile::tempdir().unwrap();

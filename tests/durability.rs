@@ -133,3 +133,63 @@ async fn overwrite_and_drop_delete_replaced_files() {
     assert_eq!(crate::common::sqlstate(&err), "42P01");
     client.batch_execute("DROP TABLE IF EXISTS t").await.unwrap();
 }
+
+/// The directories below `dir`, by name, sorted.
+fn subdirectories(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Directories a write leaves empty go with its files (an overwritten partition's, a dropped
+/// table's, a failed CREATE TABLE … AS's), and those a crash left empty go at the next start.
+#[tokio::test]
+async fn emptied_directories_are_removed() {
+    let temp = tempfile::tempdir().unwrap();
+    let data_dir = temp.path().join("data");
+    let warehouse = data_dir.join("warehouse/default");
+    let mut server = TestServer::start_on(&data_dir);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t (k BIGINT, d STRING) USING parquet PARTITIONED BY (d) CLUSTERED BY (k) INTO 4 BUCKETS;
+             INSERT INTO t VALUES (1, 'a'), (2, 'b');
+             INSERT OVERWRITE TABLE t VALUES (3, 'c')",
+        )
+        .await
+        .unwrap();
+    assert_eq!(subdirectories(&warehouse.join("t")), ["d=c"], "the overwritten partitions' directories went");
+    client.batch_execute("DROP TABLE t").await.unwrap();
+    assert!(!warehouse.join("t").exists(), "the dropped table's directory went");
+    let failed = client
+        .batch_execute(
+            "CREATE TABLE bad USING parquet PARTITIONED BY (d) AS
+             SELECT id, 10 / (id - 70000) AS v, CAST(id % 3 AS STRING) AS d FROM range(100000)",
+        )
+        .await;
+    assert!(failed.is_err(), "division by zero fails the CREATE TABLE … AS");
+    assert!(!warehouse.join("bad").exists(), "the failed CREATE TABLE … AS left {:?}", data_files(&warehouse));
+
+    client
+        .batch_execute(
+            "CREATE TABLE live (k BIGINT, d STRING) USING parquet PARTITIONED BY (d); INSERT INTO live VALUES (1, 'a')",
+        )
+        .await
+        .unwrap();
+    drop(client);
+    server.kill();
+    // What a crash between a write's steps can leave: empty partition directories of a live
+    // table and of a table that never committed.
+    std::fs::create_dir_all(warehouse.join("live/d=b")).unwrap();
+    std::fs::create_dir_all(warehouse.join("ghost/d=x/_temporary")).unwrap();
+    let server = TestServer::start_on(&data_dir);
+    let client = server.connect().await;
+    assert_eq!(subdirectories(&warehouse), ["live"]);
+    assert_eq!(subdirectories(&warehouse.join("live")), ["d=a"]);
+    assert_eq!(text_rows(&client, "SELECT k, d FROM live").await, vec![vec!["1", "a"]]);
+}

@@ -89,7 +89,7 @@ pub struct NewTable {
 }
 
 /// How a write's files join the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteMode {
     Append,
     /// Replaces every file of the table.
@@ -97,6 +97,8 @@ pub enum WriteMode {
     /// Replaces the files of the partitions the write produced (Spark's dynamic
     /// `partitionOverwriteMode`), keeping the others.
     OverwritePartitions,
+    /// Replaces the partitions under one directory (`d=x`: static partition values).
+    OverwriteUnder(String),
 }
 
 /// Which partitions a re-read of an external table's directory registers and forgets:
@@ -574,25 +576,26 @@ fn commit_files(
     mode: WriteMode,
     files: &[DataFile],
 ) -> Result<(), SqlError> {
-    let replaced: Vec<&str> = match mode {
-        WriteMode::Append => Vec::new(),
-        WriteMode::Overwrite => {
-            tx.execute("DELETE FROM partitions WHERE table_id = ?1", [table_id])?;
-            vec![]
-        }
-        WriteMode::OverwritePartitions => {
-            let mut written: Vec<&str> = files.iter().map(|f| f.partition.as_str()).collect();
-            written.sort_unstable();
-            written.dedup();
-            written
+    let written: Vec<&str> = files.iter().map(|f| f.partition.as_str()).collect();
+    let is_replaced = |partition: &str| match &mode {
+        WriteMode::Append => false,
+        WriteMode::Overwrite => true,
+        WriteMode::OverwritePartitions => written.contains(&partition),
+        WriteMode::OverwriteUnder(directory) => {
+            partition.strip_prefix(directory.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         }
     };
     if mode != WriteMode::Append {
+        let mut stmt = tx.prepare("SELECT path FROM partitions WHERE table_id = ?1")?;
+        let partitions: Vec<String> = stmt.query_map([table_id], |row| row.get(0))?.collect::<Result<_, _>>()?;
+        for partition in partitions.iter().filter(|p| is_replaced(p)) {
+            tx.execute("DELETE FROM partitions WHERE table_id = ?1 AND path = ?2", params![table_id, partition])?;
+        }
         let mut stmt = tx.prepare("SELECT path, partition_path FROM data_files WHERE table_id = ?1")?;
         let old: Vec<(String, String)> =
             stmt.query_map([table_id], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
         for (path, partition) in old {
-            if mode == WriteMode::Overwrite || replaced.contains(&partition.as_str()) {
+            if is_replaced(&partition) {
                 retire(tx, table_id, &location.join(&path))?;
                 tx.execute("DELETE FROM data_files WHERE table_id = ?1 AND path = ?2", params![table_id, path])?;
             }

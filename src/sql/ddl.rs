@@ -89,7 +89,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     // The query's columns, by name when the table took them from it, by position otherwise;
     // either way in the table's order (partition columns last).
     let plan = if declared.is_empty() { reorder_to(plan, &table.columns)? } else { conform_to(plan, &table.columns)? };
-    let write = StagedWrite::new(&table.location);
+    let write = StagedWrite::of_new_table(&table.location);
     let layout = TableLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
     let files = write_table(&session.ctx, plan, &layout, &write).await?;
     let rows = files.iter().map(|f| f.rows as usize).sum();

@@ -17,7 +17,13 @@ use crate::sql::table_writer::{TableLayout, write_table};
 use crate::storage::commit::StagedWrite;
 use crate::storage::parquet_writer::StagedFile;
 
-pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlError> {
+/// `static_directory`: an INSERT OVERWRITE of static partition values replaces what lies
+/// under their directory (`d=x`), and only that.
+pub async fn insert(
+    session: &Session,
+    plan: LogicalPlan,
+    static_directory: Option<String>,
+) -> Result<Output, SqlError> {
     let LogicalPlan::Dml(DmlStatement { target, op, input, .. }) = plan else {
         return Err(SqlError::internal("INSERT did not plan to a write"));
     };
@@ -28,6 +34,9 @@ pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlE
     let meta = table.meta();
     let mode = match op {
         WriteOp::Insert(InsertOp::Append) => WriteMode::Append,
+        WriteOp::Insert(InsertOp::Overwrite) if let Some(directory) = static_directory => {
+            WriteMode::OverwriteUnder(directory)
+        }
         // Spark's `spark.sql.sources.partitionOverwriteMode`: `static` replaces the whole
         // table, `dynamic` only the partitions the write produces.
         WriteOp::Insert(InsertOp::Overwrite)
@@ -39,12 +48,13 @@ pub async fn insert(session: &Session, plan: LogicalPlan) -> Result<Output, SqlE
         other => return Err(SqlError::feature_not_supported(format!("{other} is not supported"))),
     };
     let metastore = &session.engine.metastore;
+    let appends = mode == WriteMode::Append;
     let files = write_and_publish(session, meta, Arc::unwrap_or_clone(input), |described| {
         metastore.commit_write(meta.id, mode, described)
     })
     .await?;
     let rows = files.iter().map(|f| f.rows as usize).sum();
-    if mode != WriteMode::Append {
+    if !appends {
         session.engine.janitor.files_retired()?;
     }
     Ok(Output::Command { tag: "INSERT", rows: Some(rows) })

@@ -72,8 +72,8 @@ impl Engine {
         }
         std::fs::create_dir_all(&spill)?;
         let metastore = Arc::new(Metastore::open(&data_dir.join(METASTORE_FILE))?);
-        let janitor = FileJanitor::new(Arc::clone(&metastore));
-        janitor.recover(&warehouse)?;
+        let janitor = FileJanitor::new(Arc::clone(&metastore), &warehouse);
+        janitor.recover()?;
         let mut runtime = RuntimeEnvBuilder::new().with_temp_file_path(spill);
         if let Some(limit) = options.memory_limit {
             let pool = TrackConsumersPool::new(FairSpillPool::new(limit), NonZeroUsize::new(5).expect("non-zero"));

@@ -16,5 +16,6 @@ pub mod refresh;
 pub mod rewrite;
 pub mod session;
 pub mod statement;
+pub mod static_partitions;
 pub mod table_writer;
 pub mod variables;

@@ -14,7 +14,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
 use super::engine::Engine;
-use super::{functions, pg_catalog, rewrite};
+use super::{functions, pg_catalog, rewrite, static_partitions};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
 use crate::explain::{self, LogicalStages};
@@ -71,6 +71,11 @@ impl Session {
     pub(crate) async fn plan(&self, stmt: &Statement) -> Result<LogicalPlan, SqlError> {
         self.install_spark_conf();
         let mut stmt = stmt.clone();
+        if let Statement::Insert(insert) = &mut stmt
+            && insert.partitioned.is_some()
+        {
+            static_partitions::rewrite(self, insert)?;
+        }
         pg_catalog::rewrite::rewrite(&mut stmt);
         rewrite::rewrite(&mut stmt);
         let state = self.ctx.state();

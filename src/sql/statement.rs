@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::dialect::{BucketSqlStatement, explain_mode, parse_sql};
 use super::output::{Output, Prepared, rows_output};
 use super::session::Session;
+use super::static_partitions::{self, StaticPartitions};
 use super::variables::variables_schema;
 use super::{copy, ddl, describe, dml, interrupt, refresh};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
@@ -146,9 +147,22 @@ impl Session {
                 };
                 ddl::show_tables(self, schema.as_deref().unwrap_or(DEFAULT_SCHEMA))
             }
-            Statement::Insert(_) => {
+            Statement::Insert(insert) => {
                 let plan = self.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
-                dml::insert(self, plan).await
+                let overwritten = match &insert.partitioned {
+                    Some(_) if insert.overwrite => {
+                        let meta = static_partitions::insert_target(self, insert)?;
+                        let spec = StaticPartitions::of(insert, &meta)?;
+                        let dynamic_mode = self.spark_conf().dynamic_partition_overwrite && spec.partial;
+                        if spec.values.is_empty() || dynamic_mode {
+                            None
+                        } else {
+                            Some(spec.directory(self, &meta).await?)
+                        }
+                    }
+                    _ => None,
+                };
+                dml::insert(self, plan, overwritten).await
             }
             Statement::ExplainTable {
                 describe_alias: DescribeAlias::Describe | DescribeAlias::Desc,

@@ -30,13 +30,29 @@ pub struct StagedWrite {
     pub id: Uuid,
     table_location: PathBuf,
     staging_dir: PathBuf,
+    /// A CREATE TABLE … AS: if it does not commit, the table's directory goes too (once empty).
+    new_table: bool,
+    published: bool,
 }
 
 impl StagedWrite {
     pub fn new(table_location: &Path) -> Self {
         let id = Uuid::new_v4();
         let staging_dir = table_location.join(STAGING_DIR).join(id.to_string());
-        StagedWrite { id, table_location: table_location.to_path_buf(), staging_dir }
+        StagedWrite {
+            id,
+            table_location: table_location.to_path_buf(),
+            staging_dir,
+            new_table: false,
+            published: false,
+        }
+    }
+
+    /// The write of a table that does not exist until the write commits.
+    pub fn of_new_table(table_location: &Path) -> Self {
+        let mut write = Self::new(table_location);
+        write.new_table = true;
+        write
     }
 
     pub fn staging_dir(&self) -> &Path {
@@ -47,7 +63,7 @@ impl StagedWrite {
     /// descriptions; if `commit` fails, the moved files are deleted and the table is
     /// exactly as it was.
     pub fn publish(
-        self,
+        mut self,
         metastore: &Metastore,
         files: &[StagedFile],
         commit: impl FnOnce(&[DataFile]) -> Result<(), SqlError>,
@@ -70,10 +86,14 @@ impl StagedWrite {
         if let Err(e) = moved {
             for path in &finals {
                 let _ = std::fs::remove_file(path);
+                if let Some(dir) = path.parent() {
+                    prune_empty_dirs(dir, &self.table_location);
+                }
             }
             metastore.clear_pending(&finals)?;
             return Err(e);
         }
+        self.published = true;
         Ok(())
     }
 
@@ -113,7 +133,37 @@ impl Drop for StagedWrite {
         let staging_root = self.table_location.join(STAGING_DIR);
         // Only succeeds once no other write is staging here.
         let _ = std::fs::remove_dir(staging_root);
+        if self.new_table && !self.published {
+            // Only succeeds if no other write put files here.
+            let _ = std::fs::remove_dir(&self.table_location);
+        }
     }
+}
+
+/// Removes `dir` and then its parents while they are empty, up to but not including `stop`
+/// (a table's directory, or the schema directory of a table that no longer exists). Does
+/// nothing unless `dir` lies under `stop`.
+pub fn prune_empty_dirs(dir: &Path, stop: &Path) {
+    let mut dir = dir;
+    while dir != stop && dir.starts_with(stop) && std::fs::remove_dir(dir).is_ok() {
+        let Some(parent) = dir.parent() else { return };
+        dir = parent;
+    }
+}
+
+/// Removes every empty directory below `dir` (not `dir` itself), deepest first; whether
+/// `dir` is empty afterwards.
+pub fn remove_empty_subdirs(dir: &Path) -> std::io::Result<bool> {
+    let mut empty = true;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() && remove_empty_subdirs(&path)? && std::fs::remove_dir(&path).is_ok() {
+            continue;
+        }
+        empty = false;
+    }
+    Ok(empty)
 }
 
 /// `fsync` on a directory makes the entries created or renamed in it durable.

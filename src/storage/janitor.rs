@@ -10,12 +10,15 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::commit::{prune_empty_dirs, remove_empty_subdirs};
 use super::file_naming::STAGING_DIR;
 use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
 
 pub struct FileJanitor {
     metastore: Arc<Metastore>,
+    /// `<data dir>/warehouse`: managed tables live at `<warehouse>/<schema>/<table>`.
+    warehouse: PathBuf,
     state: Mutex<JanitorState>,
 }
 
@@ -50,8 +53,12 @@ impl Drop for StatementGuard {
 }
 
 impl FileJanitor {
-    pub fn new(metastore: Arc<Metastore>) -> Arc<Self> {
-        Arc::new(FileJanitor { metastore, state: Mutex::new(JanitorState::default()) })
+    pub fn new(metastore: Arc<Metastore>, warehouse: &Path) -> Arc<Self> {
+        Arc::new(FileJanitor {
+            metastore,
+            warehouse: warehouse.to_path_buf(),
+            state: Mutex::new(JanitorState::default()),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, JanitorState> {
@@ -59,10 +66,10 @@ impl FileJanitor {
     }
 
     /// Startup: nothing runs yet, so every retired file, every file of a write that never
-    /// committed and every staging directory can go: those of known tables, wherever they
-    /// live, and those under `warehouse` of tables a CREATE TABLE … AS never committed, whose
-    /// directory goes too once empty.
-    pub fn recover(&self, warehouse: &Path) -> Result<(), SqlError> {
+    /// committed, every staging directory and every directory left empty can go: those of
+    /// known tables, wherever they live, and those under the warehouse of tables a CREATE
+    /// TABLE … AS never committed or a DROP removed, whose directory goes too once empty.
+    pub fn recover(&self) -> Result<(), SqlError> {
         let mut gone = Vec::new();
         for path in self.metastore.pending_files()?.into_iter().chain(self.metastore.retired_files()?) {
             if remove_file(&path) {
@@ -71,15 +78,16 @@ impl FileJanitor {
         }
         self.metastore.forget_files(&gone)?;
         let known: HashSet<PathBuf> = self.metastore.table_locations()?.into_iter().collect();
-        let uncommitted: Vec<PathBuf> =
-            managed_directories(warehouse)?.into_iter().filter(|dir| !known.contains(dir)).collect();
-        for location in &known {
+        let unknown: Vec<PathBuf> =
+            managed_directories(&self.warehouse)?.into_iter().filter(|dir| !known.contains(dir)).collect();
+        for location in known.iter().filter(|location| location.is_dir()) {
             remove_staging(location)?;
+            remove_empty_subdirs(location)?;
         }
-        for location in &uncommitted {
-            if remove_staging(location)? {
-                // Fails, and stays, if anything else is in it.
-                let _ = std::fs::remove_dir(location);
+        for location in &unknown {
+            remove_staging(location)?;
+            if remove_empty_subdirs(location)? {
+                std::fs::remove_dir(location)?;
             }
         }
         if !gone.is_empty() {
@@ -126,6 +134,30 @@ impl FileJanitor {
         if let Err(e) = self.metastore.forget_files(&gone) {
             tracing::warn!("could not record deleted files: {e}");
         }
+        match self.metastore.table_locations() {
+            Ok(tables) => {
+                for path in &gone {
+                    self.prune_after(path, &tables);
+                }
+            }
+            Err(e) => tracing::warn!("could not list tables to remove empty directories: {e}"),
+        }
+    }
+
+    /// Removes the directories a deleted file leaves empty (an overwritten partition, a
+    /// dropped table's directory), never a live table's own directory or anything above a
+    /// table.
+    fn prune_after(&self, file: &Path, tables: &[PathBuf]) {
+        let Some(dir) = file.parent() else { return };
+        let stop = match tables.iter().find(|location| file.starts_with(location)) {
+            Some(location) => location.clone(),
+            // A dropped managed table's files: up to its schema's directory.
+            None => match file.strip_prefix(&self.warehouse).ok().and_then(|rest| rest.components().next()) {
+                Some(schema) => self.warehouse.join(schema),
+                None => return,
+            },
+        };
+        prune_empty_dirs(dir, &stop);
     }
 }
 

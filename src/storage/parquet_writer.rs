@@ -224,6 +224,9 @@ impl SplittingWriter {
 
 impl From<datafusion::parquet::errors::ParquetError> for SqlError {
     fn from(e: datafusion::parquet::errors::ParquetError) -> Self {
-        SqlError::io(format!("could not write parquet: {e}"))
+        match crate::error::io_cause(&e) {
+            Some(io) => SqlError::storage("could not write parquet", io),
+            None => SqlError::io(format!("could not write parquet: {e}")),
+        }
     }
 }
