@@ -117,3 +117,52 @@ async fn results_wider_than_1664_columns_are_refused() {
     assert_eq!(rows[0].len(), 1664);
     assert_eq!(rows[0][1663], "1663");
 }
+
+/// Strings sized by a client's numbers are bounded before they are built: past 1 GB with
+/// PostgreSQL's 54000, past what `--memory-limit` leaves with 53200; smaller ones are built,
+/// and the server's memory stays near its limit.
+#[tokio::test]
+async fn repeat_and_pad_lengths_are_bounded() {
+    let server = TestServer::start_fresh(&["--memory-limit", "256MiB"]);
+    let client = server.connect().await;
+    for (statement, code) in [
+        ("SELECT lpad('x', 2147483647, 'y')", "54000"),
+        ("SELECT rpad('x', 2000000000)", "54000"),
+        ("SELECT repeat('ab', 600000000)", "54000"),
+        ("SELECT length(repeat('x', 1000000000))", "53200"),
+        ("SELECT max(length(repeat('x', CAST(id AS INT) * 1000))) FROM range(30000)", "53200"),
+    ] {
+        let err = client.simple_query(statement).await.unwrap_err();
+        assert_eq!(sqlstate(&err), code, "{statement}: {err:?}");
+    }
+    let rows = text_rows(
+        &client,
+        "SELECT length(repeat('ab', 1000)), lpad('x', 5, 'é'), rpad('abcdef', 3), length(lpad('', 1000000, 'xy'))",
+    )
+    .await;
+    assert_eq!(rows, vec![vec!["2000", "ééééx", "abc", "1000000"]]);
+    let peak = server.peak_memory();
+    assert!(peak < 768 << 20, "the server peaked at {} MiB", peak >> 20);
+}
+
+/// Planning runs off the threads that serve connections: while a very wide statement plans
+/// (seconds), other clients are answered at once, and `statement_timeout` stops the wait for
+/// it (the width check after planning would otherwise answer 54011).
+#[tokio::test]
+async fn a_statement_that_plans_for_long_stalls_no_one_and_meets_its_timeout() {
+    let server = TestServer::start();
+    let planner = server.connect().await;
+    planner.batch_execute("SET statement_timeout = '1s'").await.unwrap();
+    let wide = format!("SELECT {}", (0..8000).map(|i| format!("{i} AS c{i}")).collect::<Vec<_>>().join(", "));
+    let started = std::time::Instant::now();
+    let planning = tokio::spawn(async move { planner.simple_query(&wide).await });
+    let other = server.connect().await;
+    for _ in 0..5 {
+        let asked = std::time::Instant::now();
+        assert_eq!(text_rows(&other, "SELECT 1").await, vec![vec!["1"]]);
+        assert!(asked.elapsed().as_secs() < 3, "SELECT 1 waited {:?} behind the planning", asked.elapsed());
+    }
+    let err = planning.await.unwrap().unwrap_err();
+    assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    assert!(started.elapsed().as_secs() < 8, "the timeout came after {:?}", started.elapsed());
+}

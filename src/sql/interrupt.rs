@@ -30,6 +30,20 @@ pub async fn within<T>(
     }
 }
 
+/// Runs `work` (planning) on a blocking thread of the runtime, not on one of its workers:
+/// planning a large statement is seconds of CPU without an await point, which would hold a
+/// worker, and every connection waiting on it, and which a `statement_timeout` around this
+/// call could not stop. Stopped waiting for (the timeout), the work runs to its end unseen;
+/// planning changes nothing.
+pub async fn off_workers<T: Send + 'static>(
+    work: impl Future<Output = Result<T, SqlError>> + Send + 'static,
+) -> Result<T, SqlError> {
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(work))
+        .await
+        .map_err(|e| SqlError::internal(format!("planning failed: {e}")))?
+}
+
 /// `rows` until `deadline`.
 pub fn limit(rows: SendableRecordBatchStream, deadline: Option<Instant>) -> SendableRecordBatchStream {
     let Some(deadline) = deadline else {

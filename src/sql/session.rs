@@ -14,7 +14,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
 use super::engine::Engine;
-use super::{functions, pg_catalog, rewrite, static_partitions};
+use super::{functions, interrupt, pg_catalog, rewrite, static_partitions};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
 use crate::explain::{self, LogicalStages};
@@ -76,10 +76,13 @@ impl Session {
         {
             static_partitions::rewrite(self, insert)?;
         }
-        pg_catalog::rewrite::rewrite(&mut stmt);
-        rewrite::rewrite(&mut stmt);
         let state = self.ctx.state();
-        let plan = state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
+        let plan = interrupt::off_workers(async move {
+            pg_catalog::rewrite::rewrite(&mut stmt);
+            rewrite::rewrite(&mut stmt);
+            Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
+        })
+        .await?;
         let width = plan.schema().fields().len();
         if width > MAX_COLUMNS {
             return Err(SqlError::new(
@@ -116,7 +119,12 @@ impl Session {
     ) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
         let hints = QueryHints::resolve(stmt, plan);
         let state = self.ctx.state();
-        let physical = planner::create_physical_plan(&state, plan, &hints).await?;
+        let (plan, planner_hints) = (plan.clone(), hints.clone());
+        let physical =
+            interrupt::off_workers(
+                async move { Ok(planner::create_physical_plan(&state, &plan, &planner_hints).await?) },
+            )
+            .await?;
         tracing::debug!(plan = %datafusion::physical_plan::displayable(physical.as_ref()).indent(true), "physical plan");
         let conf = self.spark_conf();
         if conf.adaptive_enabled && explain::applies_adaptive(&physical) {
