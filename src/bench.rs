@@ -149,7 +149,7 @@ impl Shuffles {
     }
 }
 
-async fn execute(session: &Session, sql: &str) -> Result<(), SqlError> {
+async fn execute(session: &Arc<Session>, sql: &str) -> Result<(), SqlError> {
     for output in session.execute_sql(sql).await {
         if let crate::sql::output::Output::Rows { mut stream, .. } = output? {
             use futures::StreamExt;
@@ -245,7 +245,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json } = options;
     let accounts = (rows / 10).max(1);
     let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit })?;
-    let session = Session::new(Arc::clone(&engine))?;
+    let session = Arc::new(Session::new(Arc::clone(&engine))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "bucketsql bench: {rows} transactions, {accounts} accounts, {buckets} buckets, {cores} cores, median of {runs} runs after a warm-up"

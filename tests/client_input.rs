@@ -166,3 +166,27 @@ async fn a_statement_that_plans_for_long_stalls_no_one_and_meets_its_timeout() {
     assert_eq!(sqlstate(&err), "57014", "{err:?}");
     assert!(started.elapsed().as_secs() < 8, "the timeout came after {:?}", started.elapsed());
 }
+
+/// Queries run apart from the threads that serve connections: a cartesian product of thirty
+/// small relations, whose operators compute for long between yields, meets its
+/// `statement_timeout`, and other clients are answered while it runs.
+#[tokio::test]
+async fn a_runaway_cross_join_meets_its_timeout_and_stalls_no_one() {
+    let server = TestServer::start();
+    let runaway = server.connect().await;
+    runaway.batch_execute("SET statement_timeout = '2s'").await.unwrap();
+    let relations: Vec<String> = (0..30).map(|i| format!("range(10) t{i}")).collect();
+    let product = format!("SELECT count(*) FROM {}", relations.join(", "));
+    let started = std::time::Instant::now();
+    let running = tokio::spawn(async move { runaway.simple_query(&product).await });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let other = server.connect().await;
+    for _ in 0..3 {
+        let asked = std::time::Instant::now();
+        assert_eq!(text_rows(&other, "SELECT 1").await, vec![vec!["1"]]);
+        assert!(asked.elapsed().as_secs() < 3, "SELECT 1 waited {:?} behind the cross join", asked.elapsed());
+    }
+    let err = running.await.unwrap().unwrap_err();
+    assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    assert!(started.elapsed().as_secs() < 10, "the timeout came after {:?}", started.elapsed());
+}

@@ -17,6 +17,7 @@ mod protocol;
 mod psql;
 mod random_queries;
 mod refresh;
+mod reliability;
 mod safety;
 mod security;
 mod spark;

@@ -12,6 +12,7 @@
 
 pub mod adaptive;
 pub mod bucketing;
+pub mod cooperative_joins;
 pub mod distribution;
 pub mod ensure_requirements;
 pub mod file_source_strategy;
@@ -39,6 +40,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::config::SparkConf;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
+use cooperative_joins::cooperative_joins;
 use ensure_requirements::ensure_requirements;
 use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
@@ -78,5 +80,5 @@ pub async fn create_physical_plan(
     let plan = CombinePartialFinalAggregate::new().optimize(plan, options)?;
     let plan = disable_unnecessary_bucketed_scan(plan, &conf)?;
     let plan = LimitPushdown::new().optimize(plan, options)?;
-    EnsureCooperative::new().optimize(plan, options)
+    EnsureCooperative::new().optimize(cooperative_joins(plan)?, options)
 }

@@ -22,11 +22,9 @@ use crate::sql::session::Session;
 use auth::Authenticator;
 use handler::ConnectionHandlers;
 
-/// Stack of each thread that serves connections. A statement's AST is cloned, visited and
-/// dropped by recursion, a frame or more per level of nesting; 64 MiB holds the deepest
-/// statement the parser accepts (`sql::dialect`'s depth bounds), also in debug builds, whose
-/// frames are largest. Only the pages a statement touches are committed.
-pub const WORKER_STACK_BYTES: usize = 64 << 20;
+/// Stack of each thread that serves connections: statements parse there, and a parsed
+/// statement is walked by recursion, as on the threads that plan and run it.
+pub const WORKER_STACK_BYTES: usize = crate::exec::executor::THREAD_STACK_BYTES;
 
 /// What one client, and all of them together, may take of the server.
 #[derive(Debug, Clone, Copy)]

@@ -24,6 +24,7 @@ use super::dml::{existing_table, stage_write};
 use super::session::Session;
 use crate::catalog::metastore::WriteMode;
 use crate::error::SqlError;
+use crate::exec::executor;
 use crate::planner::table_provider::table_schema;
 use crate::storage::commit::StagedWrite;
 use crate::storage::parquet_writer::StagedFile;
@@ -59,7 +60,8 @@ impl TableAppend {
         let plan = LogicalPlanBuilder::scan(table, provider_as_source(Arc::new(source)), None)?.build()?;
         let ctx = session.ctx.clone();
         let table_id = meta.id;
-        let write = tokio::spawn(async move { stage_write(&ctx, &meta, plan).await });
+        // On the query runtime, with the statements' writes: its memory is reused by theirs.
+        let write = executor::spawn(async move { stage_write(&ctx, &meta, plan).await });
         Ok(TableAppend { session, table_id, input: sender, write })
     }
 

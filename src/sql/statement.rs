@@ -22,13 +22,14 @@ use super::variables::variables_schema;
 use super::{copy, ddl, describe, dml, interrupt, refresh};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
+use crate::exec::executor;
 use crate::explain::{self, ExplainContext, ExplainMode};
 use crate::planner::table_provider::CATALOG_NAME;
 
 impl Session {
     /// Runs every statement of a simple-protocol query string, stopping at the first error
     /// (which comes last in the returned list).
-    pub async fn execute_sql(&self, sql: &str) -> Vec<Result<Output, SqlError>> {
+    pub async fn execute_sql(self: &Arc<Self>, sql: &str) -> Vec<Result<Output, SqlError>> {
         let statements = match parse_sql(sql) {
             Ok(s) => s,
             Err(e) => return vec![Err(SqlError::from(e))],
@@ -74,7 +75,11 @@ impl Session {
 
     /// Runs a prepared statement with bound parameter values. The statement is planned
     /// again here, so it reads the tables as they are now, not as they were at Parse.
-    pub async fn execute_prepared(&self, prepared: &Prepared, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+    pub async fn execute_prepared(
+        self: &Arc<Self>,
+        prepared: &Prepared,
+        params: Vec<ScalarValue>,
+    ) -> Result<Output, SqlError> {
         let params = params
             .into_iter()
             .enumerate()
@@ -91,11 +96,20 @@ impl Session {
         self.execute(&prepared.statement, params).await
     }
 
-    /// Runs one statement under the session's `statement_timeout`, which covers its rows too.
-    async fn execute(&self, statement: &BucketSqlStatement, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
+    /// Runs one statement on the query runtime ([`executor`]) under the session's
+    /// `statement_timeout`, which covers its rows too.
+    async fn execute(
+        self: &Arc<Self>,
+        statement: &BucketSqlStatement,
+        params: Vec<ScalarValue>,
+    ) -> Result<Output, SqlError> {
         let deadline = self.statement_timeout().map(|timeout| Instant::now() + timeout);
-        Ok(match interrupt::within(deadline, self.execute_untimed(statement, params)).await? {
-            Output::Rows { schema, stream } => Output::Rows { schema, stream: interrupt::limit(stream, deadline) },
+        let (session, statement) = (Arc::clone(self), statement.clone());
+        let work = executor::run(async move { session.execute_untimed(&statement, params).await });
+        Ok(match interrupt::within(deadline, work).await? {
+            Output::Rows { schema, stream } => {
+                Output::Rows { schema, stream: interrupt::limit(executor::drive(stream), deadline) }
+            }
             other => other,
         })
     }
