@@ -27,6 +27,9 @@ use crate::sql::output::Prepared;
 /// How long a client may take to negotiate TLS, start up and authenticate (pgwire's bound).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the first four bytes may take once the first of them arrived.
+const PARTIAL_LENGTH_TIMEOUT: Duration = Duration::from_secs(5);
+
 type Socket = Framed<FrameGuard<pgwire::tokio::server::MaybeTls>, PgWireMessageServerCodec<Arc<Prepared>>>;
 
 /// Serves one client until it leaves, its stream breaks, or the start-up times out.
@@ -88,6 +91,10 @@ pub async fn serve(
         match message {
             // The client is leaving; some clients wait for the server to close.
             PgWireFrontendMessage::Terminate(_) => return Ok(()),
+            // A password message outside authentication, which pgwire would ignore.
+            PgWireFrontendMessage::PasswordMessageFamily(_) if !starting => {
+                return end_with(&mut socket, Rejection::protocol("invalid frontend message type 112")).await;
+            }
             PgWireFrontendMessage::Flush(_) => {
                 if let Some(rejection) = socket.get_mut().take_rejection() {
                     match socket.state() {
@@ -123,11 +130,20 @@ pub async fn serve(
         )
         .await;
         if let Err(error) = handled {
-            let is_fatal = error.is_fatal();
-            process_error(&mut socket, error, is_extended).await?;
-            if is_fatal {
-                return Ok(());
+            let error = match error {
+                // PostgreSQL's invalid_cursor_name; pgwire says 26000, a missing statement.
+                PgWireError::PortalNotFound(name) => PgWireError::UserError(Box::new(ErrorInfo::new(
+                    "ERROR".to_owned(),
+                    "34000".to_owned(),
+                    format!("portal \"{name}\" does not exist"),
+                ))),
+                other => other,
+            };
+            if error.is_fatal() {
+                // PostgreSQL closes after a FATAL error, with no ReadyForQuery.
+                return close_with(&mut socket, error.into()).await;
             }
+            process_error(&mut socket, error, is_extended).await?;
         }
         if is_cancel {
             return Ok(());
@@ -136,15 +152,23 @@ pub async fn serve(
 }
 
 /// The length word that starts the client's first packet, without consuming it; `None` when
-/// the client leaves before sending four bytes.
+/// the client leaves, or stops, before sending four bytes (a peek cannot tell a client that
+/// closed after one byte from one that is slow, so a partial word waits a few seconds).
 async fn peek_length(tcp: &TcpStream) -> io::Result<Option<usize>> {
     let mut word = [0u8; 4];
+    let mut partial_since = None;
     loop {
         match tcp.peek(&mut word).await? {
             0 => return Ok(None),
             4 => return Ok(Some(u32::from_be_bytes(word) as usize)),
-            // Peeking does not consume readiness: wait a little for the rest.
-            _ => tokio::time::sleep(Duration::from_millis(5)).await,
+            _ => {
+                let since = *partial_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() > PARTIAL_LENGTH_TIMEOUT {
+                    return Ok(None);
+                }
+                // Peeking does not consume readiness: wait a little for the rest.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         }
     }
 }
@@ -166,7 +190,11 @@ pub fn fatal_error_frame(code: &str, message: &str) -> Vec<u8> {
 
 /// Sends a FATAL error and closes, as PostgreSQL does when it cannot read a client's stream.
 async fn end_with(socket: &mut Socket, rejection: Rejection) -> io::Result<()> {
-    let error = ErrorInfo::new("FATAL".to_owned(), rejection.code.to_owned(), rejection.message);
+    close_with(socket, ErrorInfo::new("FATAL".to_owned(), rejection.code.to_owned(), rejection.message)).await
+}
+
+/// Sends `error` (severity FATAL) and closes the connection.
+async fn close_with(socket: &mut Socket, error: ErrorInfo) -> io::Result<()> {
     socket.send(PgWireBackendMessage::ErrorResponse(error.into())).await?;
     socket.close().await?;
     socket.get_mut().drain().await;

@@ -668,6 +668,7 @@ fn binary_value(dt: &DataType, raw: &[u8]) -> Result<ScalarValue, String> {
     let ty = pg_type(dt).map_err(|_| unsupported())?;
     let value = decode_binary(&ty, raw).map_err(|e| match e {
         BinaryError::Invalid(message) => message,
+        BinaryError::Encoding => "invalid byte sequence for encoding \"UTF8\"".to_string(),
         BinaryError::Unsupported => unsupported(),
     })?;
     match (dt, value) {

@@ -145,10 +145,14 @@ impl<IO> FrameGuard<IO> {
             match check_frame(self.phase, &self.unchecked, self.max_message) {
                 Verdict::Incomplete => break,
                 Verdict::Pass { len, next } => {
-                    if self.phase == Phase::Messages && self.unchecked[0] == b'H' {
+                    let kind = (self.phase == Phase::Messages).then(|| self.unchecked[0]);
+                    if kind == Some(b'H') {
                         self.flushes.push_back(None);
                     }
-                    let frame = self.unchecked.split_to(len);
+                    let mut frame = self.unchecked.split_to(len);
+                    if kind == Some(b'E') {
+                        bound_execute_rows(&mut frame);
+                    }
                     self.checked.extend_from_slice(&frame);
                     self.phase = next;
                 }
@@ -299,6 +303,20 @@ fn check_message(input: &[u8], max_message: usize) -> Verdict {
             Verdict::Reject { len: len + 1, rejection }
         }
     }
+}
+
+/// Rows one Execute may ask for before the portal is suspended. pgwire sets aside room for as
+/// many rows as a client asks for, so `2147483647` (or a negative count, read unsigned) would
+/// end the process; a client asking for more gets them in turns, after PortalSuspended.
+const MAX_ROWS_PER_EXECUTE: i32 = 1 << 16;
+
+/// Rewrites an Execute frame's row limit within [`MAX_ROWS_PER_EXECUTE`]; zero or less is
+/// "all rows", as in PostgreSQL.
+fn bound_execute_rows(frame: &mut [u8]) {
+    let at = frame.len() - 4;
+    let requested = i32::from_be_bytes([frame[at], frame[at + 1], frame[at + 2], frame[at + 3]]);
+    let bounded = if requested <= 0 { 0 } else { requested.min(MAX_ROWS_PER_EXECUTE) };
+    frame[at..].copy_from_slice(&bounded.to_be_bytes());
 }
 
 /// A message body read as PostgreSQL's `pq_getmsg*` functions read it.
@@ -500,6 +518,15 @@ mod tests {
         assert_eq!(rejected(&frame(b'S', b"junk")).0, "08P01");
         let parse_short_types = frame(b'P', b"\0SELECT $1\0\0\x02\0\0\0\x17");
         assert_eq!(rejected(&parse_short_types).0, "08P01");
+    }
+
+    #[test]
+    fn execute_row_limits_are_bounded_and_negative_ones_mean_all_rows() {
+        for (requested, bounded) in [(0, 0), (-5, 0), (100, 100), (i32::MAX, MAX_ROWS_PER_EXECUTE)] {
+            let mut execute = frame(b'E', &[b"\0".as_slice(), &requested.to_be_bytes()].concat());
+            bound_execute_rows(&mut execute);
+            assert_eq!(execute[execute.len() - 4..], bounded.to_be_bytes(), "{requested}");
+        }
     }
 
     #[test]

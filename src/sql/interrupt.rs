@@ -5,11 +5,13 @@
 //! returned its lazy row stream, so both also cut that stream short.
 
 use std::future::Future;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::{FutureExt, Stream, StreamExt, stream};
+use tokio::sync::Semaphore;
 use tokio::time::{Instant, sleep_until, timeout_at};
 
 use crate::error::SqlError;
@@ -30,6 +32,12 @@ pub async fn within<T>(
     }
 }
 
+/// Plannings running at once, one per core. A planning whose statement timed out runs on to
+/// its end unseen and keeps its place meanwhile, so that statements timing out one after the
+/// other cannot pile up plannings, and their memory, without bound.
+static PLANNERS: LazyLock<Arc<Semaphore>> =
+    LazyLock::new(|| Arc::new(Semaphore::new(std::thread::available_parallelism().map_or(2, |cores| cores.get()))));
+
 /// Runs `work` (planning) on a blocking thread of the runtime, not on one of its workers:
 /// planning a large statement is seconds of CPU without an await point, which would hold a
 /// worker, and every connection waiting on it, and which a `statement_timeout` around this
@@ -38,10 +46,15 @@ pub async fn within<T>(
 pub async fn off_workers<T: Send + 'static>(
     work: impl Future<Output = Result<T, SqlError>> + Send + 'static,
 ) -> Result<T, SqlError> {
+    let place = Arc::clone(&PLANNERS).acquire_owned().await.map_err(|e| SqlError::internal(e.to_string()))?;
     let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(work))
-        .await
-        .map_err(|e| SqlError::internal(format!("planning failed: {e}")))?
+    tokio::task::spawn_blocking(move || {
+        let planned = runtime.block_on(work);
+        drop(place);
+        planned
+    })
+    .await
+    .map_err(|e| SqlError::internal(format!("planning failed: {e}")))?
 }
 
 /// `rows` until `deadline`.

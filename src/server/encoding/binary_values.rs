@@ -15,6 +15,8 @@ pub(crate) enum BinaryError {
     Invalid(String),
     /// The type has no binary decoder here.
     Unsupported,
+    /// Text that is not UTF-8.
+    Encoding,
 }
 
 /// Decodes `raw`, a value in the binary format of `ty`: integers and floats
@@ -35,9 +37,9 @@ pub(crate) fn decode_binary(ty: &Type, raw: &[u8]) -> Result<ScalarValue, Binary
             let text = numeric_binary_text(raw).map_err(BinaryError::Invalid)?;
             parse_numeric(&text).ok_or_else(|| BinaryError::Invalid(format!("invalid binary numeric: {text}")))?
         }
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => ScalarValue::Utf8(Some(
-            String::from_utf8(raw.to_vec()).map_err(|_| invalid("invalid byte sequence for encoding \"UTF8\""))?,
-        )),
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+            ScalarValue::Utf8(Some(String::from_utf8(raw.to_vec()).map_err(|_| BinaryError::Encoding)?))
+        }
         Type::BYTEA => ScalarValue::Binary(Some(raw.to_vec())),
         Type::DATE => {
             let days = i64::from(i32::from_be_bytes(exact(raw)?)) + PG_EPOCH_DAYS;

@@ -18,6 +18,8 @@ pub(super) enum ParamError {
     Invalid(String),
     OutOfRange,
     BinaryUnsupported,
+    /// Text that is not UTF-8: PostgreSQL's 22021.
+    Encoding,
 }
 
 impl ParamError {
@@ -37,6 +39,10 @@ impl ParamError {
             ParamError::BinaryUnsupported => {
                 user_error("0A000", format!("binary format for parameter ${number} of type {name} is not supported"))
             }
+            ParamError::Encoding => user_error(
+                "22021",
+                format!("invalid byte sequence for encoding \"UTF8\" in parameter ${number} of type {name}"),
+            ),
         }
     }
 }
@@ -88,6 +94,7 @@ impl From<BinaryError> for ParamError {
         match e {
             BinaryError::Invalid(detail) => ParamError::Invalid(detail),
             BinaryError::Unsupported => ParamError::BinaryUnsupported,
+            BinaryError::Encoding => ParamError::Encoding,
         }
     }
 }
@@ -175,8 +182,8 @@ mod tests {
         for (ty, input) in malformed {
             assert_eq!(code(decode_text_one(ty.clone(), input)), "22P02", "{ty} {input:?}");
         }
-        assert_eq!(code(decode_one(Type::TEXT, 0, Some(&[0xff]))), "22P02");
-        assert_eq!(code(decode_one(Type::TEXT, 1, Some(&[0xff]))), "22P02");
+        assert_eq!(code(decode_one(Type::TEXT, 0, Some(&[0xff]))), "22021");
+        assert_eq!(code(decode_one(Type::TEXT, 1, Some(&[0xff]))), "22021");
         assert_eq!(code(decode_one(Type::NUMERIC, 1, Some(&hex("0002000000000002000c")))), "22P02");
         assert_eq!(code(decode_one(Type::NUMERIC, 1, Some(&hex("00010000000000002710")))), "22P02");
         assert_eq!(code(decode_one(Type::NUMERIC, 1, Some(&hex("0000")))), "22P02");

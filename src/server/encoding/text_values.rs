@@ -15,7 +15,7 @@ use super::params::ParamError;
 /// Decodes a text-format value the way PostgreSQL's input functions accept it
 /// (surrounding whitespace allowed for all but string types).
 pub(super) fn decode_text(ty: &Type, raw: &[u8]) -> Result<ScalarValue, ParamError> {
-    let s = std::str::from_utf8(raw).map_err(|e| ParamError::Invalid(e.to_string()))?;
+    let s = std::str::from_utf8(raw).map_err(|_| ParamError::Encoding)?;
     let t = s.trim();
     Ok(match *ty {
         Type::BOOL => ScalarValue::Boolean(Some(parse_bool(t).ok_or_else(|| ParamError::syntax(s))?)),

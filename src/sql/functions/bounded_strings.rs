@@ -2,9 +2,9 @@
 //! `repeat('x', 1000000000)` is a gigabyte from a 30-byte statement, built in one call that
 //! neither a timeout nor a cancel can interrupt. PostgreSQL refuses a value over 1 GB
 //! (`54000` requested length too large); under `--memory-limit` a smaller one must also fit
-//! in what the pool has left. These wrappers size the result from the arguments before it is
-//! built, refuse it as PostgreSQL does, and hold its bytes in the pool while it is built
-//! (`53200` when they do not fit).
+//! in what the pool has left, twice over while its builder grows. These wrappers size the
+//! result from the arguments before it is built, refuse it as PostgreSQL does, and hold its
+//! bytes in the pool while it is built (`53200` when they do not fit).
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -146,7 +146,8 @@ impl ScalarUDFImpl for BoundedString {
             ));
         }
         let reservation = MemoryConsumer::new(format!("{}()", self.name())).register(&self.pool);
-        reservation.try_grow(total as usize).map_err(|_| {
+        // A string builder may hold twice its final size while it grows.
+        reservation.try_grow(total.saturating_mul(2) as usize).map_err(|_| {
             refuse(
                 "53200",
                 format!(
