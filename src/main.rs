@@ -81,6 +81,7 @@ fn main() -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(bucketsql::server::WORKER_STACK_BYTES)
+        .max_blocking_threads(bucketsql::exec::executor::MAX_BLOCKING_THREADS)
         .build()?
         .block_on(run())
 }

@@ -26,6 +26,12 @@ use crate::error::SqlError;
 /// largest. Only the pages a statement touches are committed.
 pub const THREAD_STACK_BYTES: usize = 64 << 20;
 
+/// Threads each runtime keeps for blocking work (planning, spill files). Each reserves a
+/// [`THREAD_STACK_BYTES`] stack; tokio's default of 512 would let a busy server reserve 32 GiB
+/// of address space, which a data-size limit (`RLIMIT_DATA`) counts. Plannings are fewer
+/// (one per core, `sql::interrupt`); spill reads and writes wait for a thread.
+pub const MAX_BLOCKING_THREADS: usize = 16;
+
 /// Batches a running query may compute ahead of its client.
 const BATCHES_AHEAD: usize = 2;
 
@@ -33,6 +39,7 @@ static EXECUTOR: LazyLock<Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_multi_thread()
         .thread_name("bucketsql-exec")
         .thread_stack_size(THREAD_STACK_BYTES)
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
         .enable_all()
         .build()
         .expect("the query runtime starts")
