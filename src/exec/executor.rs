@@ -17,6 +17,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::error::SqlError;
 
@@ -59,12 +60,29 @@ pub fn spawn<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) 
     EXECUTOR.spawn(work)
 }
 
-/// Runs `work` on the query runtime; dropping the returned future aborts it.
+/// Runs `work` on the query runtime until `deadline`; `None` when it was stopped there.
+/// Stopping waits until the work has ended, so that nothing of it goes on unseen: a write
+/// past its deadline is either gone or, if it finished first, its outcome stands. Dropping
+/// the returned future aborts the work without waiting.
 pub async fn run<T: Send + 'static>(
+    deadline: Option<Instant>,
     work: impl Future<Output = Result<T, SqlError>> + Send + 'static,
-) -> Result<T, SqlError> {
+) -> Result<Option<T>, SqlError> {
     let mut task = AbortOnDrop(EXECUTOR.spawn(work));
-    (&mut task.0).await.map_err(|e| SqlError::internal(format!("statement failed: {e}")))?
+    let ended = match deadline {
+        None => (&mut task.0).await,
+        Some(deadline) => tokio::select! {
+            ended = &mut task.0 => ended,
+            () = tokio::time::sleep_until(deadline) => {
+                task.0.abort();
+                match (&mut task.0).await {
+                    Err(e) if e.is_cancelled() => return Ok(None),
+                    ended => ended,
+                }
+            }
+        },
+    };
+    ended.map_err(|e| SqlError::internal(format!("statement failed: {e}")))?.map(Some)
 }
 
 /// `rows` computed on the query runtime, at most [`BATCHES_AHEAD`] batches ahead of the

@@ -12,24 +12,13 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::{FutureExt, Stream, StreamExt, stream};
 use tokio::sync::Semaphore;
-use tokio::time::{Instant, sleep_until, timeout_at};
+use tokio::time::{Instant, sleep_until};
 
 use crate::error::SqlError;
 
-fn timed_out() -> SqlError {
+/// The error of a statement stopped at its `statement_timeout`.
+pub fn timed_out() -> SqlError {
     SqlError::query_canceled("canceling statement due to statement timeout")
-}
-
-/// Runs the part of a statement that comes before its rows (planning, a whole write) until
-/// `deadline`.
-pub async fn within<T>(
-    deadline: Option<Instant>,
-    work: impl Future<Output = Result<T, SqlError>>,
-) -> Result<T, SqlError> {
-    match deadline {
-        Some(deadline) => timeout_at(deadline, work).await.unwrap_or_else(|_| Err(timed_out())),
-        None => work.await,
-    }
 }
 
 /// Plannings running at once, one per core. A planning whose statement timed out runs on to

@@ -105,8 +105,8 @@ impl Session {
     ) -> Result<Output, SqlError> {
         let deadline = self.statement_timeout().map(|timeout| Instant::now() + timeout);
         let (session, statement) = (Arc::clone(self), statement.clone());
-        let work = executor::run(async move { session.execute_untimed(&statement, params).await });
-        Ok(match interrupt::within(deadline, work).await? {
+        let output = executor::run(deadline, async move { session.execute_untimed(&statement, params).await }).await?;
+        Ok(match output.ok_or_else(interrupt::timed_out)? {
             Output::Rows { schema, stream } => {
                 Output::Rows { schema, stream: interrupt::limit(executor::drive(stream), deadline) }
             }
