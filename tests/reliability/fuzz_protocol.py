@@ -56,25 +56,22 @@ the exit status is 1 if anything failed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import collections
 import errno
 import json
 import os
 import random
-import resource
 import re
 import select
 import selectors
-import shutil
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
+
+from fuzz_server import Server, close_wait
 
 PROTOCOL_3_0 = 3 << 16
 SSL_REQUEST = 80877103
@@ -182,181 +179,6 @@ def show_bytes(data: bytes, limit: int = 400) -> str:
     if len(text) > limit:
         text = text[: limit - 40] + f"…' ({len(data)} bytes)"
     return text
-
-
-# ---------------------------------------------------------------------------------------
-# The server under test
-# ---------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening_inodes(port: int) -> set:
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    cols = line.split()
-                    if int(cols[1].rsplit(":", 1)[1], 16) == port and cols[3] == "0A":
-                        inodes.add(cols[9])
-        except OSError:
-            pass
-    return inodes
-
-
-def close_wait(port: int) -> set:
-    """Client ports of the server's sockets on `port` whose client has closed but the server
-    has not (state CLOSE_WAIT)."""
-    clients = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    cols = line.split()
-                    if cols[3] == "08" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                        clients.add(int(cols[2].rsplit(":", 1)[1], 16))
-        except OSError:
-            pass
-    return clients
-
-
-def owns_listener(pid: int, port: int) -> bool:
-    """Whether process `pid` holds the socket listening on `port` (not another server)."""
-    inodes = listening_inodes(port)
-    if not inodes:
-        return not os.path.exists("/proc/net/tcp")
-    try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if link.startswith("socket:[") and link[8:-1] in inodes:
-                return True
-    except OSError:
-        return False
-    return False
-
-
-class Server:
-    """One `bucketsql serve` on a fresh data directory; `restart` keeps the directory."""
-
-    def __init__(self, binary: str, extra_args=(), keep: bool = False, data_limit: int = 8 << 30):
-        self.binary = binary
-        self.data_limit = data_limit
-        self.extra_args = list(extra_args)
-        self.keep = keep
-        self.root = tempfile.mkdtemp(prefix="bucketsql-fuzz-protocol-")
-        self.data_dir = os.path.join(self.root, "data")
-        self.log_path = os.path.join(self.root, "server.log")
-        self.proc = None
-        self.port = None
-        self.starts = 0
-        # Run a private copy: a rebuild of the original mid-run cannot change what restarts run.
-        self.pinned = os.path.join(self.root, "bucketsql")
-        shutil.copy2(binary, self.pinned)
-        with open(self.pinned, "rb") as f:
-            self.build = {"path": binary, "sha256": hashlib.file_digest(f, "sha256").hexdigest()[:16],
-                          "mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(binary)))}
-
-    @property
-    def pid(self):
-        return self.proc.pid if self.proc else None
-
-    def start(self):
-        last = None
-        for _ in range(5):
-            self.port = free_port()
-            log = open(self.log_path, "ab")
-            env = dict(os.environ)
-            env.setdefault("RUST_LOG", "warn")
-            cmd = [self.pinned, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir",
-                   self.data_dir, "--memory-limit", "1GiB", *self.extra_args]
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
-                                         preexec_fn=self._limit_memory)
-            log.close()
-            self.starts += 1
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    last = f"exited with {self.proc.returncode}: {self.log_tail()}"
-                    break
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                except OSError:
-                    time.sleep(0.05)
-                    continue
-                if owns_listener(self.proc.pid, self.port):
-                    return
-                last = f"port {self.port} is served by another process"
-                self.stop_process()
-                break
-            else:
-                last = "did not accept connections within 60 s"
-                self.stop_process()
-        raise RuntimeError(f"could not start {self.binary}: {last}")
-
-    def _limit_memory(self):
-        # Runs in the child before exec: a runaway statement then fails an allocation (the
-        # server aborts) instead of driving the host into its OOM killer.
-        if self.data_limit:
-            resource.setrlimit(resource.RLIMIT_DATA, (self.data_limit, self.data_limit))
-
-    def exit_status(self) -> str:
-        if self.proc is None or self.proc.poll() is None:
-            return "running"
-        code = self.proc.returncode
-        return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop_process(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def restart(self):
-        self.stop_process()
-        self.start()
-
-    def cleanup(self):
-        self.stop_process()
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-    def log_tail(self, n: int = 2000) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read()[-n:].decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def panics(self) -> collections.Counter:
-        """Distinct panics ('thread … panicked at FILE: MSG') and failed allocations in the log."""
-        found = collections.Counter()
-        try:
-            with open(self.log_path, "rb") as f:
-                lines = f.read().decode("utf-8", "replace").splitlines()
-        except OSError:
-            return found
-        for i, line in enumerate(lines):
-            if "panicked at" in line or line.startswith("memory allocation of"):
-                where = line.split("panicked at", 1)[-1].strip().rstrip(":")
-                what = lines[i + 1].strip() if "panicked at" in line and i + 1 < len(lines) else ""
-                found[f"{where}: {what}"[:200]] += 1
-        return found
 
 
 # ---------------------------------------------------------------------------------------
@@ -1332,7 +1154,6 @@ def connection_limit_phase(port: int, max_connections: int, extra: int, timeout:
         for w in refused:
             w.send(startup(), deadline)
         # Each must answer FATAL 53300 and close; read them all until EOF under one bound.
-        first_error = {}
         sel = selectors.DefaultSelector()
         for w in refused:
             sel.register(w.sock, selectors.EVENT_READ, w)
@@ -1486,7 +1307,7 @@ def main() -> int:
         ap.error(f"not an executable: {args.binary}")
 
     extra_args = [] if args.max_connections == 100 else ["--max-connections", str(args.max_connections)]
-    server = Server(args.binary, extra_args, keep=args.keep, data_limit=int(args.server_data_limit * (1 << 30)))
+    server = Server(args.binary, "fuzz-protocol", extra_args, keep=args.keep, data_limit=int(args.server_data_limit * (1 << 30)))
     started = time.monotonic()
     failures = []  # Failure records, one per failing case (or check)
     behaviour = collections.Counter()  # (kind, what the server did) -> cases

@@ -58,22 +58,19 @@ setup); ``--verbose`` prints every statement's outcome. The last line of output 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import collections
 import json
 import os
 import random
-import resource
 import re
-import shutil
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
 from dataclasses import dataclass
+
+from fuzz_server import Server
 
 try:
     import psycopg
@@ -89,195 +86,6 @@ SENSIBLE_CLASSES = {
     "2B", "2D", "2F", "34", "38", "39", "3B", "3D", "3F", "40", "42", "44", "53", "54", "55", "57", "58",
     "72", "F0", "HV", "P0",
 }
-
-# ---------------------------------------------------------------------------------------
-# The server under test
-# ---------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def owns_listener(pid: int, port: int) -> bool:
-    """Whether process `pid` holds the socket listening on `port` (not another server)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    cols = line.split()
-                    if int(cols[1].rsplit(":", 1)[1], 16) == port and cols[3] == "0A":
-                        inodes.add(cols[9])
-        except OSError:
-            pass
-    if not inodes:
-        return not os.path.exists("/proc/net/tcp")
-    try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if link.startswith("socket:[") and link[8:-1] in inodes:
-                return True
-    except OSError:
-        return False
-    return False
-
-
-class Server:
-    """One `bucketsql serve` on a fresh data directory; `restart` keeps the directory."""
-
-    def __init__(self, binary: str, keep: bool = False, data_limit: int = 8 << 30):
-        self.binary = binary
-        self.keep = keep
-        self.data_limit = data_limit
-        self.root = tempfile.mkdtemp(prefix="bucketsql-fuzz-sql-")
-        self.data_dir = os.path.join(self.root, "data")
-        self.log_path = os.path.join(self.root, "server.log")
-        self.proc = None
-        self.port = None
-        self.starts = 0
-        # Run a private copy: a rebuild of the original mid-run cannot change what restarts run.
-        self.pinned = os.path.join(self.root, "bucketsql")
-        shutil.copy2(binary, self.pinned)
-        with open(self.pinned, "rb") as f:
-            self.build = {"path": binary, "sha256": hashlib.file_digest(f, "sha256").hexdigest()[:16],
-                          "mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(binary)))}
-
-    @property
-    def pid(self):
-        return self.proc.pid if self.proc else None
-
-    def start(self):
-        last = None
-        for _ in range(5):
-            self.port = free_port()
-            env = dict(os.environ)
-            env.setdefault("RUST_LOG", "warn")
-            cmd = [self.pinned, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir,
-                   "--memory-limit", "1GiB"]
-            with open(self.log_path, "ab") as log:
-                self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
-                                             preexec_fn=self._limit_memory)
-            self.starts += 1
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    last = f"exited with {self.proc.returncode}: {self.log_tail()}"
-                    break
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                except OSError:
-                    time.sleep(0.05)
-                    continue
-                if owns_listener(self.proc.pid, self.port):
-                    return
-                last = f"port {self.port} is served by another process"
-                self.stop_process()
-                break
-            else:
-                last = "did not accept connections within 60 s"
-                self.stop_process()
-        raise RuntimeError(f"could not start {self.binary}: {last}")
-
-    def _limit_memory(self):
-        # Runs in the child before exec: a runaway statement then fails an allocation (the
-        # server aborts) instead of driving the host into its OOM killer.
-        if self.data_limit:
-            resource.setrlimit(resource.RLIMIT_DATA, (self.data_limit, self.data_limit))
-
-    def exit_status(self) -> str:
-        if self.proc is None or self.proc.poll() is None:
-            return "running"
-        code = self.proc.returncode
-        return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def wait_dead(self, seconds: float) -> bool:
-        """True if the process exits within `seconds` (a crash may take a moment)."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if not self.alive():
-                return True
-            time.sleep(0.1)
-        return not self.alive()
-
-    def cpu_seconds(self) -> float:
-        try:
-            with open(f"/proc/{self.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return 0.0
-
-    def rss_mib(self) -> float:
-        try:
-            with open(f"/proc/{self.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return 0.0
-
-    def wait_idle(self, limit: float) -> float:
-        """Waits (at most `limit` s) until the server uses < 10% of a core; returns the wait."""
-        started = time.monotonic()
-        last = self.cpu_seconds()
-        while time.monotonic() - started < limit and self.alive():
-            time.sleep(1.0)
-            now = self.cpu_seconds()
-            if now - last < 0.1:
-                break
-            last = now
-        return time.monotonic() - started
-
-    def stop_process(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def restart(self):
-        self.stop_process()
-        self.start()
-
-    def cleanup(self):
-        self.stop_process()
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-    def log_tail(self, n: int = 2000) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read()[-n:].decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def panics(self) -> collections.Counter:
-        found = collections.Counter()
-        try:
-            with open(self.log_path, "rb") as f:
-                lines = f.read().decode("utf-8", "replace").splitlines()
-        except OSError:
-            return found
-        for i, line in enumerate(lines):
-            if "panicked at" in line or line.startswith("memory allocation of"):
-                where = line.split("panicked at", 1)[-1].strip().rstrip(":")
-                what = lines[i + 1].strip() if "panicked at" in line and i + 1 < len(lines) else ""
-                found[f"{where}: {what}"[:200]] += 1
-        return found
-
 
 # ---------------------------------------------------------------------------------------
 # Statements
@@ -423,7 +231,7 @@ class Gen:
             u = self.table()
             how = self.pick(["JOIN", "INNER JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN", "LEFT SEMI JOIN",
                              "LEFT ANTI JOIN", "CROSS JOIN", "JOIN"])
-            hint = self.pick(["", "", f"/*+ BROADCAST(b) */ ", "/*+ MERGE(a, b) */ ", "/*+ SHUFFLE_HASH(b) */ ",
+            hint = self.pick(["", "", "/*+ BROADCAST(b) */ ", "/*+ MERGE(a, b) */ ", "/*+ SHUFFLE_HASH(b) */ ",
                               "/*+ SHUFFLE_REPLICATE_NL(b) */ "])
             on = "" if how == "CROSS JOIN" else f" ON a.k = b.k{self.pick(['', ' AND a.v = b.v', f' AND {self.pred(chr(98))}'])}"
             cols = "a.k, a.v" if "SEMI" in how or "ANTI" in how else self.pick(["a.k, b.v", "count(*)", "a.k, b.d, a.v"])
@@ -555,7 +363,6 @@ class Gen:
         return f"mutated:{op}", "".join(toks), ""
 
     def nesting(self):
-        r = self.r
         n = self.pick([10, 100, 500, 998, 999, 1000, 1001, 1500, 5000, 20000, 100000])
         kind = self.pick(["parens", "case", "function", "subquery", "scalar", "union", "not", "minus", "concat", "in_sub", "from_parens"])
         if kind == "parens":
@@ -952,7 +759,7 @@ def main() -> int:
     if not os.access(args.binary, os.X_OK):
         ap.error(f"not an executable: {args.binary}")
 
-    server = Server(args.binary, keep=args.keep, data_limit=int(args.server_data_limit * (1 << 30)))
+    server = Server(args.binary, "fuzz-sql", keep=args.keep, data_limit=int(args.server_data_limit * (1 << 30)))
     watchdog = Watchdog()
     started = time.monotonic()
     failures = []  # (Stmt, Outcome)
