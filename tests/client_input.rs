@@ -1,6 +1,8 @@
 //! Client input that once reached a panic (or an abort) in the server: each is refused with
 //! its SQLSTATE, and the connection and the server go on.
 
+use std::time::{Duration, Instant};
+
 use bytes::BytesMut;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 
@@ -145,26 +147,40 @@ async fn repeat_and_pad_lengths_are_bounded() {
     assert!(peak < 768 << 20, "the server peaked at {} MiB", peak >> 20);
 }
 
+/// Runs `statement` under `statement_timeout = timeout` on one connection of a fresh server;
+/// after `settle`, another client's `SELECT 1` is answered within 3 s, `probes` times over,
+/// while it runs; then the statement fails with 57014 within `bound_secs` of its start.
+async fn times_out_and_stalls_no_one(
+    statement: String,
+    timeout: &str,
+    settle: Duration,
+    probes: usize,
+    bound_secs: u64,
+) {
+    let server = TestServer::start();
+    let long = server.connect().await;
+    long.batch_execute(&format!("SET statement_timeout = '{timeout}'")).await.unwrap();
+    let started = Instant::now();
+    let running = tokio::spawn(async move { long.simple_query(&statement).await });
+    tokio::time::sleep(settle).await;
+    let other = server.connect().await;
+    for _ in 0..probes {
+        let asked = Instant::now();
+        assert_eq!(text_rows(&other, "SELECT 1").await, vec![vec!["1"]]);
+        assert!(asked.elapsed().as_secs() < 3, "SELECT 1 waited {:?} behind the statement", asked.elapsed());
+    }
+    let err = running.await.unwrap().unwrap_err();
+    assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    assert!(started.elapsed().as_secs() < bound_secs, "the timeout came after {:?}", started.elapsed());
+}
+
 /// Planning runs off the threads that serve connections: while a very wide statement plans
 /// (seconds), other clients are answered at once, and `statement_timeout` stops the wait for
 /// it (the width check after planning would otherwise answer 54011).
 #[tokio::test]
 async fn a_statement_that_plans_for_long_stalls_no_one_and_meets_its_timeout() {
-    let server = TestServer::start();
-    let planner = server.connect().await;
-    planner.batch_execute("SET statement_timeout = '1s'").await.unwrap();
     let wide = format!("SELECT {}", (0..8000).map(|i| format!("{i} AS c{i}")).collect::<Vec<_>>().join(", "));
-    let started = std::time::Instant::now();
-    let planning = tokio::spawn(async move { planner.simple_query(&wide).await });
-    let other = server.connect().await;
-    for _ in 0..5 {
-        let asked = std::time::Instant::now();
-        assert_eq!(text_rows(&other, "SELECT 1").await, vec![vec!["1"]]);
-        assert!(asked.elapsed().as_secs() < 3, "SELECT 1 waited {:?} behind the planning", asked.elapsed());
-    }
-    let err = planning.await.unwrap().unwrap_err();
-    assert_eq!(sqlstate(&err), "57014", "{err:?}");
-    assert!(started.elapsed().as_secs() < 8, "the timeout came after {:?}", started.elapsed());
+    times_out_and_stalls_no_one(wide, "1s", Duration::ZERO, 5, 8).await;
 }
 
 /// Queries run apart from the threads that serve connections: a cartesian product of thirty
@@ -172,21 +188,7 @@ async fn a_statement_that_plans_for_long_stalls_no_one_and_meets_its_timeout() {
 /// `statement_timeout`, and other clients are answered while it runs.
 #[tokio::test]
 async fn a_runaway_cross_join_meets_its_timeout_and_stalls_no_one() {
-    let server = TestServer::start();
-    let runaway = server.connect().await;
-    runaway.batch_execute("SET statement_timeout = '2s'").await.unwrap();
     let relations: Vec<String> = (0..30).map(|i| format!("range(10) t{i}")).collect();
     let product = format!("SELECT count(*) FROM {}", relations.join(", "));
-    let started = std::time::Instant::now();
-    let running = tokio::spawn(async move { runaway.simple_query(&product).await });
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let other = server.connect().await;
-    for _ in 0..3 {
-        let asked = std::time::Instant::now();
-        assert_eq!(text_rows(&other, "SELECT 1").await, vec![vec!["1"]]);
-        assert!(asked.elapsed().as_secs() < 3, "SELECT 1 waited {:?} behind the cross join", asked.elapsed());
-    }
-    let err = running.await.unwrap().unwrap_err();
-    assert_eq!(sqlstate(&err), "57014", "{err:?}");
-    assert!(started.elapsed().as_secs() < 10, "the timeout came after {:?}", started.elapsed());
+    times_out_and_stalls_no_one(product, "2s", Duration::from_millis(500), 3, 10).await;
 }
