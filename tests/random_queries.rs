@@ -14,12 +14,11 @@
 //! (the time budget then grows with the count). `random_queries.py PORT SEED N --only I`
 //! replays query I of a run against a server of your own.
 
-use std::fs::File;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::clients::{clients_dir, python_env};
-use crate::common::{TestServer, wait_with_timeout};
+use crate::common::{TestServer, run_logged};
 
 const SEED: u64 = 20260601;
 const QUERIES: u64 = 2000;
@@ -39,22 +38,15 @@ fn bucketsql_answers_random_queries_as_duckdb_does() {
     let budget = BUDGET_SECONDS * queries.div_ceil(QUERIES);
     let python = python_env("python-random-queries", "random-queries-requirements.txt");
     let server = TestServer::start();
-    let temp = tempfile::tempdir().expect("temp dir");
-    let log_path = temp.path().join("random_queries.log");
-    let log = File::create(&log_path).unwrap();
-    let mut child = Command::new(python)
-        .arg(clients_dir().join("random_queries.py"))
-        .args([server.port.to_string(), seed.to_string(), queries.to_string()])
-        .args(["--time-budget", &budget.to_string()])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("python starts");
     // Past the budget come the slowest queries still running and the replays of the failures.
     let timeout = Duration::from_secs(budget * 2 + 120);
-    let status = wait_with_timeout(&mut child, timeout);
-    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let (status, output) = run_logged(
+        Command::new(python)
+            .arg(clients_dir().join("random_queries.py"))
+            .args([server.port.to_string(), seed.to_string(), queries.to_string()])
+            .args(["--time-budget", &budget.to_string()]),
+        timeout,
+    );
     match status {
         Some(status) if status.success() => println!("{output}"),
         Some(status) => panic!("random_queries.py found differences ({status}):\n{output}"),

@@ -5,13 +5,12 @@
 //! `tests/reliability/` that starts the real server itself and ends with a `RESULT {json}`
 //! line; the README's Reliability section gives the full-size commands and figures.
 
-use std::fs::File;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::clients::python_env;
-use crate::common::wait_with_timeout;
+use crate::common::run_logged;
 
 fn script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reliability").join(name)
@@ -21,20 +20,10 @@ fn script(name: &str) -> PathBuf {
 /// it passed.
 fn run_suite_script(name: &str, args: &[&str], timeout: Duration) {
     let python = python_env("python-clients", "requirements.txt");
-    let temp = tempfile::tempdir().expect("temp dir");
-    let log_path = temp.path().join("report.log");
-    let log = File::create(&log_path).unwrap();
-    let mut child = Command::new(python)
-        .arg(script(name))
-        .args(["--binary", env!("CARGO_BIN_EXE_bucketsql")])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("python starts");
-    let status = wait_with_timeout(&mut child, timeout);
-    let report = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let (status, report) = run_logged(
+        Command::new(python).arg(script(name)).args(["--binary", env!("CARGO_BIN_EXE_bucketsql")]).args(args),
+        timeout,
+    );
     let result = report.lines().rev().find(|line| line.starts_with("RESULT "));
     match status {
         Some(status) if status.success() && result.is_some() => println!("{report}"),

@@ -3,12 +3,11 @@
 //! server. Spark 4 needs Java 17 or later, found as Spark finds it: `$JAVA_HOME/bin/java`, else
 //! `java` on the PATH.
 
-use std::fs::File;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::clients::{clients_dir, python_env};
-use crate::common::{TestServer, wait_with_timeout};
+use crate::common::{TestServer, run_logged};
 
 /// Generous: Spark's JVM start and first jobs take tens of seconds on two busy cores, but a
 /// hung session must still end the test.
@@ -42,20 +41,14 @@ fn spark_and_bucketsql_read_each_others_bucketed_tables() {
         &["--allow-location", spark_dir.to_str().expect("UTF-8 temp dir")],
     );
 
-    let log_path = temp.path().join("spark_roundtrip.log");
-    let log = File::create(&log_path).unwrap();
-    let mut child = Command::new(python)
-        .arg(clients_dir().join("spark_roundtrip.py"))
-        .arg(server.port.to_string())
-        .arg(&spark_dir)
-        .current_dir(&spark_dir)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("python starts");
-    let status = wait_with_timeout(&mut child, TIMEOUT);
-    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let (status, output) = run_logged(
+        Command::new(python)
+            .arg(clients_dir().join("spark_roundtrip.py"))
+            .arg(server.port.to_string())
+            .arg(&spark_dir)
+            .current_dir(&spark_dir),
+        TIMEOUT,
+    );
     match status {
         Some(status) if status.success() => println!("{}", output.lines().last().unwrap_or_default()),
         Some(status) => panic!("spark_roundtrip.py failed ({status}):\n{output}"),

@@ -166,3 +166,19 @@ pub fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> 
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Runs `command` (stdin closed, stdout and stderr into one log file) for at most `timeout`:
+/// its exit status, `None` past the timeout, and what it wrote.
+pub fn run_logged(command: &mut Command, timeout: Duration) -> (Option<std::process::ExitStatus>, String) {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let log_path = temp.path().join("output.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command:?} did not start: {e}"));
+    let status = wait_with_timeout(&mut child, timeout);
+    (status, std::fs::read_to_string(&log_path).unwrap_or_default())
+}
