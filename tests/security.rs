@@ -252,10 +252,12 @@ fn trust_beyond_loopback_needs_a_flag() {
 }
 
 /// Past `--max-connections` a client is refused with 53300, psql's too; a full server still
-/// takes CancelRequests, and a closed connection frees its slot.
+/// takes CancelRequests, and a closed connection frees its slot. A connection that has sent
+/// nothing yet (a port probe) holds no slot, as PostgreSQL counts a client from its startup packet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_max_connections_clients_get_53300_and_cancels_still_work() {
     let server = TestServer::start_fresh(&["--max-connections", "2"]);
+    let _probes: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap()).collect();
     let first = server.connect().await;
     let second = server.connect().await;
     let refused = connect(&server, "user=postgres", NoTls).await.expect_err("a third client is refused");

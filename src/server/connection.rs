@@ -25,7 +25,7 @@ use super::handler::ConnectionHandlers;
 use crate::sql::output::Prepared;
 
 /// How long a client may take to negotiate TLS, start up and authenticate (pgwire's bound).
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+pub(super) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long the first four bytes may take once the first of them arrived.
 const PARTIAL_LENGTH_TIMEOUT: Duration = Duration::from_secs(5);

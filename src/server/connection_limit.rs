@@ -12,13 +12,22 @@ use tokio::net::TcpStream;
 /// PostgreSQL's default `max_connections`.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 100;
 
-use super::connection::fatal_error_frame;
+use super::connection::{self, fatal_error_frame};
 use super::frame_guard::{CANCEL_REQUEST_CODE, STARTUP_PACKET_BYTES};
 
 const SSL_REQUEST: u32 = 80877103;
 const GSSENC_REQUEST: u32 = 80877104;
 /// How long a refused client may take to send its startup packet.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether the client sends anything before it leaves or the start-up time runs out. A slot is
+/// taken only then: PostgreSQL counts a client once its startup packet arrives, so a probe that
+/// connects and closes (a health check, a port scan) never holds one.
+pub async fn sends_anything(socket: &TcpStream) -> bool {
+    let mut first = [0u8; 1];
+    let peeked = tokio::time::timeout(connection::STARTUP_TIMEOUT, socket.peek(&mut first)).await;
+    matches!(peeked, Ok(Ok(1)))
+}
 
 /// Whether the client's first packet is a CancelRequest, read without consuming it.
 pub async fn is_cancel_request(socket: &TcpStream) -> bool {

@@ -88,6 +88,9 @@ impl Server {
             let connections = Arc::clone(&self.connections);
             let max_message_bytes = self.max_message_bytes;
             tokio::spawn(async move {
+                if !connection_limit::sends_anything(&socket).await {
+                    return;
+                }
                 let permit = connections.try_acquire_owned().ok();
                 if permit.is_none() && !connection_limit::is_cancel_request(&socket).await {
                     tracing::warn!(%peer, "connection refused: too many clients");
