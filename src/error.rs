@@ -149,7 +149,7 @@ fn arrow_error(e: &ArrowError) -> SqlError {
         ArrowError::InvalidArgumentError(m) => SqlError::invalid_parameter(m.clone()),
         ArrowError::ExternalError(inner) => external_error(inner.as_ref()),
         ArrowError::IoError(m, e) => SqlError::storage(m, e),
-        other => SqlError::internal(other.to_string()),
+        other => unclassified(other.to_string()),
     }
 }
 
@@ -161,7 +161,7 @@ fn external_error(inner: &(dyn std::error::Error + Send + Sync + 'static)) -> Sq
     } else if let Some(arrow) = inner.downcast_ref::<ArrowError>() {
         arrow_error(arrow)
     } else {
-        SqlError::internal(inner.to_string())
+        unclassified(inner.to_string())
     }
 }
 
@@ -202,7 +202,21 @@ fn datafusion_error(e: &DataFusionError) -> SqlError {
             None => SqlError::io(format!("parquet: {e}")),
         },
         DataFusionError::ObjectStore(e) => SqlError::io(e.to_string()),
-        other => SqlError::internal(other.to_string()),
+        other => unclassified(other.to_string()),
+    }
+}
+
+/// An error no variant classifies, told apart by its text where a client can act on it: a
+/// pattern the regex engine refuses (from `~`, `RLIKE`, `regexp_*` alike) is the user's
+/// mistake, `2201B` as in PostgreSQL, not an internal error.
+fn unclassified(message: String) -> SqlError {
+    if message.contains("regex parse error")
+        || message.contains("Regular expression did not compile")
+        || message.contains("exceeds size limit")
+    {
+        SqlError::new("2201B", format!("invalid regular expression: {message}"))
+    } else {
+        SqlError::internal(message)
     }
 }
 

@@ -70,6 +70,10 @@ async fn errors_carry_sqlstates_and_the_connection_goes_on() {
         ("SELECT 1 / 0", "22012"),
         ("CREATE TABLE t (a INT) USING csv", "0A000"),
         ("CREATE TABLE t (a DECIMAL(50, 2))", "22023"),
+        ("SELECT 'a' ~ '('", "2201B"),
+        ("SELECT 'a' RLIKE '[z-a]'", "2201B"),
+        ("SELECT regexp_replace('a', '(', 'b')", "2201B"),
+        ("SELECT count(*) FROM range(3) WHERE CAST(id AS STRING) ~ '('", "2201B"),
     ];
     for (sql, state) in cases {
         let err = client.simple_query(sql).await.expect_err(sql);
@@ -205,6 +209,10 @@ async fn sessions_are_separate_and_many_run_at_once() {
         "200",
         "the other session keeps the default"
     );
+    let read_back =
+        "SELECT current_setting('spark.sql.shuffle.partitions'), current_setting('spark.sql.adaptive.enabled')";
+    assert_eq!(text_rows(&first, read_back).await, vec![vec!["7", "true"]], "current_setting reads SET and defaults");
+    assert_eq!(text_rows(&second, read_back).await, vec![vec!["200", "true"]]);
 
     first.batch_execute("CREATE TABLE c (id BIGINT)").await.unwrap();
     let mut tasks = Vec::new();

@@ -13,6 +13,7 @@
 pub mod adaptive;
 pub mod bucketing;
 pub mod cooperative_joins;
+pub mod decimal_precision;
 pub mod distribution;
 pub mod ensure_requirements;
 pub mod file_source_strategy;
@@ -30,7 +31,7 @@ use std::sync::Arc;
 use datafusion::error::Result;
 use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::optimizer::{Optimizer, OptimizerRule};
+use datafusion::optimizer::{Analyzer, AnalyzerRule, Optimizer, OptimizerRule};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_optimizer::combine_partial_final_agg::CombinePartialFinalAggregate;
 use datafusion::physical_optimizer::ensure_coop::EnsureCooperative;
@@ -41,12 +42,22 @@ use crate::config::SparkConf;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use cooperative_joins::cooperative_joins;
+use decimal_precision::DecimalPrecision;
 use ensure_requirements::ensure_requirements;
 use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use single_distinct_aggregate::SingleDistinctAggregate;
+
+/// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL made before its
+/// type coercion.
+pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
+    let mut rules = Analyzer::new().rules;
+    let coercion = rules.iter().position(|rule| rule.name() == "type_coercion").unwrap_or(rules.len());
+    rules.insert(coercion, Arc::new(DecimalPrecision));
+    rules
+}
 
 /// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types,
 /// and Spark's inferred `isnotnull` filters last.

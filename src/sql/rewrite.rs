@@ -9,12 +9,15 @@
 //! - Unaliased expressions in the outermost SELECT are named by their SQL text, as Spark
 //!   names them (`1`, `CAST(x AS STRING)`, `count(*)`), instead of DataFusion's internal
 //!   display (`Int64(1)`).
+//! - Spark's `a RLIKE p` and `a REGEXP p` are `a ~ p` (both find the pattern anywhere in
+//!   the string; DataFusion has no plan for the `RLIKE` form).
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident, LimitClause, OrderByKind, Query,
-    SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
+    BinaryOperator, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident, LimitClause,
+    OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut, WindowFrameBound,
+    WindowType,
 };
 
 pub fn rewrite(statement: &mut Statement) {
@@ -28,6 +31,21 @@ pub fn rewrite(statement: &mut Statement) {
     }
     let _ = statement.visit(&mut NarrowIntegerLiterals);
     let _ = statement.visit(&mut IntRankingFunctions);
+    let _ = statement.visit(&mut RegexOperators);
+}
+
+struct RegexOperators;
+
+impl VisitorMut for RegexOperators {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::RLike { negated, expr: text, pattern, .. } = expr {
+            let op = if *negated { BinaryOperator::PGRegexNotMatch } else { BinaryOperator::PGRegexMatch };
+            *expr = Expr::Nested(Box::new(Expr::BinaryOp { left: text.clone(), op, right: pattern.clone() }));
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// Spark's ranking window functions, which return `INT`.
@@ -205,6 +223,14 @@ mod tests {
         assert_eq!(
             rewritten("SELECT rank() OVER (ORDER BY a) AS r, sum(b) OVER () AS s FROM t"),
             "SELECT CAST(rank() OVER (ORDER BY a) AS INT) AS r, sum(b) OVER () AS s FROM t"
+        );
+    }
+
+    #[test]
+    fn rlike_and_regexp_are_regex_matches() {
+        assert_eq!(
+            rewritten("SELECT a AS x FROM t WHERE a RLIKE '^x' AND b NOT REGEXP 'y'"),
+            "SELECT a AS x FROM t WHERE (a ~ '^x') AND (b !~ 'y')"
         );
     }
 

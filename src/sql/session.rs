@@ -57,6 +57,7 @@ impl Session {
             .with_runtime_env(Arc::clone(&engine.runtime))
             .with_default_features()
             .with_physical_optimizer_rules(Vec::new())
+            .with_analyzer_rules(planner::analyzer_rules())
             .with_optimizer_rules(planner::logical_rules())
             .build();
         let mut ctx = SessionContext::new_with_state(state);

@@ -34,7 +34,7 @@ impl Session {
                 let value = variables
                     .get(&key)
                     .cloned()
-                    .or_else(|| server_setting(&key).or_else(|| config::default_value(&key)).map(str::to_string))
+                    .or_else(|| default_setting(&key).map(str::to_string))
                     .unwrap_or_else(|| "<undefined>".to_string());
                 vec![(display_key(name), value)]
             }
@@ -78,8 +78,14 @@ impl Session {
     }
 }
 
+/// A setting's value when the session has not set it: the server's PostgreSQL parameter, else
+/// Spark's default.
+pub(crate) fn default_setting(name: &str) -> Option<&'static str> {
+    server_setting(name).or_else(|| config::default_value(name))
+}
+
 /// Settings PostgreSQL clients ask for with `SHOW`; the values match the startup parameters.
-pub(crate) fn server_setting(name: &str) -> Option<&'static str> {
+fn server_setting(name: &str) -> Option<&'static str> {
     Some(match name {
         "server_version" => "16.6",
         "server_version_num" => "160006",

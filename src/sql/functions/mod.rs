@@ -1,11 +1,12 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
-//! Murmur3 `hash`, Spark's `range` table function, and string builders bounded by the
-//! memory limit.
+//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, and string builders
+//! bounded by the memory limit.
 
 pub mod bounded_strings;
 pub mod range;
 pub mod spark_hash;
+pub mod sqrt;
 
 use std::sync::Arc;
 
@@ -17,8 +18,12 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     ctx.register_udf(spark_hash::spark_hash_udf());
     let pool = Arc::clone(&ctx.runtime_env().memory_pool);
     let state = ctx.state();
-    for udf in bounded_strings::bounded(|name| state.scalar_functions().get(name).cloned(), &pool) {
+    let lookup = |name: &str| state.scalar_functions().get(name).cloned();
+    for udf in bounded_strings::bounded(lookup, &pool) {
         ctx.register_udf(udf);
+    }
+    if let Some(sqrt) = sqrt::spark_sqrt(lookup) {
+        ctx.register_udf(sqrt);
     }
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     Ok(())

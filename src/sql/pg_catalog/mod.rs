@@ -61,10 +61,10 @@ impl Settings {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A setting's value: the session's own, else the server's.
+    /// A setting's value: the session's own, else the server's or Spark's default.
     pub fn get(&self, name: &str) -> Option<String> {
         let name = name.to_lowercase();
-        self.lock().get(&name).cloned().or_else(|| crate::sql::variables::server_setting(&name).map(str::to_string))
+        self.lock().get(&name).cloned().or_else(|| crate::sql::variables::default_setting(&name).map(str::to_string))
     }
 }
 
