@@ -120,6 +120,26 @@ async fn results_wider_than_1664_columns_are_refused() {
     assert_eq!(rows[0][1663], "1663");
 }
 
+/// Grouping sets are bounded as PostgreSQL bounds them (54000): a CUBE of 13 elements, or
+/// more than 4096 sets in one GROUP BY, is refused before any set is enumerated (a CUBE of 30
+/// asked for gigabytes); a CUBE of 12 runs.
+#[tokio::test]
+async fn grouping_sets_past_postgres_limits_are_refused() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let cube = |n: usize| {
+        let keys: Vec<String> = (0..n).map(|i| format!("id + {i}")).collect();
+        format!("SELECT count(*) FROM range(3) GROUP BY CUBE({})", keys.join(", "))
+    };
+    for statement in [cube(30), cube(13), format!("{}, ROLLUP(id, id)", cube(12))] {
+        let err = client.simple_query(&statement).await.unwrap_err();
+        assert_eq!(sqlstate(&err), "54000", "{statement}: {err:?}");
+    }
+    // The empty set is one group; each of the 4095 others groups the three ids apart.
+    let counted = text_rows(&client, &format!("SELECT count(*) FROM ({}) sets", cube(12))).await;
+    assert_eq!(counted, vec![vec![(1 + 4095 * 3).to_string()]]);
+}
+
 /// Strings sized by a client's numbers are bounded before they are built: past 1 GB with
 /// PostgreSQL's 54000, past what `--memory-limit` leaves with 53200; smaller ones are built,
 /// and the server's memory stays near its limit.
@@ -147,10 +167,20 @@ async fn repeat_and_pad_lengths_are_bounded() {
     assert!(peak < 768 << 20, "the server peaked at {} MiB", peak >> 20);
 }
 
+/// How a statement reaches the server.
+#[derive(Clone, Copy, Debug)]
+enum Protocol {
+    /// A Query message: parsed, planned and run.
+    Simple,
+    /// A Parse message only (a driver's prepare): parsed and planned.
+    Prepare,
+}
+
 /// Runs `statement` under `statement_timeout = timeout` on one connection of a fresh server;
 /// after `settle`, another client's `SELECT 1` is answered within 3 s, `probes` times over,
 /// while it runs; then the statement fails with 57014 within `bound_secs` of its start.
 async fn times_out_and_stalls_no_one(
+    protocol: Protocol,
     statement: String,
     timeout: &str,
     settle: Duration,
@@ -161,7 +191,12 @@ async fn times_out_and_stalls_no_one(
     let long = server.connect().await;
     long.batch_execute(&format!("SET statement_timeout = '{timeout}'")).await.unwrap();
     let started = Instant::now();
-    let running = tokio::spawn(async move { long.simple_query(&statement).await });
+    let running = tokio::spawn(async move {
+        match protocol {
+            Protocol::Simple => long.simple_query(&statement).await.map(drop),
+            Protocol::Prepare => long.prepare(&statement).await.map(drop),
+        }
+    });
     tokio::time::sleep(settle).await;
     let other = server.connect().await;
     for _ in 0..probes {
@@ -170,17 +205,20 @@ async fn times_out_and_stalls_no_one(
         assert!(asked.elapsed().as_secs() < 3, "SELECT 1 waited {:?} behind the statement", asked.elapsed());
     }
     let err = running.await.unwrap().unwrap_err();
-    assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    assert_eq!(sqlstate(&err), "57014", "{protocol:?}: {err:?}");
     assert!(started.elapsed().as_secs() < bound_secs, "the timeout came after {:?}", started.elapsed());
 }
 
 /// Planning runs off the threads that serve connections: while a very wide statement plans
 /// (seconds), other clients are answered at once, and `statement_timeout` stops the wait for
-/// it (the width check after planning would otherwise answer 54011).
+/// it (the width check after planning would otherwise answer 54011), in a Query message and
+/// in a Parse message alike.
 #[tokio::test]
 async fn a_statement_that_plans_for_long_stalls_no_one_and_meets_its_timeout() {
     let wide = format!("SELECT {}", (0..8000).map(|i| format!("{i} AS c{i}")).collect::<Vec<_>>().join(", "));
-    times_out_and_stalls_no_one(wide, "1s", Duration::ZERO, 5, 8).await;
+    for protocol in [Protocol::Simple, Protocol::Prepare] {
+        times_out_and_stalls_no_one(protocol, wide.clone(), "1s", Duration::ZERO, 5, 8).await;
+    }
 }
 
 /// Queries run apart from the threads that serve connections: a cartesian product of thirty
@@ -190,5 +228,5 @@ async fn a_statement_that_plans_for_long_stalls_no_one_and_meets_its_timeout() {
 async fn a_runaway_cross_join_meets_its_timeout_and_stalls_no_one() {
     let relations: Vec<String> = (0..30).map(|i| format!("range(10) t{i}")).collect();
     let product = format!("SELECT count(*) FROM {}", relations.join(", "));
-    times_out_and_stalls_no_one(product, "2s", Duration::from_millis(500), 3, 10).await;
+    times_out_and_stalls_no_one(Protocol::Simple, product, "2s", Duration::from_millis(500), 3, 10).await;
 }

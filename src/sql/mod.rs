@@ -9,6 +9,7 @@ pub mod dialect;
 pub mod dml;
 pub mod engine;
 pub mod functions;
+pub mod grouping_limits;
 pub mod interrupt;
 pub mod output;
 pub mod pg_catalog;

@@ -14,7 +14,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
 use super::engine::Engine;
-use super::{functions, interrupt, pg_catalog, rewrite, static_partitions};
+use super::{functions, grouping_limits, interrupt, pg_catalog, rewrite, static_partitions};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
 use crate::explain::{self, LogicalStages};
@@ -79,6 +79,7 @@ impl Session {
         }
         let state = self.ctx.state();
         let plan = interrupt::off_workers(async move {
+            grouping_limits::check(&stmt)?;
             pg_catalog::rewrite::rewrite(&mut stmt);
             rewrite::rewrite(&mut stmt);
             Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)

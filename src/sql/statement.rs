@@ -12,7 +12,6 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::sql::sqlparser::ast::{DescribeAlias, HiveDescribeFormat, ObjectName, ShowCreateObject, Statement};
 use futures::StreamExt;
-use tokio::time::Instant;
 
 use super::dialect::{BucketSqlStatement, explain_mode, parse_sql};
 use super::output::{Output, Prepared, rows_output};
@@ -30,9 +29,10 @@ impl Session {
     /// Runs every statement of a simple-protocol query string, stopping at the first error
     /// (which comes last in the returned list).
     pub async fn execute_sql(self: &Arc<Self>, sql: &str) -> Vec<Result<Output, SqlError>> {
-        let statements = match parse_sql(sql) {
+        let parsed = executor::run(self.statement_deadline(), parse_off_workers(sql.to_string())).await;
+        let statements = match parsed.and_then(|parsed| parsed.ok_or_else(interrupt::timed_out)) {
             Ok(s) => s,
-            Err(e) => return vec![Err(SqlError::from(e))],
+            Err(e) => return vec![Err(e)],
         };
         let mut outputs = Vec::with_capacity(statements.len());
         for statement in statements {
@@ -47,9 +47,21 @@ impl Session {
     }
 
     /// Parses one statement and works out its parameter and result types (extended protocol).
-    /// `declared` holds the types the client gave for `$1..$n`.
-    pub async fn prepare(&self, sql: &str, declared: &[Option<DataType>]) -> Result<Option<Prepared>, SqlError> {
-        let mut statements = parse_sql(sql)?;
+    /// `declared` holds the types the client gave for `$1..$n`. Parsing and planning it count
+    /// against `statement_timeout`, as running it does.
+    pub async fn prepare(
+        self: &Arc<Self>,
+        sql: &str,
+        declared: &[Option<DataType>],
+    ) -> Result<Option<Prepared>, SqlError> {
+        let (session, sql, declared) = (Arc::clone(self), sql.to_string(), declared.to_vec());
+        let prepared =
+            executor::run(self.statement_deadline(), async move { session.prepare_untimed(sql, &declared).await });
+        prepared.await?.ok_or_else(interrupt::timed_out)
+    }
+
+    async fn prepare_untimed(&self, sql: String, declared: &[Option<DataType>]) -> Result<Option<Prepared>, SqlError> {
+        let mut statements = parse_off_workers(sql).await?;
         if statements.len() > 1 {
             return Err(SqlError::syntax("cannot insert multiple commands into a prepared statement"));
         }
@@ -103,7 +115,7 @@ impl Session {
         statement: &BucketSqlStatement,
         params: Vec<ScalarValue>,
     ) -> Result<Output, SqlError> {
-        let deadline = self.statement_timeout().map(|timeout| Instant::now() + timeout);
+        let deadline = self.statement_deadline();
         let (session, statement) = (Arc::clone(self), statement.clone());
         let output = executor::run(deadline, async move { session.execute_untimed(&statement, params).await }).await?;
         Ok(match output.ok_or_else(interrupt::timed_out)? {
@@ -307,6 +319,12 @@ impl Session {
             _ => None,
         }
     }
+}
+
+/// `sql`'s statements, parsed on a blocking thread: a statement of megabytes takes long
+/// enough to parse to hold up a worker, and every connection waiting on it.
+async fn parse_off_workers(sql: String) -> Result<Vec<BucketSqlStatement>, SqlError> {
+    interrupt::off_workers(async move { Ok(parse_sql(&sql)?) }).await
 }
 
 /// Statements DataFusion plans: queries, and INSERT (whose source we then write ourselves).

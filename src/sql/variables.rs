@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
@@ -71,6 +73,11 @@ impl Session {
     /// The session's `statement_timeout` (checked when set); `None` when off.
     pub fn statement_timeout(&self) -> Option<Duration> {
         self.variable("statement_timeout").and_then(|value| config::parse_statement_timeout(&value).ok().flatten())
+    }
+
+    /// When a statement starting now must end by, under `statement_timeout`.
+    pub(crate) fn statement_deadline(&self) -> Option<Instant> {
+        self.statement_timeout().map(|timeout| Instant::now() + timeout)
     }
 
     fn lock_variables(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
