@@ -4,6 +4,8 @@
 //!   reads every integer literal as BIGINT). This is what makes `hash(1)` Spark's `hash(1)`
 //!   and lets `date_add(d, 3)` find Spark's INT signature. Ordinals (`ORDER BY 1`,
 //!   `GROUP BY 1`) and `LIMIT` / `OFFSET` keep their literals.
+//! - Literals with an exponent (`1e3`, `2.5E-4`) are DOUBLE, as Spark reads them; other
+//!   fractional literals stay DECIMAL (`parse_float_as_decimal`), as in Spark.
 //! - `row_number()`, `rank()`, `dense_rank()` and `ntile(n)` are `INT`, as Spark types them
 //!   (DataFusion's are unsigned 64-bit), so that they compare, hash and shuffle as Spark's do.
 //! - Unaliased expressions in the outermost SELECT are named by their SQL text, as Spark
@@ -15,9 +17,9 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident, LimitClause,
-    OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut, WindowFrameBound,
-    WindowType,
+    BinaryOperator, CastKind, DataType, ExactNumberInfo, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident,
+    LimitClause, OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut,
+    WindowFrameBound, WindowType,
 };
 
 pub fn rewrite(statement: &mut Statement) {
@@ -32,6 +34,31 @@ pub fn rewrite(statement: &mut Statement) {
     let _ = statement.visit(&mut NarrowIntegerLiterals);
     let _ = statement.visit(&mut IntRankingFunctions);
     let _ = statement.visit(&mut RegexOperators);
+    let _ = statement.visit(&mut ExponentLiteralsAreDouble);
+}
+
+struct ExponentLiteralsAreDouble;
+
+impl VisitorMut for ExponentLiteralsAreDouble {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Value(value) = expr
+            && let Value::Number(text, _) = &value.value
+            && text.contains(['e', 'E'])
+        {
+            // As text: DataFusion would read the number itself as a DECIMAL first, and refuse
+            // one past DECIMAL's range (`1e400`).
+            *expr = Expr::Cast {
+                kind: CastKind::Cast,
+                expr: Box::new(Expr::value(Value::SingleQuotedString(text.clone()))),
+                data_type: DataType::Double(ExactNumberInfo::None),
+                array: false,
+                format: None,
+            };
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 struct RegexOperators;
@@ -224,6 +251,11 @@ mod tests {
             rewritten("SELECT rank() OVER (ORDER BY a) AS r, sum(b) OVER () AS s FROM t"),
             "SELECT CAST(rank() OVER (ORDER BY a) AS INT) AS r, sum(b) OVER () AS s FROM t"
         );
+    }
+
+    #[test]
+    fn exponent_literals_are_double() {
+        assert_eq!(rewritten("SELECT 1e3 AS a, 2.5 AS b"), "SELECT CAST('1e3' AS DOUBLE) AS a, 2.5 AS b");
     }
 
     #[test]

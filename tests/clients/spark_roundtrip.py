@@ -149,13 +149,14 @@ for sql in (JOIN.replace("theirs", "theirs_copy"), JOIN):
     assert ours == join_rows, f"bucketsql: {sql}\n{diff(ours, join_rows)}"
 
 # Spark's answers where DataFusion's own differ: sqrt below zero is NaN, a double meets a
-# decimal literal as a double (NaN, infinities and 1e20 included), RLIKE finds a pattern.
+# decimal literal as a double (NaN, infinities and 1e20 included), RLIKE finds a pattern, a
+# literal with an exponent is a double.
 assert_same(
     "SELECT isnan(sqrt(-1)), sqrt(CAST(6.25 AS DOUBLE)), "
     "CAST('NaN' AS DOUBLE) = 1.5, CAST('NaN' AS DOUBLE) < 1.5, CAST('Infinity' AS DOUBLE) > 2.25, "
     "CAST(1e20 AS DOUBLE) > 1.5, CAST(1e20 AS DOUBLE) + 1.5, 1.5 IN (CAST(1.5 AS DOUBLE), 2.5), "
     "CAST(2 AS DOUBLE) BETWEEN 1.5 AND 2.5, CAST(0.1 AS FLOAT) = 0.1, "
-    "'abc' RLIKE 'b', 'abc' NOT RLIKE '^b', 'abc' REGEXP 'c$'"
+    "'abc' RLIKE 'b', 'abc' NOT RLIKE '^b', 'abc' REGEXP 'c$', 1e3 / 7, 2.5E-1 * 3"
 )
 
 version = spark.version
