@@ -232,8 +232,13 @@ fn plan_error(message: String) -> SqlError {
         SqlError::new("42883", message)
     } else if lower.contains("divide by zero") || lower.contains("division by zero") {
         SqlError::new("22012", "division by zero")
-    } else if lower.contains("cannot") && lower.contains("cast") || lower.contains("coerc") {
+    } else if lower.contains("cannot") && lower.contains("cast")
+        || lower.contains("coerc")
+        || lower.contains("compatible types")
+    {
         SqlError::datatype_mismatch(message)
+    } else if lower.contains("must be in group by") || lower.contains("must appear in the group by") {
+        SqlError::new("42803", message)
     } else {
         SqlError::new("42000", message)
     }

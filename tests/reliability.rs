@@ -1,7 +1,6 @@
 //! The reliability suite at the size CI affords: crash cycles (`kill -9` mid-write, restart,
 //! check every write is all or nothing and the files on disk are the committed ones, also on
-//! a full disk), a many-client soak, and protocol fuzzing. (SQL fuzzing, `fuzz_sql.py`, still
-//! ends the server on a known defect; the README's Reliability section says which.) Each is a script in
+//! a full disk), a many-client soak, and SQL and protocol fuzzing. Each is a script in
 //! `tests/reliability/` that starts the real server itself and ends with a `RESULT {json}`
 //! line; the README's Reliability section gives the full-size commands and figures.
 
@@ -50,6 +49,11 @@ fn a_soak_of_many_clients_loses_and_duplicates_no_row() {
         &["--clients", "16", "--seconds", "30", "--seed", "20261201"],
         Duration::from_secs(300),
     );
+}
+
+#[test]
+fn fuzzed_statements_get_answers_or_errors_and_never_stop_the_server() {
+    run_suite_script("fuzz_sql.py", &["--statements", "400", "--seed", "20261201"], Duration::from_secs(900));
 }
 
 #[test]

@@ -71,6 +71,8 @@ async fn errors_carry_sqlstates_and_the_connection_goes_on() {
         ("CREATE TABLE t (a INT) USING csv", "0A000"),
         ("CREATE TABLE t (a DECIMAL(50, 2))", "22023"),
         ("SELECT 'a' ~ '('", "2201B"),
+        ("SELECT id, count(*) FROM range(3)", "42803"),
+        ("SELECT count(*) FROM range(3) WHERE id IN (true, 'a', 1.5)", "42804"),
         ("SELECT 'a' RLIKE '[z-a]'", "2201B"),
         ("SELECT regexp_replace('a', '(', 'b')", "2201B"),
         ("SELECT count(*) FROM range(3) WHERE CAST(id AS STRING) ~ '('", "2201B"),
