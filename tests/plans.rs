@@ -249,3 +249,66 @@ async fn extended_prints_the_parsed_analyzed_and_optimized_plans() {
     let cost = explain(&client, "EXPLAIN COST SELECT v FROM t WHERE k = '5'").await;
     assert!(cost.contains("partial_filters=[t.k IS NOT NULL, t.k = Int64(5)], Statistics(sizeInBytes="), "{cost}");
 }
+
+/// Planner rules past the classic examples, against Spark's own plans and rows for queries of
+/// our choosing (`tests/data/spark-plans-rules.txt`, written by `tests/clients/spark_plans.py`):
+/// the plan's shape as in the examples, and the rows by count and an order-free checksum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spark_rule_plans_and_rows_are_reproduced() {
+    let text = include_str!("data/spark-plans-rules.txt");
+    let mut sections = text.split("==================== ");
+    let header = sections.next().unwrap_or_default();
+    let server = TestServer::start();
+    let client = server.connect().await;
+    for statement in header.lines().filter_map(|line| line.strip_prefix("#   CREATE ")) {
+        client.batch_execute(&format!("CREATE {statement}")).await.unwrap();
+    }
+    let base: Vec<&str> =
+        header.lines().filter_map(|line| line.strip_prefix("#   ")).filter(|l| l.starts_with("SET ")).collect();
+    let mut mismatches = BTreeMap::new();
+    let mut cases = 0;
+    for section in sections {
+        let mut lines = section.lines();
+        let name = lines.next().unwrap_or_default();
+        let mut settings: Vec<&str> = base.clone();
+        let mut query = "";
+        for line in lines.by_ref() {
+            if line.starts_with("SET ") {
+                settings.push(line);
+            } else {
+                query = line;
+                break;
+            }
+        }
+        let rows_line = lines.next().and_then(|line| line.strip_prefix("-- rows: ")).expect("a rows line");
+        let (spark_rows, columns) = rows_line.split_once(" (").expect("rows and columns");
+        let plan = lines.collect::<Vec<_>>().join("\n");
+
+        client.batch_execute("RESET").await.unwrap();
+        for setting in &settings {
+            client.batch_execute(setting).await.unwrap();
+        }
+        let ours = explain(&client, &format!("EXPLAIN FORMATTED {query}")).await;
+        let checksum = format!("SELECT count(*), sum(hash({})) FROM ({query}) q", columns.trim_end_matches(')'));
+        let our_rows = text_rows(&client, &checksum).await[0].join(" ");
+        let (expected, actual) = (shape(&plan), shape(&ours));
+        if expected != actual || our_rows != spark_rows {
+            mismatches.insert(
+                name.to_string(),
+                format!(
+                    "rows: Spark {spark_rows}, ours {our_rows}\nexpected:\n{}\nactual:\n{}\nfull plan:\n{ours}",
+                    expected.join("\n"),
+                    actual.join("\n")
+                ),
+            );
+        }
+        cases += 1;
+    }
+    assert!(cases >= 5, "every case is read");
+    assert!(
+        mismatches.is_empty(),
+        "{} of {cases} differ from Spark:\n{}",
+        mismatches.len(),
+        mismatches.into_iter().map(|(k, v)| format!("=== {k}\n{v}")).collect::<Vec<_>>().join("\n")
+    );
+}

@@ -1,6 +1,8 @@
 //! Spark 3.3+/4.x `EnsureRequirements` (`execution/exchange/EnsureRequirements.scala`):
 //! inserts the exchanges and sorts operators need, bottom-up.
 //!
+//! 0. A shuffled join's keys take the order of a child's partitioning when they are its keys
+//!    in another order (`reorderJoinKeys`, in `reorder_join_keys`).
 //! 1. A child whose partitioning does not satisfy its required distribution is shuffled:
 //!    `hashpartitioning(keys, spark.sql.shuffle.partitions)` for a clustered requirement,
 //!    `SinglePartition` for all tuples.
@@ -28,6 +30,7 @@ use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMerge
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary};
 
 use super::distribution::{SparkDistribution, required_distributions, satisfies};
+use super::reorder_join_keys::reorder_join_keys;
 use super::scan_lineage::{describe_keys, describe_side};
 use crate::config::SparkConf;
 use crate::exec::join::{JoinStrategy, SparkJoinExec};
@@ -41,10 +44,13 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
     if let Some(merged) = sort_then_merge(&node) {
         return Ok(Transformed::yes(merged));
     }
+    let reordered = node.downcast_ref::<SparkJoinExec>().map(reorder_join_keys).transpose()?.flatten();
+    let keys_reordered = reordered.is_some();
+    let node = reordered.unwrap_or(node);
     let mut children: Vec<Arc<dyn ExecutionPlan>> = node.children().into_iter().cloned().collect();
     let required = required_distributions(node.as_ref());
     if children.is_empty() || required.len() != children.len() {
-        return Ok(Transformed::no(node));
+        return Ok(Transformed::new_transformed(node, keys_reordered));
     }
     let original = children.clone();
 
@@ -94,7 +100,7 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
     }
 
     let changed = children.iter().zip(&original).any(|(a, b)| !Arc::ptr_eq(a, b));
-    if changed {
+    if changed || keys_reordered {
         Ok(Transformed::yes(replace_children_if_necessary(node, children)?))
     } else {
         Ok(Transformed::no(node))

@@ -20,6 +20,7 @@ pub mod file_source_strategy;
 pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
+pub mod reorder_join_keys;
 pub mod resolve_grouping_analytics;
 pub mod scan_lineage;
 pub mod single_distinct_aggregate;

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Writes real Spark plans and rows for the planner rules past the classic examples.
+
+Runs a local Spark (pyspark, as ``tests/spark.rs`` installs it), creates the tables below,
+and for every case prints its name, the settings it runs under, the query, the number of
+rows and an order-free checksum of them (``sum(hash(columns))``, columns named after it), and Spark's
+``EXPLAIN FORMATTED`` text. ``tests/plans.rs`` replays each case over the wire and compares
+the plan's shape and the rows with what this wrote.
+
+    python tests/clients/spark_plans.py > tests/data/spark-plans-rules.txt
+
+Every query names its columns apart (no two alike), so the checksum can name them.
+"""
+
+import os
+import sys
+import tempfile
+
+from pyspark.sql import SparkSession
+
+# Each statement is also run, as written, by tests/plans.rs.
+SETUP = [
+    "CREATE TABLE ab1 USING parquet CLUSTERED BY (a, b) INTO 8 BUCKETS AS "
+    "SELECT id % 100 AS a, id % 7 AS b, id AS v FROM range(1000)",
+    "CREATE TABLE ab2 USING parquet CLUSTERED BY (a, b) INTO 8 BUCKETS AS "
+    "SELECT id % 100 AS a, id % 7 AS b, id AS w FROM range(1000)",
+    "CREATE TABLE ab3 USING parquet CLUSTERED BY (b, a) INTO 8 BUCKETS AS "
+    "SELECT id % 50 AS a, id % 7 AS b, id AS u FROM range(700)",
+    "CREATE TABLE flat USING parquet AS SELECT id % 100 AS a, id % 7 AS b, id AS z FROM range(500)",
+]
+
+# (name, settings, query): joins and aggregates over keys listed in another order than the
+# bucket columns (Spark's EnsureRequirements.reorderJoinKeys).
+CASES = [
+    ("R1 join keys in the reverse order of the bucket columns", [],
+     "SELECT x.v, y.w FROM ab1 x JOIN ab2 y ON x.b = y.b AND x.a = y.a"),
+    ("R1 join keys in bucket order", [],
+     "SELECT x.v, y.w FROM ab1 x JOIN ab2 y ON x.a = y.a AND x.b = y.b"),
+    ("R1 right side bucketed in the other order", [],
+     "SELECT x.v, y.u FROM ab1 x JOIN ab3 y ON x.a = y.a AND x.b = y.b"),
+    ("R1 reversed keys against a plain table", [],
+     "SELECT x.v, f.z FROM ab1 x JOIN flat f ON x.b = f.b AND x.a = f.a"),
+    ("R1 reversed keys in a left outer join", [],
+     "SELECT x.v, y.w FROM ab1 x LEFT JOIN ab2 y ON x.b = y.b AND x.a = y.a"),
+]
+
+BASE_SETTINGS = [
+    ("spark.sql.autoBroadcastJoinThreshold", "-1"),
+    ("spark.sql.adaptive.enabled", "false"),
+]
+
+
+def main():
+    warehouse = tempfile.mkdtemp(prefix="spark-plans-")
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("bucketsql-spark-plans")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", os.path.join(warehouse, "warehouse"))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    for statement in SETUP:
+        spark.sql(statement)
+    out = sys.stdout
+    out.write(f"# Real output of Apache Spark {spark.version} (pyspark, local[2], in-memory catalog, UTC),\n")
+    out.write("# written by tests/clients/spark_plans.py; every case also runs under:\n")
+    for key, value in BASE_SETTINGS:
+        out.write(f"#   SET {key} = {value}\n")
+    out.write("# Setup:\n")
+    for statement in SETUP:
+        out.write(f"#   {statement}\n")
+    for name, settings, query in CASES:
+        spark.sql("RESET")
+        for key, value in BASE_SETTINGS + settings:
+            spark.conf.set(key, value)
+        frame = spark.sql(query)
+        columns = ", ".join(frame.columns)
+        count, checksum = spark.sql(f"SELECT count(*), sum(hash({columns})) FROM ({query})").collect()[0]
+        plan = spark.sql(f"EXPLAIN FORMATTED {query}").collect()[0][0]
+        out.write(f"==================== {name}\n")
+        for key, value in settings:
+            out.write(f"SET {key} = {value}\n")
+        out.write(f"{query}\n")
+        out.write(f"-- rows: {count} {checksum} ({columns})\n")
+        out.write(plan.replace(warehouse, "{warehouse}").rstrip("\n") + "\n")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
