@@ -13,11 +13,13 @@ use datafusion::sql::sqlparser::ast::{
 
 use super::engine::valid_name;
 use super::output::{Output, bool_column, rows_output};
+use super::pg_catalog;
 use super::session::Session;
 use super::statement::table_name;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
+use crate::planner::table_provider::CATALOG_NAME;
 use crate::sql::table_writer::{TableLayout, write_table};
 use crate::storage::commit::StagedWrite;
 use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
@@ -48,7 +50,15 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
 
     let declared = declared_columns(&create.columns)?;
     let query_plan = match &create.query {
-        Some(query) => Some(session.plan(&Statement::Query(query.clone())).await?),
+        Some(query) => {
+            // Spark's COLUMN_ALREADY_EXISTS, before the planner names repeated columns apart.
+            if let Some(name) = pg_catalog::rewrite::repeated_name(query) {
+                return Err(SqlError::duplicate_column(format!(
+                    "The column `{name}` already exists. Choose another name or rename the existing column."
+                )));
+            }
+            Some(session.plan(&Statement::Query(query.clone())).await?)
+        }
         None => None,
     };
     let mut columns = match (&query_plan, declared.is_empty()) {
@@ -57,8 +67,10 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         (Some(plan), true) => columns_of(plan)?,
         _ => declared.clone(),
     };
-    let partition_columns = partition_columns(create, &mut columns)?;
-    let bucket_spec = bucket_spec(create, &columns, &partition_columns, session.spark_conf().max_buckets)?;
+    // As Spark names the table in its errors.
+    let qualified = format!("`{CATALOG_NAME}`.`{schema}`.`{name}`");
+    let partition_columns = partition_columns(create, &qualified, &mut columns)?;
+    let bucket_spec = bucket_spec(create, &qualified, &columns, &partition_columns, session.spark_conf().max_buckets)?;
     let table = NewTable {
         location,
         schema,
@@ -100,7 +112,11 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
 /// `PARTITIONED BY (a, b)` names existing columns (Spark's data source form);
 /// `PARTITIONED BY (a INT)` adds columns (the Hive form). Either way partition columns move
 /// to the end, in partition order, as Spark orders them.
-fn partition_columns(create: &CreateTable, columns: &mut Vec<ColumnMeta>) -> Result<Vec<String>, SqlError> {
+fn partition_columns(
+    create: &CreateTable,
+    qualified: &str,
+    columns: &mut Vec<ColumnMeta>,
+) -> Result<Vec<String>, SqlError> {
     let HiveDistributionStyle::PARTITIONED { columns: specs } = &create.hive_distribution else {
         return Ok(Vec::new());
     };
@@ -114,7 +130,7 @@ fn partition_columns(create: &CreateTable, columns: &mut Vec<ColumnMeta>) -> Res
         let column = if matches!(spec.data_type, SqlDataType::Unspecified) {
             let position = columns.iter().position(|c| c.name == name).ok_or_else(|| {
                 SqlError::undefined_column(format!(
-                    "partition column `{name}` is not defined in table, defined table columns are: {}",
+                    "partition column `{name}` is not defined in table {qualified}, defined table columns are: {}.",
                     quoted_list(columns.iter().map(|c| c.name.as_str()))
                 ))
             })?;
@@ -129,7 +145,7 @@ fn partition_columns(create: &CreateTable, columns: &mut Vec<ColumnMeta>) -> Res
         moved.push(column);
     }
     if columns.is_empty() {
-        return Err(SqlError::new("42P16", "Cannot use all columns for partition columns"));
+        return Err(SqlError::new("42P16", "Cannot use all columns for partition columns."));
     }
     columns.extend(moved);
     Ok(names)
@@ -139,6 +155,7 @@ fn partition_columns(create: &CreateTable, columns: &mut Vec<ColumnMeta>) -> Res
 /// (at most `spark.sql.sources.bucketing.maxBuckets` buckets).
 fn bucket_spec(
     create: &CreateTable,
+    qualified: &str,
     columns: &[ColumnMeta],
     partitions: &[String],
     max_buckets: u32,
@@ -168,8 +185,7 @@ fn bucket_spec(
             Ok(name)
         } else {
             Err(SqlError::undefined_column(format!(
-                "{kind} column `{name}` is not defined in table `{}`, defined table columns are: {}.",
-                create.name,
+                "{kind} column `{name}` is not defined in table {qualified}, defined table columns are: {}.",
                 quoted_list(columns.iter().map(|c| c.name.as_str()))
             )))
         }

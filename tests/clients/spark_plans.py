@@ -4,7 +4,8 @@
 Runs a local Spark (pyspark, as ``tests/spark.rs`` installs it), creates the tables below,
 and for every case prints its name, the settings it runs under, the query, the number of
 rows and an order-free checksum of them (``sum(hash(columns))``, columns named after it), and Spark's
-``EXPLAIN FORMATTED`` text. ``tests/plans.rs`` replays each case over the wire and compares
+``EXPLAIN FORMATTED`` text; and for statements Spark refuses, the statement and Spark's
+reason. ``tests/plans.rs`` replays each case over the wire and compares
 the plan's shape and the rows with what this wrote.
 
     python tests/clients/spark_plans.py > tests/data/spark-plans-rules.txt
@@ -13,9 +14,11 @@ Every query names its columns apart (no two alike), so the checksum can name the
 """
 
 import os
+import re
 import sys
 import tempfile
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 # Each statement is also run, as written, by tests/plans.rs.
@@ -42,6 +45,15 @@ CASES = [
      "SELECT x.v, f.z FROM ab1 x JOIN flat f ON x.b = f.b AND x.a = f.a"),
     ("R1 reversed keys in a left outer join", [],
      "SELECT x.v, y.w FROM ab1 x LEFT JOIN ab2 y ON x.b = y.b AND x.a = y.a"),
+]
+
+# (name, statement): DDL Spark refuses, with its reason.
+REFUSED = [
+    ("E1 a column list with AS SELECT", "CREATE TABLE refused1 (a BIGINT) USING parquet AS SELECT 1 AS a"),
+    ("E1 repeated unnamed columns in AS SELECT", "CREATE TABLE refused2 USING parquet AS SELECT 1, 1"),
+    ("E1 repeated names differing in case in AS SELECT", "CREATE TABLE refused3 USING parquet AS SELECT 1 AS a, 2 AS A"),
+    ("E1 all columns partitioned", "CREATE TABLE refused4 (a INT) USING parquet PARTITIONED BY (a)"),
+    ("E1 an unknown bucket column", "CREATE TABLE refused5 (a INT) USING parquet CLUSTERED BY (b) INTO 2 BUCKETS"),
 ]
 
 BASE_SETTINGS = [
@@ -85,7 +97,21 @@ def main():
         out.write(f"{query}\n")
         out.write(f"-- rows: {count} {checksum} ({columns})\n")
         out.write(plan.replace(warehouse, "{warehouse}").rstrip("\n") + "\n")
+    for name, statement in REFUSED:
+        try:
+            spark.sql(statement)
+            raise SystemExit(f"Spark accepted {statement}")
+        except PySparkException as error:
+            out.write(f"==================== {name}\n{statement}\n-- error: {reason(error)}\n")
     spark.stop()
+
+
+def reason(error):
+    """Spark's message without its error class, SQLSTATE and position."""
+    text = next(line for line in str(error).splitlines() if line.strip())
+    text = re.sub(r"^\[[A-Z_0-9.]+\] ", "", text)
+    text = re.sub(r"\s*SQLSTATE: \w+\s*$", "", text)
+    return re.sub(r"\(line \d+, pos \d+\)$", "", text).strip()
 
 
 if __name__ == "__main__":

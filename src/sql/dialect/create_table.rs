@@ -152,6 +152,12 @@ fn parse_spark_create_table(parser: &mut Parser, unknown_clause: &mut bool) -> R
         }
     }
 
+    if c.query.is_some() && !columns.is_empty() {
+        return Err(ParserError::ParserError(
+            "Operation not allowed: Schema may not be specified in a Create Table As Select (CTAS) statement."
+                .to_string(),
+        ));
+    }
     let storage = match (c.provider, c.stored_as) {
         (Some(_), Some(format)) => {
             return Err(ParserError::ParserError(format!(
@@ -439,7 +445,7 @@ mod tests {
     #[test]
     fn create_clauses_in_any_order() {
         let ct = create(
-            "CREATE TABLE t (a INT, d DATE) TBLPROPERTIES ('k' = 'v') LOCATION '/l' \
+            "CREATE TABLE t TBLPROPERTIES ('k' = 'v') LOCATION '/l' \
              COMMENT 'c' CLUSTERED BY (a) INTO 3 BUCKETS OPTIONS (x 1) PARTITIONED BY (d) \
              USING parquet AS SELECT 1 AS a, DATE '2024-01-01' AS d",
         );
@@ -543,7 +549,12 @@ mod tests {
         );
         let message = error("CREATE TABLE t (a INT) USING parquet CLUSTERED BY (a) INTO 4 BUCKETS SORTED BY (a)");
         assert!(message.contains("found: SORTED"), "{message}");
-        let message = error("CREATE TABLE t (a INT) AS SELECT 1 USING parquet");
+        let message = error("CREATE TABLE t (a BIGINT) USING parquet AS SELECT 1 AS a");
+        assert!(
+            message.contains("Schema may not be specified in a Create Table As Select (CTAS) statement"),
+            "{message}"
+        );
+        let message = error("CREATE TABLE t AS SELECT 1 USING parquet");
         assert!(message.contains("Expected: end of statement"), "{message}");
     }
 

@@ -264,25 +264,49 @@ fn name_duplicates(select: &mut Select) {
     }
     let mut seen = BTreeSet::new();
     for (i, item) in select.projection.iter_mut().enumerate() {
-        match item {
-            SelectItem::UnnamedExpr(expr) => {
-                let name = match &*expr {
-                    Expr::Identifier(ident) => ident.value.clone(),
-                    Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
-                    other => other.to_string(),
-                };
-                if !seen.insert(name.clone()) {
-                    let expr = expr.clone();
-                    *item =
-                        SelectItem::ExprWithAlias { expr, alias: Ident::with_quote('"', format!("{name}_{}", i + 1)) };
-                }
-            }
-            SelectItem::ExprWithAlias { alias, .. } => {
-                seen.insert(alias.value.clone());
-            }
-            _ => {}
+        let Some(name) = output_name(item) else { continue };
+        if let SelectItem::UnnamedExpr(expr) = item
+            && !seen.insert(name.clone())
+        {
+            let expr = expr.clone();
+            *item = SelectItem::ExprWithAlias { expr, alias: Ident::with_quote('"', format!("{name}_{}", i + 1)) };
+        } else {
+            seen.insert(name);
         }
     }
+}
+
+/// The name a select item gives its column, `None` for a wildcard.
+fn output_name(item: &SelectItem) -> Option<String> {
+    Some(match item {
+        SelectItem::UnnamedExpr(Expr::Identifier(ident)) => ident.value.clone(),
+        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+            parts.last().map(|p| p.value.clone()).unwrap_or_default()
+        }
+        SelectItem::UnnamedExpr(other) => other.to_string(),
+        SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+        _ => return None,
+    })
+}
+
+/// The first name, in lower case as a table's columns are named, that a query's select list
+/// gives two columns:
+/// what `name_duplicates` would rename apart, and what a table's columns may not repeat.
+pub fn repeated_name(query: &Query) -> Option<String> {
+    let mut body = query.body.as_ref();
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_ref();
+    }
+    let SetExpr::Select(select) = body else {
+        return None;
+    };
+    let mut seen = BTreeSet::new();
+    select
+        .projection
+        .iter()
+        .filter_map(output_name)
+        .map(|name| name.to_lowercase())
+        .find(|name| !seen.insert(name.clone()))
 }
 
 /// `current_user` and friends, which SQL writes without parentheses.
