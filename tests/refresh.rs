@@ -152,8 +152,8 @@ async fn refresh_leaves_managed_tables_and_repair_needs_partitions() {
     let client = server.connect().await;
     client
         .batch_execute(
-            "CREATE TABLE plain (a BIGINT) USING parquet AS SELECT id FROM range(10); \
-             CREATE TABLE parted (a BIGINT, d BIGINT) USING parquet PARTITIONED BY (d) AS SELECT id, id % 2 FROM range(10)",
+            "CREATE TABLE plain USING parquet AS SELECT id AS a FROM range(10); \
+             CREATE TABLE parted USING parquet PARTITIONED BY (d) AS SELECT id AS a, id % 2 AS d FROM range(10)",
         )
         .await
         .unwrap();

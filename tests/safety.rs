@@ -157,7 +157,7 @@ async fn overwriting_one_table_keeps_the_files_another_table_lists() {
     let dir = lake.join("shared");
     client
         .batch_execute(&format!(
-            "CREATE TABLE first_view (a BIGINT) USING parquet LOCATION '{}' AS SELECT id AS a FROM range(100)",
+            "CREATE TABLE first_view USING parquet LOCATION '{}' AS SELECT id AS a FROM range(100)",
             dir.display()
         ))
         .await
