@@ -103,8 +103,8 @@ async fn refresh_refuses_files_create_would_refuse_and_keeps_the_list() {
             "CREATE TABLE ev (k BIGINT, v BIGINT, d BIGINT) USING parquet PARTITIONED BY (d) CLUSTERED BY (k) INTO 4 BUCKETS \
              LOCATION '{}'; \
              INSERT INTO ev SELECT id % 100, id, id % 2 FROM range(1000); \
-             CREATE TABLE ints (k BIGINT, v INT, d BIGINT) USING parquet PARTITIONED BY (d) CLUSTERED BY (k) INTO 4 BUCKETS \
-             LOCATION '{}' AS SELECT id % 100, CAST(id AS INT), 0 FROM range(10)",
+             CREATE TABLE ints USING parquet PARTITIONED BY (d) CLUSTERED BY (k) INTO 4 BUCKETS \
+             LOCATION '{}' AS SELECT id % 100 AS k, CAST(id AS INT) AS v, CAST(0 AS BIGINT) AS d FROM range(10)",
             ev.display(),
             lake.join("ints").display()
         ))
