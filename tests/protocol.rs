@@ -241,3 +241,17 @@ fn malformed_startup_packets_get_a_fatal_error() {
     }
     RawClient::connect(&server).select_one();
 }
+
+/// A client that leaves inside its startup packet is let go at once, though the byte it sent
+/// is still unread: with one connection allowed, the next client gets in (it would get 53300
+/// while the server waited for the rest of the packet).
+#[tokio::test]
+async fn a_client_that_leaves_mid_startup_frees_its_slot_at_once() {
+    let server = TestServer::start_fresh(&["--max-connections", "1"]);
+    let mut half = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    half.write_all(&[0]).unwrap();
+    drop(half);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let client = server.connect().await;
+    assert_eq!(crate::common::text_rows(&client, "SELECT 1").await, vec![vec!["1"]]);
+}

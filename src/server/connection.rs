@@ -16,7 +16,7 @@ use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::TlsAcceptor;
 use pgwire::tokio::server::{PgWireMessageServerCodec, negotiate_tls, process_error, process_message};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, FramedParts};
 
@@ -152,24 +152,31 @@ pub async fn serve(
 }
 
 /// The length word that starts the client's first packet, without consuming it; `None` when
-/// the client leaves, or stops, before sending four bytes (a peek cannot tell a client that
-/// closed after one byte from one that is slow, so a partial word waits a few seconds).
+/// the client leaves, or stops for long, before sending four bytes.
 async fn peek_length(tcp: &TcpStream) -> io::Result<Option<usize>> {
     let mut word = [0u8; 4];
+    Ok(peek_exact(tcp, &mut word, PARTIAL_LENGTH_TIMEOUT).await?.then(|| u32::from_be_bytes(word) as usize))
+}
+
+/// Fills `buf` from what the client sent, without consuming it: `false` when the client
+/// closes first, or sends part of it and then nothing for `partial_timeout`. A peek returns
+/// bytes already there whether or not the client has closed since, so a close is told by
+/// the socket's read-closed readiness.
+pub(super) async fn peek_exact(tcp: &TcpStream, buf: &mut [u8], partial_timeout: Duration) -> io::Result<bool> {
     let mut partial_since = None;
     loop {
-        match tcp.peek(&mut word).await? {
-            0 => return Ok(None),
-            4 => return Ok(Some(u32::from_be_bytes(word) as usize)),
-            _ => {
-                let since = *partial_since.get_or_insert_with(tokio::time::Instant::now);
-                if since.elapsed() > PARTIAL_LENGTH_TIMEOUT {
-                    return Ok(None);
-                }
-                // Peeking does not consume readiness: wait a little for the rest.
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+        let peeked = tcp.peek(buf).await?;
+        if peeked == buf.len() {
+            return Ok(true);
         }
+        if peeked == 0 || tcp.ready(Interest::READABLE).await?.is_read_closed() {
+            return Ok(false);
+        }
+        if partial_since.get_or_insert_with(tokio::time::Instant::now).elapsed() > partial_timeout {
+            return Ok(false);
+        }
+        // Peeking does not consume readiness: wait a little for the rest.
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

@@ -32,18 +32,9 @@ pub async fn sends_anything(socket: &TcpStream) -> bool {
 /// Whether the client's first packet is a CancelRequest, read without consuming it.
 pub async fn is_cancel_request(socket: &TcpStream) -> bool {
     let mut header = [0u8; 8];
-    let peeked = tokio::time::timeout(STARTUP_TIMEOUT, async {
-        // Both words arrive together in practice; wait for the rest if they do not.
-        loop {
-            match socket.peek(&mut header).await {
-                Ok(8) => return true,
-                Ok(0) | Err(_) => return false,
-                Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
-            }
-        }
-    })
-    .await;
-    peeked == Ok(true) && u32::from_be_bytes([header[4], header[5], header[6], header[7]]) == CANCEL_REQUEST_CODE
+    let peeked = tokio::time::timeout(STARTUP_TIMEOUT, connection::peek_exact(socket, &mut header, STARTUP_TIMEOUT));
+    matches!(peeked.await, Ok(Ok(true)))
+        && u32::from_be_bytes([header[4], header[5], header[6], header[7]]) == CANCEL_REQUEST_CODE
 }
 
 /// Answers the client's startup packet with the 53300 error and closes the connection. TLS and

@@ -30,6 +30,7 @@ SETUP = [
     "CREATE TABLE ab3 USING parquet CLUSTERED BY (b, a) INTO 8 BUCKETS AS "
     "SELECT id % 50 AS a, id % 7 AS b, id AS u FROM range(700)",
     "CREATE TABLE flat USING parquet AS SELECT id % 100 AS a, id % 7 AS b, id AS z FROM range(500)",
+    "CREATE TABLE k1 USING parquet CLUSTERED BY (k) INTO 8 BUCKETS AS SELECT id AS k, id % 10 AS j FROM range(1000)",
 ]
 
 # (name, settings, query): joins and aggregates over keys listed in another order than the
@@ -45,6 +46,14 @@ CASES = [
      "SELECT x.v, f.z FROM ab1 x JOIN flat f ON x.b = f.b AND x.a = f.a"),
     ("R1 reversed keys in a left outer join", [],
      "SELECT x.v, y.w FROM ab1 x LEFT JOIN ab2 y ON x.b = y.b AND x.a = y.a"),
+    # Bucket pruning only on the bucket column itself (FileSourceStrategy).
+    ("R7 a literal on the bucket column prunes", [], "SELECT j FROM k1 WHERE k = 5"),
+    ("R7 a narrowing cast of the bucket column does not prune", [], "SELECT j FROM k1 WHERE CAST(k AS INT) = 5"),
+    ("R7 a widening cast of the bucket column", [], "SELECT j FROM k1 WHERE CAST(k AS DOUBLE) = 5.0"),
+    ("R7 an expression over the bucket column does not prune", [], "SELECT j FROM k1 WHERE k + 1 = 6"),
+    # Joins without equi-keys when nothing may be broadcast (JoinSelection).
+    ("R8 a cross join", [], "SELECT k1.j, f.z FROM k1 CROSS JOIN flat f WHERE f.z < 3"),
+    ("R8 an inner non-equi join", [], "SELECT k1.j, f.z FROM k1 JOIN flat f ON k1.k < f.z WHERE f.z < 3"),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.
