@@ -104,6 +104,7 @@ fn shape(plan: &str) -> Vec<String> {
             "Arguments: hashpartitioning",
             "Arguments: SinglePartition",
             "Arguments: HashedRelationBroadcastMode",
+            "Arguments: IdentityBroadcastMode",
             "Left keys",
             "Right keys",
         ];

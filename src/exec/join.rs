@@ -209,7 +209,11 @@ fn build(
         // Spark pairs every left partition with every right partition (nl × nr tasks, each
         // recomputing its inputs). We gather the left side once, held against the memory
         // pool, and stream every right partition past it: the same pairs, nr tasks, and no
-        // input computed twice (which an exchange below could not do).
+        // input computed twice (which an exchange below could not do). Spark's product takes
+        // the join's condition too; a nested loop over the gathered left side applies it.
+        (JoinStrategy::Cartesian, _) if spec.filter.is_some() => {
+            Arc::new(NestedLoopJoinExec::try_new(gathered(left), right, spec.filter.clone(), &spec.join_type, None)?)
+        }
         (JoinStrategy::Cartesian, _) => Arc::new(CrossJoinExec::new(gathered(left), right)),
     })
 }

@@ -1,9 +1,10 @@
 //! Spark's `InferFiltersFromConstraints`, in the part that shows in scans: a comparison that
-//! is never true for NULL (`k = 42`, `d < '2026-01-02'`) implies `isnotnull(k)`, which Spark
-//! adds in front of it so that scans get `IsNotNull` pushed (`PushedFilters: [IsNotNull(k),
+//! is never true for NULL (`k = 42`, `d < '2026-01-02'`, `k + 1 = 6`) implies `isnotnull(k)`,
+//! which Spark adds in front of it so that scans get `IsNotNull` pushed (`PushedFilters: [IsNotNull(k),
 //! EqualTo(k,42)]`, `PartitionFilters: [isnotnull(d), (d = …)]`). `isnotnull(cast(k as
 //! double))` of a widening cast is `isnotnull(k)`, as Spark simplifies it. Spark infers more
-//! (equalities across joins); those do not change where rows move.
+//! (equalities across joins, `isnotnull` from a non-equi join's condition for each side);
+//! those do not change where rows move.
 //!
 //! Runs last among the logical rules, so that it sees filters already pushed into scans.
 
@@ -18,18 +19,37 @@ use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 #[derive(Debug, Default)]
 pub struct InferFiltersFromConstraints;
 
-/// The column a null-intolerant comparison with a literal reads.
-fn compared_column(expr: &Expr) -> Option<&Expr> {
-    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else {
-        return None;
-    };
-    if !matches!(op, Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq) {
-        return None;
+/// The columns a predicate is never true without (`scanNullIntolerantAttribute`): those it
+/// reaches through operators that are NULL when an input is — comparisons, arithmetic,
+/// casts, negation — so `cast(k as double) = 5.0` and `k + 1 = 6` imply `isnotnull(k)`.
+/// `<=>`, `IS NULL`, `AND`, `OR` and functions stop the search, as in Spark.
+fn null_intolerant_columns(predicate: &Expr) -> Vec<&Expr> {
+    fn scan<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
+        match expr {
+            Expr::Column(_) if !out.contains(&expr) => out.push(expr),
+            Expr::Cast(cast) => scan(&cast.expr, out),
+            Expr::Negative(inner) | Expr::Not(inner) => scan(inner, out),
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) if is_null_intolerant(*op) => {
+                scan(left, out);
+                scan(right, out);
+            }
+            _ => {}
+        }
     }
-    match (left.as_ref(), right.as_ref()) {
-        (column @ Expr::Column(_), Expr::Literal(..)) | (Expr::Literal(..), column @ Expr::Column(_)) => Some(column),
-        _ => None,
+    let mut columns = Vec::new();
+    if matches!(predicate, Expr::BinaryExpr(BinaryExpr { op, .. }) if is_comparison(*op)) {
+        scan(predicate, &mut columns);
     }
+    columns
+}
+
+fn is_comparison(op: Operator) -> bool {
+    matches!(op, Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq)
+}
+
+fn is_null_intolerant(op: Operator) -> bool {
+    is_comparison(op)
+        || matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide | Operator::Modulo)
 }
 
 /// `isnotnull(cast(k))` → `isnotnull(k)` for widening casts between numbers, which neither
@@ -85,7 +105,8 @@ fn widens(from: &DataType, to: &DataType) -> bool {
     }
 }
 
-/// Adds `isnotnull(k)` before each comparison of `k` with a literal, unless already there.
+/// Adds `isnotnull(k)` before each predicate that is never true for a NULL `k`, unless
+/// already there.
 fn infer(predicates: Vec<Expr>, schema: &DFSchema) -> (Vec<Expr>, bool) {
     let mut out: Vec<Expr> = Vec::with_capacity(predicates.len() * 2);
     let mut changed = false;
@@ -95,7 +116,7 @@ fn infer(predicates: Vec<Expr>, schema: &DFSchema) -> (Vec<Expr>, bool) {
             changed |= simplified != predicate;
             simplified
         };
-        if let Some(column) = compared_column(&predicate) {
+        for column in null_intolerant_columns(&predicate) {
             let not_null = Expr::IsNotNull(Box::new(column.clone()));
             if !out.contains(&not_null) {
                 out.push(not_null);

@@ -267,8 +267,7 @@ fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc
         hints: side_hints(side, hints),
     };
     let (left_facts, right_facts) = (facts(&join.left), facts(&join.right));
-    let (strategy, build_side) =
-        choose_strategy(join.join_type, !join.on.is_empty(), join.filter.is_some(), &left_facts, &right_facts, conf);
+    let (strategy, build_side) = choose_strategy(join.join_type, !join.on.is_empty(), &left_facts, &right_facts, conf);
     let LogicalJoin { mut left, mut right, on, filter, join_type, null_equality } = join;
     if matches!(strategy, JoinStrategy::BroadcastHash | JoinStrategy::BroadcastNestedLoop) {
         match build_side {
@@ -287,11 +286,10 @@ fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc
 }
 
 /// The strategy and build side Spark's `JoinSelection` picks for a join of `join_type` (with
-/// equi-join keys or not, with a further condition or not): hints first, then sizes.
+/// equi-join keys or not): hints first, then sizes.
 pub fn choose_strategy(
     join_type: JoinType,
     has_keys: bool,
-    has_filter: bool,
     left: &SideFacts,
     right: &SideFacts,
     conf: &SparkConf,
@@ -357,11 +355,11 @@ pub fn choose_strategy(
             || hinted(JoinHint::ShuffleReplicateNl, BuildSide::Right);
         if let Some(side) = broadcast_hinted {
             (JoinStrategy::BroadcastNestedLoop, Some(side))
-        } else if replicate && inner_like && !has_filter {
+        } else if replicate && inner_like {
             (JoinStrategy::Cartesian, None)
         } else if let Some(side) = broadcast_by_size {
             (JoinStrategy::BroadcastNestedLoop, Some(side))
-        } else if inner_like && !has_filter {
+        } else if inner_like {
             (JoinStrategy::Cartesian, None)
         } else {
             let side =

@@ -113,7 +113,7 @@ fn alternatives(join: &SparkJoinExec, conf: &SparkConf, hints: &QueryHints) -> R
         }
     };
     let (left, right) = (facts(sides[0], stages[0]), facts(sides[1], stages[1]));
-    let (strategy, build_side) = choose_strategy(spec.join_type, true, spec.filter.is_some(), &left, &right, conf);
+    let (strategy, build_side) = choose_strategy(spec.join_type, true, &left, &right, conf);
     let new_spec = JoinSpec { strategy, build_side, ..spec.clone() };
     let join_of = |left: &Arc<dyn ExecutionPlan>, right: &Arc<dyn ExecutionPlan>| -> Result<Arc<dyn ExecutionPlan>> {
         Ok(Arc::new(SparkJoinExec::try_new(new_spec.clone(), Arc::clone(left), Arc::clone(right))?))

@@ -69,7 +69,13 @@ impl Converter {
             }
             _ => join(broadcast.keys().iter().map(bound), ", "),
         };
-        let arguments = format!("HashedRelationBroadcastMode(List({keys}),false), [plan_id={}]", self.plan_id());
+        // A nested loop join broadcasts rows as they are (no keys): Spark's `IdentityBroadcastMode`.
+        let mode = if broadcast.keys().is_empty() {
+            "IdentityBroadcastMode".to_string()
+        } else {
+            format!("HashedRelationBroadcastMode(List({keys}),false)")
+        };
+        let arguments = format!("{mode}, [plan_id={}]", self.plan_id());
         unary("BroadcastExchange", arguments, child, Codegen::No).role(Role::Broadcast)
     }
 }
