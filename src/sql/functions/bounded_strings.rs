@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, FieldRef, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
-use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
+
+use super::overridden::{Invoke, overridden};
 
 use crate::error::SqlError;
 
@@ -32,17 +32,17 @@ enum Growth {
     Pad,
 }
 
-/// `inner` with its result sized, bounded and reserved before it is built.
+/// A result sized, bounded and reserved before the wrapped function builds it.
 #[derive(Debug)]
-pub struct BoundedString {
-    inner: ScalarUDF,
+struct BoundedString {
     growth: Growth,
     pool: Arc<dyn MemoryPool>,
 }
 
+// The pool is the session's, the same for every call: it does not tell functions apart.
 impl PartialEq for BoundedString {
     fn eq(&self, other: &Self) -> bool {
-        self.inner == other.inner && self.growth == other.growth
+        self.growth == other.growth
     }
 }
 
@@ -50,7 +50,6 @@ impl Eq for BoundedString {}
 
 impl Hash for BoundedString {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.inner.hash(state);
         self.growth.hash(state);
     }
 }
@@ -59,10 +58,7 @@ impl Hash for BoundedString {
 pub fn bounded(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>, pool: &Arc<dyn MemoryPool>) -> Vec<ScalarUDF> {
     [("repeat", Growth::Repeat), ("lpad", Growth::Pad), ("rpad", Growth::Pad)]
         .into_iter()
-        .filter_map(|(name, growth)| {
-            let inner = lookup(name)?.as_ref().clone();
-            Some(ScalarUDF::new_from_impl(BoundedString { inner, growth, pool: Arc::clone(pool) }))
-        })
+        .filter_map(|(name, growth)| overridden(lookup(name), BoundedString { growth, pool: Arc::clone(pool) }))
         .collect()
 }
 
@@ -112,50 +108,24 @@ impl BoundedString {
     }
 }
 
-impl ScalarUDFImpl for BoundedString {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn aliases(&self) -> &[String] {
-        self.inner.aliases()
-    }
-
-    fn signature(&self) -> &Signature {
-        self.inner.signature()
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        self.inner.return_type(arg_types)
-    }
-
-    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        self.inner.return_field_from_args(args)
-    }
-
-    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        self.inner.coerce_types(arg_types)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+impl Invoke for BoundedString {
+    fn invoke(&self, inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let name = inner.name();
         let (largest, total) = self.result_bytes(&args.args, args.number_rows)?;
         if largest > MAX_VALUE_BYTES {
             return Err(refuse(
                 "54000",
-                format!("requested length too large: {}() would build a value of {largest} bytes", self.name()),
+                format!("requested length too large: {name}() would build a value of {largest} bytes"),
             ));
         }
-        let reservation = MemoryConsumer::new(format!("{}()", self.name())).register(&self.pool);
+        let reservation = MemoryConsumer::new(format!("{name}()")).register(&self.pool);
         // A string builder may hold twice its final size while it grows.
         reservation.try_grow(total.saturating_mul(2) as usize).map_err(|_| {
             refuse(
                 "53200",
-                format!(
-                    "out of memory: {}() would build {total} bytes, more than --memory-limit leaves free",
-                    self.name()
-                ),
+                format!("out of memory: {name}() would build {total} bytes, more than --memory-limit leaves free"),
             )
         })?;
-        self.inner.invoke_with_args(args)
+        inner.invoke_with_args(args)
     }
 }

@@ -4,6 +4,7 @@
 //! bounded by the memory limit.
 
 pub mod bounded_strings;
+mod overridden;
 pub mod range;
 pub mod spark_hash;
 pub mod sqrt;
