@@ -17,6 +17,8 @@ use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
 use datafusion::optimizer::AnalyzerRule;
 
+use super::infer_filters_from_constraints::is_comparison;
+
 #[derive(Debug, Default)]
 pub struct DecimalPrecision;
 
@@ -42,17 +44,8 @@ impl AnalyzerRule for DecimalPrecision {
 /// Operators whose operands Spark brings to one type: comparisons and arithmetic.
 fn is_binary_operator(op: Operator) -> bool {
     op.is_numerical_operators()
-        || matches!(
-            op,
-            Operator::Eq
-                | Operator::NotEq
-                | Operator::Lt
-                | Operator::LtEq
-                | Operator::Gt
-                | Operator::GtEq
-                | Operator::IsDistinctFrom
-                | Operator::IsNotDistinctFrom
-        )
+        || is_comparison(op)
+        || matches!(op, Operator::IsDistinctFrom | Operator::IsNotDistinctFrom)
 }
 
 /// Whether some of `exprs` are floating point and some decimal.

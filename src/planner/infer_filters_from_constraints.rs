@@ -43,13 +43,13 @@ fn null_intolerant_columns(predicate: &Expr) -> Vec<&Expr> {
     columns
 }
 
-fn is_comparison(op: Operator) -> bool {
+/// `=`, `<>`, `<`, `<=`, `>`, `>=`: NULL when either side is.
+pub(super) fn is_comparison(op: Operator) -> bool {
     matches!(op, Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq)
 }
 
 fn is_null_intolerant(op: Operator) -> bool {
-    is_comparison(op)
-        || matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide | Operator::Modulo)
+    is_comparison(op) || op.is_numerical_operators()
 }
 
 /// `isnotnull(cast(k))` → `isnotnull(k)` for widening casts between numbers, which neither

@@ -71,7 +71,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from fuzz_server import Server, close_wait
+from fuzz_server import Server, print_panics, close_wait
 
 PROTOCOL_3_0 = 3 << 16
 SSL_REQUEST = 80877103
@@ -1419,11 +1419,7 @@ def main() -> int:
                 print(f"      {g['detail'][:600]}")
     else:
         print("no failures")
-    if panics:
-        print()
-        print("panics / aborts in the server log:")
-        for what, n in panics.most_common(20):
-            print(f"  {n:5d}x {what}")
+    print_panics(panics, 20)
     if limit_report:
         print()
         print(f"connection limit: {json.dumps(limit_report, default=str)}")

@@ -215,3 +215,12 @@ class Server:
                 what = lines[i + 1].strip() if "panicked at" in line and i + 1 < len(lines) else ""
                 found[f"{where}: {what}"[:200]] += 1
         return found
+
+
+def print_panics(panics: collections.Counter, most: int) -> None:
+    """Prints the server log's panics and failed allocations, the `most` frequent first."""
+    if panics:
+        print()
+        print("panics / aborts in the server log:")
+        for what, n in panics.most_common(most):
+            print(f"  {n:5d}x {what}")

@@ -70,7 +70,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from fuzz_server import Server
+from fuzz_server import Server, print_panics
 
 try:
     import psycopg
@@ -933,11 +933,7 @@ def main() -> int:
                 print(f"      {out.message[:300]}")
     else:
         print("no failures")
-    if panics:
-        print()
-        print("panics / aborts in the server log:")
-        for what, n in panics.most_common(15):
-            print(f"  {n:5d}x {what}")
+    print_panics(panics, 15)
     result = {
         "ok": not failures,
         "seed": args.seed,
