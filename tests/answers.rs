@@ -262,3 +262,85 @@ async fn outer_sort_merge_joins_with_a_condition_null_fill_non_nullable_columns(
     let expected: Vec<Vec<String>> = counts.iter().map(|(r, c)| vec![text(*r), c.to_string()]).collect();
     assert_eq!(sorted(text_rows(&client, sql).await), sorted(expected));
 }
+
+/// A global ORDER BY range-partitions its rows and reads the sorted ranges in order: the whole
+/// result is in Spark's order (NULL smallest: first ascending, last descending), with adaptive
+/// execution coalescing the ranges and without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_global_order_by_returns_every_row_in_spark_order() {
+    const N: i64 = 60_000;
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE scattered USING parquet AS \
+             SELECT CASE WHEN id % 97 = 0 THEN NULL ELSE (id * 7919) % 10007 END AS x, id AS y FROM range({N})"
+        ))
+        .await
+        .unwrap();
+    let x = |id: i64| (id % 97 != 0).then_some((id * 7919) % 10007);
+    let mut descending: Vec<(Option<i64>, i64)> = (0..N).map(|id| (x(id), id)).collect();
+    // x DESC (NULLs last), then y ASC.
+    descending.sort_by(|a, b| match (a.0, b.0) {
+        (None, None) => a.1.cmp(&b.1),
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (Some(p), Some(q)) => q.cmp(&p).then(a.1.cmp(&b.1)),
+    });
+    let expected: Vec<Vec<String>> = descending.iter().map(|(x, y)| vec![text(*x), y.to_string()]).collect();
+    let mut ascending = expected.clone();
+    ascending.sort_by_key(|row| {
+        (row[0] != "NULL", row[0].parse::<i64>().ok(), std::cmp::Reverse(row[1].parse::<i64>().unwrap()))
+    });
+    for adaptive in ["true", "false"] {
+        client.batch_execute(&format!("SET spark.sql.adaptive.enabled = {adaptive}")).await.unwrap();
+        let rows = text_rows(&client, "SELECT x, y FROM scattered ORDER BY x DESC, y").await;
+        assert!(rows == expected, "ORDER BY x DESC, y with adaptive execution {adaptive}");
+        let rows = text_rows(&client, "SELECT x, y FROM scattered ORDER BY x, y DESC").await;
+        assert!(rows == ascending, "ORDER BY x, y DESC with adaptive execution {adaptive}");
+    }
+    let plan = text_rows(&client, "EXPLAIN FORMATTED SELECT x, y FROM scattered ORDER BY x DESC, y").await;
+    assert!(plan[0][0].contains("rangepartitioning(x#"), "{}", plan[0][0]);
+}
+
+/// `NOT IN` keeps SQL's three-valued answer (no row when the subquery holds a NULL, every row
+/// when it is empty, no NULL key otherwise), and EXCEPT and INTERSECT match NULL with NULL, under
+/// every setting that moves rows.
+#[tokio::test]
+async fn not_in_except_and_intersect_treat_null_as_sql_does() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    let subquery = |ids: std::ops::Range<i64>| -> BTreeSet<Option<i64>> {
+        fact_rows().filter(|(_, v)| ids.contains(v)).map(|(k, _)| k).collect()
+    };
+    let not_in = |keys: &BTreeSet<Option<i64>>| -> Vec<Vec<String>> {
+        fact_rows()
+            .filter(|(k, _)| keys.is_empty() || !keys.contains(&None) && k.is_some_and(|k| !keys.contains(&Some(k))))
+            .map(|(_, v)| vec![v.to_string()])
+            .collect()
+    };
+    let all_keys: BTreeSet<Option<i64>> = fact_rows().map(|(k, _)| k).collect();
+    let (few, with_null) = (subquery(1..4), subquery(0..12));
+    assert!(with_null.contains(&None) && !few.contains(&None));
+    let keys = |set: BTreeSet<Option<i64>>| -> Vec<Vec<String>> { set.into_iter().map(|k| vec![text(k)]).collect() };
+    let cases = [
+        ("SELECT v FROM facts WHERE k NOT IN (SELECT k FROM facts WHERE v < 0)", not_in(&BTreeSet::new())),
+        ("SELECT v FROM facts WHERE k NOT IN (SELECT k FROM facts WHERE v < 12)", not_in(&with_null)),
+        ("SELECT v FROM facts WHERE k NOT IN (SELECT k FROM facts WHERE v BETWEEN 1 AND 3)", not_in(&few)),
+        (
+            "SELECT k FROM facts EXCEPT SELECT k FROM facts WHERE v BETWEEN 1 AND 3",
+            keys(all_keys.difference(&few).copied().collect()),
+        ),
+        (
+            "SELECT k FROM facts INTERSECT SELECT k FROM facts WHERE v < 12",
+            keys(all_keys.intersection(&with_null).copied().collect()),
+        ),
+    ];
+    for setting in SETTINGS {
+        client.batch_execute(setting).await.unwrap();
+        for (sql, expected) in &cases {
+            assert_eq!(sorted(text_rows(&client, sql).await), sorted(expected.clone()), "{setting}: {sql}");
+        }
+    }
+}

@@ -17,12 +17,22 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Pla
 pub struct BroadcastExchangeExec {
     /// The build keys, as Spark's `HashedRelationBroadcastMode` prints them.
     keys: Vec<Arc<dyn PhysicalExpr>>,
+    /// Built for a null-aware anti join, which Spark's broadcast mode records.
+    null_aware: bool,
     gather: Arc<CoalescePartitionsExec>,
 }
 
 impl BroadcastExchangeExec {
     pub fn new(input: Arc<dyn ExecutionPlan>, keys: Vec<Arc<dyn PhysicalExpr>>) -> Self {
-        BroadcastExchangeExec { keys, gather: Arc::new(CoalescePartitionsExec::new(input)) }
+        BroadcastExchangeExec { keys, null_aware: false, gather: Arc::new(CoalescePartitionsExec::new(input)) }
+    }
+
+    pub fn null_aware(self, null_aware: bool) -> Self {
+        BroadcastExchangeExec { null_aware, ..self }
+    }
+
+    pub fn is_null_aware(&self) -> bool {
+        self.null_aware
     }
 
     pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
@@ -67,7 +77,7 @@ impl ExecutionPlan for BroadcastExchangeExec {
     }
 
     fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(BroadcastExchangeExec::new(children.swap_remove(0), self.keys.clone())))
+        Ok(Arc::new(BroadcastExchangeExec::new(children.swap_remove(0), self.keys.clone()).null_aware(self.null_aware)))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {

@@ -26,6 +26,7 @@ use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 
 use super::broadcast_exchange::BroadcastExchangeExec;
+use super::null_aware_anti_join::NullAwareAntiJoinExec;
 use super::query_stage::BroadcastQueryStageExec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +98,9 @@ pub struct JoinSpec {
     pub on: Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>,
     pub filter: Option<JoinFilter>,
     pub null_equality: NullEquality,
+    /// Spark's `isNullAwareAntiJoin`: the anti join of `k NOT IN (subquery)`, on one key, the
+    /// subquery broadcast on the right.
+    pub null_aware: bool,
     /// Spark's `isSkewJoin`: adaptive execution split a skewed partition of a shuffled join's
     /// input into pieces, each joined with the whole matching partition of the other side.
     pub skew: bool,
@@ -195,6 +199,13 @@ fn build(
         (JoinStrategy::BroadcastHash, Some(BuildSide::Left)) => {
             requires_broadcast(&left)?;
             Arc::new(hash_join(left, right, PartitionMode::CollectLeft)?)
+        }
+        (JoinStrategy::BroadcastHash, _) if spec.null_aware => {
+            requires_broadcast(&right)?;
+            let [(probe_key, build_key)] = spec.on.as_slice() else {
+                return Err(DataFusionError::Internal("a null-aware anti join has one key".into()));
+            };
+            Arc::new(NullAwareAntiJoinExec::new(left, right, Arc::clone(probe_key), Arc::clone(build_key)))
         }
         (JoinStrategy::BroadcastHash, _) => {
             requires_broadcast(&right)?;

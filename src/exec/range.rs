@@ -1,6 +1,7 @@
 //! Spark's `range()` relation: one non-null BIGINT column `id` from `start` to `end`
 //! (exclusive) by `step`. Rows are generated lazily in as many partitions as the session runs
-//! in parallel, so `range(10000000)` costs no memory up front and feeds every core.
+//! in parallel (or as the fourth argument, Spark's `numPartitions`, says), so `range(10000000)`
+//! costs no memory up front and feeds every core.
 
 use std::any::Any;
 use std::fmt;
@@ -19,19 +20,20 @@ use parking_lot::RwLock;
 
 const BATCH_ROWS: i64 = 8192;
 
-/// The rows of `range(start, end, step)`, `step` not 0.
+/// The rows of `range(start, end, step)`, `step` not 0, in `splits` partitions when given.
 #[derive(Debug)]
 pub(crate) struct RangeTable {
     start: i64,
     end: i64,
     step: i64,
+    splits: Option<u64>,
     schema: SchemaRef,
 }
 
 impl RangeTable {
-    pub(crate) fn new(start: i64, end: i64, step: i64) -> RangeTable {
+    pub(crate) fn new(start: i64, end: i64, step: i64, splits: Option<u64>) -> RangeTable {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
-        RangeTable { start, end, step, schema }
+        RangeTable { start, end, step, splits, schema }
     }
 
     /// Number of rows, computed in 128 bits so extreme bounds cannot overflow.
@@ -63,7 +65,7 @@ impl TableProvider for RangeTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let rows = limit.map_or(self.len(), |l| self.len().min(l as u64));
-        let partitions = (state.config().target_partitions() as u64).clamp(1, rows.max(1));
+        let partitions = self.splits.unwrap_or(state.config().target_partitions() as u64).clamp(1, rows.max(1));
         let per_partition = rows.div_ceil(partitions);
         let generators = (0..partitions)
             .map(|p| {
@@ -157,11 +159,11 @@ mod tests {
 
     #[test]
     fn row_counts_follow_spark() {
-        assert_eq!(RangeTable::new(0, 10, 1).len(), 10);
-        assert_eq!(RangeTable::new(0, 10, 3).len(), 4);
-        assert_eq!(RangeTable::new(10, 0, -2).len(), 5);
-        assert_eq!(RangeTable::new(0, 10, -1).len(), 0);
-        assert_eq!(RangeTable::new(5, 5, 1).len(), 0);
-        assert_eq!(RangeTable::new(i64::MIN, i64::MAX, i64::MAX).len(), 3);
+        assert_eq!(RangeTable::new(0, 10, 1, None).len(), 10);
+        assert_eq!(RangeTable::new(0, 10, 3, None).len(), 4);
+        assert_eq!(RangeTable::new(10, 0, -2, None).len(), 5);
+        assert_eq!(RangeTable::new(0, 10, -1, None).len(), 0);
+        assert_eq!(RangeTable::new(5, 5, 1, None).len(), 0);
+        assert_eq!(RangeTable::new(i64::MIN, i64::MAX, i64::MAX, None).len(), 3);
     }
 }

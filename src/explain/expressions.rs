@@ -68,6 +68,24 @@ pub(super) fn spark_type(data_type: &DataType) -> String {
     SparkType::from_arrow(data_type).map_or_else(|_| data_type.to_string().to_lowercase(), |t| t.as_str().to_string())
 }
 
+/// The arguments of the `coalesce` a CASE stands for: `CASE WHEN isnotnull(a) THEN a WHEN
+/// isnotnull(b) THEN b ELSE c END` is how DataFusion runs `coalesce(a, b, c)`.
+fn coalesce_arguments(case: &CaseExpr) -> Option<Vec<Arc<dyn PhysicalExpr>>> {
+    if case.expr().is_some() {
+        return None;
+    }
+    let mut args = Vec::new();
+    for (when, then) in case.when_then_expr() {
+        let tested = when.downcast_ref::<IsNotNullExpr>()?.arg();
+        if !tested.eq(then) {
+            return None;
+        }
+        args.push(Arc::clone(then));
+    }
+    args.push(Arc::clone(case.else_expr()?));
+    Some(args)
+}
+
 pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String {
     let r = |e: &Arc<dyn PhysicalExpr>| render(e, columns);
     if let Some(column) = expr.downcast_ref::<Column>() {
@@ -98,6 +116,8 @@ pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String 
             format!("{} LIKE {}", r(e.expr()), r(e.pattern()))
         };
         if e.negated() { format!("NOT {text}") } else { text }
+    } else if let Some(args) = expr.downcast_ref::<CaseExpr>().and_then(coalesce_arguments) {
+        format!("coalesce({})", join(args.iter().map(r), ", "))
     } else if let Some(e) = expr.downcast_ref::<CaseExpr>() {
         let mut text = String::from("CASE");
         if let Some(base) = e.expr() {

@@ -26,7 +26,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use expressions::{join, spark_type};
 pub use mode::ExplainMode;
-use plan::{Converter, Node, Position, Role};
+use plan::{Codegen, Converter, Node, Position, Role};
 
 /// What the rendering depends on besides the physical plan.
 #[derive(Debug, Clone, Default)]
@@ -123,8 +123,20 @@ pub fn applies_adaptive(plan: &Arc<dyn ExecutionPlan>) -> bool {
 }
 
 /// Spark's `ApplyColumnarRulesAndInsertTransitions`: the Parquet scan produces column
-/// batches, the operators above it consume rows.
+/// batches, as does a union of columnar children (`UnionExec.supportsColumnar`, which then
+/// generates no code); the operators above consume rows.
 fn columnar_to_row(mut node: Node) -> Node {
+    if is_columnar(&node) {
+        if node.name == "Union" {
+            node.codegen = Codegen::No;
+        }
+        return node.columnar_to_row();
+    }
     node.children = std::mem::take(&mut node.children).into_iter().map(columnar_to_row).collect();
-    if matches!(node.role, Role::Scan { .. }) { node.columnar_to_row() } else { node }
+    node
+}
+
+fn is_columnar(node: &Node) -> bool {
+    matches!(node.role, Role::Scan { .. })
+        || node.name == "Union" && !node.children.is_empty() && node.children.iter().all(is_columnar)
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::codegen::labelled_operators;
 use super::plan::{Node, Role, Stage};
 
 /// Gives operators Spark's FORMATTED ids: post-order, children left to right. An adaptive plan
@@ -99,9 +100,10 @@ pub(super) fn formatted(root: &Node) -> String {
         format!("{star}{} ({}){}", node.outline, node.id, node.annotation)
     });
     out.push('\n');
+    let labelled = labelled_operators(root);
     for node in post_order(root).into_iter().filter(|n| !n.repeated) {
         let codegen = match node.stage {
-            Stage::Id(id) => format!(" [codegen id : {id}]"),
+            Stage::Id(id) if labelled.contains(&node.id) => format!(" [codegen id : {id}]"),
             _ => String::new(),
         };
         out += &format!("\n({}) {}{codegen}\n", node.id, node.name);

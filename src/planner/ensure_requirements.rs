@@ -1,7 +1,9 @@
 //! Spark 3.3+/4.x `EnsureRequirements` (`execution/exchange/EnsureRequirements.scala`):
 //! inserts the exchanges and sorts operators need, bottom-up.
 //!
-//! 0. A shuffled join's keys take the order of a child's partitioning when they are its keys
+//! 0. A union of children hash-partitioned alike reports that partitioning, as Spark's
+//!    `UnionExec` does (`union_output_partitioning`), before its parent is judged. A shuffled
+//!    join's keys take the order of a child's partitioning when they are its keys
 //!    in another order (`reorderJoinKeys`, in `reorder_join_keys`).
 //! 1. A child whose partitioning does not satisfy its required distribution is shuffled:
 //!    `hashpartitioning(keys, spark.sql.shuffle.partitions)` for a clustered requirement,
@@ -16,8 +18,8 @@
 //!    ascending, nulls first; window and other DataFusion requirements) gets a partition-local
 //!    `Sort`.
 //!
-//! Where we differ: a global `ORDER BY` sorts each partition and merges them, where Spark
-//! range-partitions first.
+//! 4. A global sort (`ORDER BY` without `LIMIT`) over several partitions range-partitions its
+//!    input (`rangepartitioning(order, spark.sql.shuffle.partitions)`) and sorts each range.
 
 use std::sync::Arc;
 
@@ -32,7 +34,9 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitio
 use super::distribution::{SparkDistribution, required_distributions, satisfies};
 use super::reorder_join_keys::reorder_join_keys;
 use super::scan_lineage::{describe_keys, describe_side};
+use super::union_output_partitioning::keep_shared_partitioning;
 use crate::config::SparkConf;
+use crate::exec::collect_in_order::CollectInOrderExec;
 use crate::exec::join::{JoinStrategy, SparkJoinExec};
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
 
@@ -41,8 +45,12 @@ pub fn ensure_requirements(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Re
 }
 
 fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
-    if let Some(merged) = sort_then_merge(&node) {
-        return Ok(Transformed::yes(merged));
+    if let Some(sorted) = global_sort(&node, conf) {
+        return Ok(Transformed::yes(sorted));
+    }
+    let shared = keep_shared_partitioning(Arc::clone(&node), conf.union_output_partitioning)?;
+    if !Arc::ptr_eq(&shared, &node) {
+        return Ok(Transformed::yes(shared));
     }
     let reordered = node.downcast_ref::<SparkJoinExec>().map(reorder_join_keys).transpose()?.flatten();
     let keys_reordered = reordered.is_some();
@@ -91,9 +99,14 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
         co_partition(&mut children, &required, &clustered, conf);
     }
 
+    let spark_orders = node.downcast_ref::<SparkJoinExec>().is_some();
     for (index, child) in children.iter_mut().enumerate() {
         if let Some(ordering) = required_ordering(node.as_ref(), index)
-            && !child.equivalence_properties().ordering_satisfy(ordering.clone())?
+            && !if spark_orders {
+                ordering_satisfied(child.as_ref(), &ordering)
+            } else {
+                child.equivalence_properties().ordering_satisfy(ordering.clone())?
+            }
         {
             *child = Arc::new(SortExec::new(ordering, Arc::clone(child)).with_preserve_partitioning(true));
         }
@@ -107,18 +120,32 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
     }
 }
 
-/// A global sort (or top-k) over several partitions sorts each partition and merges the
-/// sorted streams, rather than gathering every row into one partition first. Spark
-/// range-partitions instead (or takes the top rows per partition for ORDER BY … LIMIT).
-fn sort_then_merge(node: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
+/// A global sort over several partitions: Spark's `OrderedDistribution`, met by
+/// `rangepartitioning(order, spark.sql.shuffle.partitions)` and a sort of each partition, whose
+/// partitions are then read in order. A top-k (ORDER BY … LIMIT) sorts each partition and
+/// merges the sorted streams, where Spark takes the top rows of each partition
+/// (`TakeOrderedAndProject`).
+fn global_sort(node: &Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Option<Arc<dyn ExecutionPlan>> {
     let sort = node.downcast_ref::<SortExec>()?;
     if sort.preserve_partitioning() || sort.input().output_partitioning().partition_count() <= 1 {
         return None;
     }
-    let local = SortExec::new(sort.expr().clone(), Arc::clone(sort.input()))
-        .with_preserve_partitioning(true)
-        .with_fetch(sort.fetch());
-    Some(Arc::new(SortPreservingMergeExec::new(sort.expr().clone(), Arc::new(local)).with_fetch(sort.fetch())))
+    let order = sort.expr().clone();
+    if sort.fetch().is_some() {
+        let local = SortExec::new(order.clone(), Arc::clone(sort.input())).with_preserve_partitioning(true);
+        return Some(Arc::new(
+            SortPreservingMergeExec::new(order, Arc::new(local.with_fetch(sort.fetch()))).with_fetch(sort.fetch()),
+        ));
+    }
+    let n = conf.shuffle_partitions;
+    let reason = format!(
+        "a global sort needs its rows in ranges of {}: range-partitioned into {n} partitions (spark.sql.shuffle.partitions)",
+        describe_keys(&order.iter().map(|e| Arc::clone(&e.expr)).collect::<Vec<_>>())
+    );
+    let partitioning = ExchangePartitioning::Range(order.clone(), n);
+    let ranges = Arc::new(ShuffleExchangeExec::new(Arc::clone(sort.input()), partitioning, Some(reason)));
+    let local = SortExec::new(order, ranges).with_preserve_partitioning(true);
+    Some(Arc::new(CollectInOrderExec::new(Arc::new(local))))
 }
 
 /// The ordering child `index` of `node` must have: sort-merge join keys ascending with nulls
@@ -133,6 +160,20 @@ fn required_ordering(node: &dyn ExecutionPlan, index: usize) -> Option<LexOrderi
     }
     let requirement = node.required_input_ordering().into_iter().nth(index)??.into_single();
     LexOrdering::new(requirement.into_iter().map(|r| PhysicalSortExpr::new(r.expr, r.options.unwrap_or_default())))
+}
+
+/// Spark's `SortOrder.orderingSatisfies`, for the orderings Spark's own operators require: one of
+/// the orderings the child's operators declare begins with the required one, expressions compared
+/// up to equality (join keys, aliases). DataFusion's `ordering_satisfy` also counts a column a
+/// filter pins to one value as ordered; Spark does not, so the Sort under a join over one
+/// selected bucket stays. What a DataFusion operator asks for is judged as it judges it.
+fn ordering_satisfied(child: &dyn ExecutionPlan, required: &LexOrdering) -> bool {
+    let properties = child.equivalence_properties();
+    let normalize = |e: &PhysicalSortExpr| (properties.eq_group().normalize_expr(Arc::clone(&e.expr)), e.options);
+    properties.oeq_class().iter().any(|ordering| {
+        ordering.len() >= required.len()
+            && ordering.iter().zip(required.iter()).all(|(a, b)| normalize(a) == normalize(b))
+    })
 }
 
 /// A child's partitioning as Spark's `ShuffleSpec`.

@@ -2,18 +2,22 @@
 //! is never true for NULL (`k = 42`, `d < '2026-01-02'`, `k + 1 = 6`) implies `isnotnull(k)`,
 //! which Spark adds in front of it so that scans get `IsNotNull` pushed (`PushedFilters: [IsNotNull(k),
 //! EqualTo(k,42)]`, `PartitionFilters: [isnotnull(d), (d = …)]`). `isnotnull(cast(k as
-//! double))` of a widening cast is `isnotnull(k)`, as Spark simplifies it. Spark infers more
-//! (equalities across joins, `isnotnull` from a non-equi join's condition for each side);
-//! those do not change where rows move.
+//! double))` and `isnotnull(k + 1)` are `isnotnull(k)`, as Spark infers them. A join's
+//! condition does the same for the sides whose rows it may drop (both for inner and semi joins,
+//! the inner side of an outer or anti join): `k1.k < f.z` filters `isnotnull(k)` and
+//! `isnotnull(z)` under the join. Spark infers more (equalities across joins); that does not
+//! change where rows move.
 //!
 //! Runs last among the logical rules, so that it sees filters already pushed into scans.
 
-use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
+use datafusion::common::JoinType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
-use datafusion::logical_expr::utils::{conjunction, split_conjunction_owned};
-use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Filter, LogicalPlan, Operator, TableScan};
+use datafusion::logical_expr::utils::{conjunction, split_conjunction, split_conjunction_owned};
+use datafusion::logical_expr::{
+    BinaryExpr, Expr, ExprSchemable, Filter, Join, LogicalPlan, Operator, SubqueryAlias, TableScan,
+};
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
 #[derive(Debug, Default)]
@@ -52,55 +56,51 @@ fn is_null_intolerant(op: Operator) -> bool {
     is_comparison(op) || op.is_numerical_operators()
 }
 
-/// `isnotnull(cast(k))` → `isnotnull(k)` for widening casts between numbers, which neither
-/// fail nor turn a value into NULL. Other casts keep their predicate: `cast(s as int)` of a
-/// string may fail or be NULL where `s` is not.
-fn simplify(expr: Expr, schema: &DFSchema) -> Expr {
+/// `isnotnull(e)` as the `isnotnull` of the columns `e` is NULL exactly when one of them is:
+/// `e` built of arithmetic and casts between numbers (a cast that does not fit fails rather
+/// than giving NULL) over columns and literals. So `isnotnull(k + 1)` and
+/// `isnotnull(cast(cast(j as int) as bigint))`, which DataFusion filters a join on computed keys
+/// with, are `isnotnull(k)` and `isnotnull(j)`, as Spark infers them. Other expressions keep
+/// their predicate: `cast(s as int)` of a string may be NULL where `s` is not.
+fn simplify(expr: Expr, schema: &DFSchema) -> Vec<Expr> {
     match expr {
-        Expr::IsNotNull(inner) => match *inner {
-            Expr::Cast(cast)
-                if matches!(cast.expr.as_ref(), Expr::Column(_))
-                    && cast.expr.get_type(schema).is_ok_and(|from| widens(&from, cast.field.data_type())) =>
+        Expr::IsNotNull(inner) => {
+            let mut columns = Vec::new();
+            if !matches!(*inner, Expr::Column(_))
+                && null_exactly_with(&inner, schema, &mut columns)
+                && !columns.is_empty()
             {
-                Expr::IsNotNull(cast.expr)
+                columns.into_iter().map(|c| Expr::IsNotNull(Box::new(c))).collect()
+            } else {
+                vec![Expr::IsNotNull(inner)]
             }
-            other => Expr::IsNotNull(Box::new(other)),
-        },
-        other => other,
+        }
+        other => vec![other],
     }
 }
 
-/// Whether every value of `from` has a value of `to`.
-fn widens(from: &DataType, to: &DataType) -> bool {
-    /// Decimal digits a type's values need before the point; `None` for non-integers.
-    fn integer_digits(t: &DataType) -> Option<(u8, bool)> {
-        Some(match t {
-            DataType::Int8 => (3, true),
-            DataType::Int16 => (5, true),
-            DataType::Int32 => (10, true),
-            DataType::Int64 => (19, true),
-            DataType::UInt8 => (3, false),
-            DataType::UInt16 => (5, false),
-            DataType::UInt32 => (10, false),
-            DataType::UInt64 => (20, false),
-            _ => return None,
-        })
-    }
-    let width = |t: &DataType| t.primitive_width();
-    match (from, to) {
-        _ if from == to => true,
-        (_, DataType::Float64) => from.is_integer() || from == &DataType::Float32,
-        (_, DataType::Float32) => from.is_integer(),
-        (_, DataType::Decimal128(p, s)) => {
-            integer_digits(from).is_some_and(|(digits, _)| i16::from(*p) - i16::from(*s) >= i16::from(digits))
-        }
-        _ if from.is_integer() && to.is_integer() => match (integer_digits(from), integer_digits(to)) {
-            (Some((_, from_signed)), Some((_, to_signed))) => {
-                (from_signed == to_signed && width(to) >= width(from))
-                    || (!from_signed && to_signed && width(to) > width(from))
+/// Whether `expr` is NULL exactly when one of its columns is (collected into `columns`).
+fn null_exactly_with(expr: &Expr, schema: &DFSchema, columns: &mut Vec<Expr>) -> bool {
+    let numeric = |e: &Expr| e.get_type(schema).is_ok_and(|t| t.is_numeric());
+    match expr {
+        Expr::Column(_) => {
+            if !columns.contains(expr) {
+                columns.push(expr.clone());
             }
-            _ => false,
-        },
+            true
+        }
+        Expr::Literal(value, _) => !value.is_null(),
+        Expr::Cast(cast) => {
+            numeric(&cast.expr) && cast.field.data_type().is_numeric() && null_exactly_with(&cast.expr, schema, columns)
+        }
+        Expr::Negative(inner) => null_exactly_with(inner, schema, columns),
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            op.is_numerical_operators()
+                && numeric(left)
+                && numeric(right)
+                && null_exactly_with(left, schema, columns)
+                && null_exactly_with(right, schema, columns)
+        }
         _ => false,
     }
 }
@@ -110,21 +110,20 @@ fn widens(from: &DataType, to: &DataType) -> bool {
 fn infer(predicates: Vec<Expr>, schema: &DFSchema) -> (Vec<Expr>, bool) {
     let mut out: Vec<Expr> = Vec::with_capacity(predicates.len() * 2);
     let mut changed = false;
-    for predicate in predicates {
-        let predicate = {
-            let simplified = simplify(predicate.clone(), schema);
-            changed |= simplified != predicate;
-            simplified
-        };
-        for column in null_intolerant_columns(&predicate) {
-            let not_null = Expr::IsNotNull(Box::new(column.clone()));
-            if !out.contains(&not_null) {
-                out.push(not_null);
-                changed = true;
+    for original in predicates {
+        let simplified = simplify(original.clone(), schema);
+        changed |= simplified.len() != 1 || simplified[0] != original;
+        for predicate in simplified {
+            for column in null_intolerant_columns(&predicate) {
+                let not_null = Expr::IsNotNull(Box::new(column.clone()));
+                if !out.contains(&not_null) {
+                    out.push(not_null);
+                    changed = true;
+                }
             }
-        }
-        if !out.contains(&predicate) {
-            out.push(predicate);
+            if !out.contains(&predicate) {
+                out.push(predicate);
+            }
         }
     }
     (out, changed)
@@ -154,7 +153,95 @@ impl OptimizerRule for InferFiltersFromConstraints {
                 }
                 Ok(Transformed::yes(LogicalPlan::TableScan(TableScan { filters, ..scan })))
             }
+            LogicalPlan::Join(join) => filter_join_sides(join),
             other => Ok(Transformed::no(other)),
         })
     }
+}
+
+/// `isnotnull` of the columns a join's non-equi condition is never true without, added under
+/// the join on each side whose unmatched rows the join drops.
+fn filter_join_sides(join: Join) -> Result<Transformed<LogicalPlan>> {
+    let (filter_left, filter_right) = match join.join_type {
+        JoinType::Inner | JoinType::LeftSemi | JoinType::RightSemi => (true, true),
+        JoinType::Left | JoinType::LeftAnti | JoinType::LeftMark => (false, true),
+        JoinType::Right | JoinType::RightAnti | JoinType::RightMark => (true, false),
+        JoinType::Full => (false, false),
+    };
+    let columns: Vec<Expr> = join
+        .filter
+        .iter()
+        .flat_map(|f| split_conjunction_owned(f.clone()))
+        .flat_map(|p| null_intolerant_columns(&p).into_iter().cloned().collect::<Vec<_>>())
+        .collect();
+    let side_columns = |side: &LogicalPlan| -> Vec<Expr> {
+        columns
+            .iter()
+            .filter(|c| matches!(c, Expr::Column(col) if side.schema().has_column(col)))
+            .map(|c| Expr::IsNotNull(Box::new(c.clone())))
+            .collect()
+    };
+    let (left_not_null, right_not_null) = (side_columns(&join.left), side_columns(&join.right));
+    let mut changed = false;
+    let mut join = join;
+    if filter_left && !left_not_null.is_empty() {
+        let side = with_predicates(join.left.as_ref().clone(), left_not_null)?;
+        changed |= side.transformed;
+        join.left = side.data.into();
+    }
+    if filter_right && !right_not_null.is_empty() {
+        let side = with_predicates(join.right.as_ref().clone(), right_not_null)?;
+        changed |= side.transformed;
+        join.right = side.data.into();
+    }
+    Ok(Transformed::new_transformed(LogicalPlan::Join(join), changed))
+}
+
+/// `plan` filtered by `predicates` as well, each put in front of the filter and the scan under it
+/// (where it becomes a pushed filter), unless already there. Through an alias, the predicates
+/// are renamed to the columns under it.
+fn with_predicates(plan: LogicalPlan, predicates: Vec<Expr>) -> Result<Transformed<LogicalPlan>> {
+    if let LogicalPlan::SubqueryAlias(alias) = plan {
+        let (outer, inner) = (alias.schema.columns(), alias.input.schema().columns());
+        let renamed = predicates
+            .into_iter()
+            .map(|p| {
+                p.transform(|e| match e {
+                    Expr::Column(c) => match outer.iter().position(|o| *o == c) {
+                        Some(i) => Ok(Transformed::yes(Expr::Column(inner[i].clone()))),
+                        None => Ok(Transformed::no(Expr::Column(c))),
+                    },
+                    other => Ok(Transformed::no(other)),
+                })
+                .map(|t| t.data)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let input = with_predicates(alias.input.as_ref().clone(), renamed)?;
+        return input
+            .map_data(|input| Ok(LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(input.into(), alias.alias)?)));
+    }
+    let existing: Vec<Expr> = match &plan {
+        LogicalPlan::Filter(filter) => split_conjunction(&filter.predicate).into_iter().cloned().collect(),
+        _ => Vec::new(),
+    };
+    let new: Vec<Expr> = predicates.into_iter().filter(|p| !existing.contains(p)).collect();
+    if new.is_empty() {
+        return Ok(Transformed::no(plan));
+    }
+    let input = match plan {
+        LogicalPlan::Filter(filter) => filter.input,
+        other => other.into(),
+    };
+    let input = match input.as_ref() {
+        LogicalPlan::TableScan(scan) => {
+            let mut scan = scan.clone();
+            let mut filters = new.clone();
+            filters.extend(scan.filters.into_iter().filter(|f| !new.contains(f)));
+            scan.filters = filters;
+            LogicalPlan::TableScan(scan).into()
+        }
+        _ => input,
+    };
+    let predicate = conjunction(new.into_iter().chain(existing)).expect("at least one predicate");
+    Ok(Transformed::yes(LogicalPlan::Filter(Filter::try_new(predicate, input)?)))
 }

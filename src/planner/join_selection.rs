@@ -21,7 +21,7 @@ use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{CrossJoinExec, HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec};
-use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 
 use super::hints::{JoinHint, QueryHints};
 use super::statistics::size_in_bytes;
@@ -29,6 +29,7 @@ use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
+use crate::planner::extract_equi_join_keys::null_safe_keys;
 
 type JoinKeys = Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>;
 
@@ -40,14 +41,13 @@ struct LogicalJoin {
     filter: Option<JoinFilter>,
     join_type: JoinType,
     null_equality: NullEquality,
+    /// `k NOT IN (subquery)`: DataFusion's null-aware anti join.
+    null_aware: bool,
 }
 
 impl LogicalJoin {
     fn from_plan(plan: &dyn ExecutionPlan) -> Option<Self> {
         if let Some(j) = plan.downcast_ref::<HashJoinExec>() {
-            if j.null_aware {
-                return None;
-            }
             return Some(LogicalJoin {
                 left: Arc::clone(j.left()),
                 right: Arc::clone(j.right()),
@@ -55,6 +55,7 @@ impl LogicalJoin {
                 filter: j.filter().cloned(),
                 join_type: *j.join_type(),
                 null_equality: j.null_equality(),
+                null_aware: j.null_aware,
             });
         }
         if let Some(j) = plan.downcast_ref::<SortMergeJoinExec>() {
@@ -65,6 +66,7 @@ impl LogicalJoin {
                 filter: j.filter().clone(),
                 join_type: j.join_type(),
                 null_equality: j.null_equality(),
+                null_aware: false,
             });
         }
         if let Some(j) = plan.downcast_ref::<NestedLoopJoinExec>() {
@@ -75,6 +77,7 @@ impl LogicalJoin {
                 filter: j.filter().cloned(),
                 join_type: *j.join_type(),
                 null_equality: NullEquality::NullEqualsNothing,
+                null_aware: false,
             });
         }
         plan.downcast_ref::<CrossJoinExec>().map(|j| LogicalJoin {
@@ -84,6 +87,7 @@ impl LogicalJoin {
             filter: None,
             join_type: JoinType::Inner,
             null_equality: NullEquality::NullEqualsNothing,
+            null_aware: false,
         })
     }
 }
@@ -153,7 +157,7 @@ pub fn join_selection(
         if let Some(join) = LogicalJoin::from_plan(node.as_ref()) {
             return Ok(Transformed::yes(select(normalized(join), conf, hints)?));
         }
-        match fold_right_key_projection(&node)? {
+        match fold_key_projections(&node)? {
             Some(folded) => Ok(Transformed::yes(folded)),
             None => Ok(Transformed::no(node)),
         }
@@ -176,70 +180,111 @@ fn normalized(mut join: LogicalJoin) -> LogicalJoin {
     join
 }
 
-/// DataFusion computes join keys that are expressions (`cast(k as double)`) in a projection
-/// below the join that appends them to the side's columns, and drops them again in a
-/// projection above the join; Spark keeps them in the join's keys. So where a projection
-/// sits on a join whose right side appends key columns that the projection does not read,
-/// those columns are folded into the join's keys. A projection the user wrote (`SELECT k,
-/// k + 1 AS k2`) whose columns are read above the join is left alone.
-fn fold_right_key_projection(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+/// DataFusion computes join keys that are expressions (`cast(k as double)`, `k + 1`) in a
+/// projection below the join that appends them to the side's columns, and drops them again in
+/// a projection above the join; Spark keeps them in the join's keys. So where a projection sits
+/// on a join whose sides append key columns that the projection does not read, those columns
+/// are folded into the join's keys (and the columns after them renumbered). A projection the
+/// user wrote (`SELECT k, k + 1 AS k2`) whose columns are read above the join is left alone.
+fn fold_key_projections(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let Some(top) = node.downcast_ref::<ProjectionExec>() else { return Ok(None) };
     let Some(join) = top.input().downcast_ref::<SparkJoinExec>() else { return Ok(None) };
-    let broadcast = join.right().downcast_ref::<BroadcastExchangeExec>();
-    let right = broadcast.map_or(join.right(), |b| b.input());
-    let Some(projection) = right.downcast_ref::<ProjectionExec>() else { return Ok(None) };
+    if join.spec().filter.is_some() {
+        return Ok(None);
+    }
+    let outputs_right =
+        matches!(join.spec().join_type, JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full);
+    let left_width = join.left().schema().fields().len();
+    let mut read = Vec::new();
+    for projected in top.expr() {
+        projected.expr.apply(|e| {
+            read.extend(e.downcast_ref::<Column>().map(Column::index));
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+    }
+    // The appended columns of a side starting at `start` in the join's output are not read.
+    let unread = |start: usize, side: &AppendedKeys| {
+        !read.iter().any(|i| (start + side.width..start + side.exprs.len()).contains(i))
+    };
+    let left = appended_keys(join.left()).filter(|side| unread(0, side));
+    let right = appended_keys(join.right()).filter(|side| !outputs_right || unread(left_width, side));
+    let (left_keys, right_keys) = (join.left_keys(), join.right_keys());
+    let folded_left = left.as_ref().and_then(|side| side.fold(&left_keys));
+    let folded_right = right.as_ref().and_then(|side| side.fold(&right_keys));
+    let new_left = match (&left, &folded_left) {
+        (Some(side), Some(keys)) => side.without_projection(keys.clone()),
+        _ => Arc::clone(join.left()),
+    };
+    let new_right = match (&right, &folded_right) {
+        (Some(side), Some(keys)) => side.without_projection(keys.clone()),
+        _ => Arc::clone(join.right()),
+    };
+    if folded_left.is_none() && folded_right.is_none() {
+        return Ok(None);
+    }
+    let mut spec = join.spec().clone();
+    spec.on = folded_left.unwrap_or(left_keys).into_iter().zip(folded_right.unwrap_or(right_keys)).collect();
+    // The right side's columns move down past the left side's dropped key columns.
+    let dropped = left_width - new_left.schema().fields().len();
+    let exprs = top
+        .expr()
+        .iter()
+        .map(|p| {
+            let expr = Arc::clone(&p.expr).transform(|e| match e.downcast_ref::<Column>() {
+                Some(c) if dropped > 0 && c.index() >= left_width => {
+                    Ok(Transformed::yes(Arc::new(Column::new(c.name(), c.index() - dropped)) as Arc<dyn PhysicalExpr>))
+                }
+                _ => Ok(Transformed::no(e)),
+            })?;
+            Ok(ProjectionExpr { expr: expr.data, alias: p.alias.clone() })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let join = Arc::new(SparkJoinExec::try_new(spec, new_left, new_right)?);
+    Ok(Some(Arc::new(ProjectionExec::try_new(exprs, join)?)))
+}
+
+/// A join side that is a projection appending computed columns to all of its input's, under
+/// the side's broadcast if it has one.
+struct AppendedKeys {
+    input: Arc<dyn ExecutionPlan>,
+    exprs: Vec<Arc<dyn PhysicalExpr>>,
+    width: usize,
+    broadcast: Option<bool>,
+}
+
+fn appended_keys(side: &Arc<dyn ExecutionPlan>) -> Option<AppendedKeys> {
+    let broadcast = side.downcast_ref::<BroadcastExchangeExec>();
+    let projection = broadcast.map_or(side, |b| b.input()).downcast_ref::<ProjectionExec>()?;
     let input = projection.input();
     let width = input.schema().fields().len();
-    let exprs: Vec<Arc<dyn PhysicalExpr>> = projection.expr().iter().map(|p| Arc::clone(&p.expr)).collect();
     // Renamed columns do not pass through: the join above reads them by their new names.
-    let passes_through = exprs.len() > width
+    let passes_through = projection.expr().len() > width
         && projection.expr()[..width].iter().zip(input.schema().fields()).enumerate().all(|(i, (p, field))| {
             p.alias == *field.name() && p.expr.downcast_ref::<Column>().is_some_and(|c| c.index() == i)
         });
-    if !passes_through || join.spec().filter.is_some() {
-        return Ok(None);
+    passes_through.then(|| AppendedKeys {
+        input: Arc::clone(input),
+        exprs: projection.expr().iter().map(|p| Arc::clone(&p.expr)).collect(),
+        width,
+        broadcast: broadcast.map(BroadcastExchangeExec::is_null_aware),
+    })
+}
+
+impl AppendedKeys {
+    /// `keys`, columns of the projection, as the expressions over its input they stand for.
+    fn fold(&self, keys: &[Arc<dyn PhysicalExpr>]) -> Option<Vec<Arc<dyn PhysicalExpr>>> {
+        keys.iter().map(|k| k.downcast_ref::<Column>().map(|c| Arc::clone(&self.exprs[c.index()]))).collect()
     }
-    // Where the appended columns land in the join's output, if they are part of it.
-    let right_offset = match join.spec().join_type {
-        JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full => {
-            Some(join.left().schema().fields().len())
-        }
-        _ => None,
-    };
-    if let Some(offset) = right_offset {
-        let appended = offset + width..offset + exprs.len();
-        let mut read = false;
-        for projected in top.expr() {
-            projected.expr.apply(|e| {
-                read |= e.downcast_ref::<Column>().is_some_and(|c| appended.contains(&c.index()));
-                Ok(if read { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
-            })?;
-        }
-        if read {
-            return Ok(None);
+
+    /// The side without the projection, its broadcast (if any) rebuilt on `keys`.
+    fn without_projection(&self, keys: Vec<Arc<dyn PhysicalExpr>>) -> Arc<dyn ExecutionPlan> {
+        match self.broadcast {
+            Some(null_aware) => {
+                Arc::new(BroadcastExchangeExec::new(Arc::clone(&self.input), keys).null_aware(null_aware))
+            }
+            None => Arc::clone(&self.input),
         }
     }
-    let appended = |e: &Arc<dyn PhysicalExpr>| {
-        e.downcast_ref::<Column>().filter(|c| c.index() >= width).map(|c| Arc::clone(&exprs[c.index()]))
-    };
-    let mut spec = join.spec().clone();
-    if !spec
-        .on
-        .iter()
-        .all(|(_, r)| appended(r).is_some() || r.downcast_ref::<Column>().is_some_and(|c| c.index() < width))
-    {
-        return Ok(None);
-    }
-    spec.on = spec.on.into_iter().map(|(l, r)| (l, appended(&r).unwrap_or(r))).collect();
-    let right: Arc<dyn ExecutionPlan> = match broadcast {
-        Some(_) => Arc::new(BroadcastExchangeExec::new(
-            Arc::clone(input),
-            spec.on.iter().map(|(_, r)| Arc::clone(r)).collect(),
-        )),
-        None => Arc::clone(input),
-    };
-    let join = Arc::new(SparkJoinExec::try_new(spec, Arc::clone(join.left()), right)?);
-    Ok(Some(Arc::new(ProjectionExec::try_new(top.expr().to_vec(), join)?)))
 }
 
 /// What join selection weighs about one side of a join.
@@ -267,8 +312,19 @@ fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc
         hints: side_hints(side, hints),
     };
     let (left_facts, right_facts) = (facts(&join.left), facts(&join.right));
-    let (strategy, build_side) = choose_strategy(join.join_type, !join.on.is_empty(), &left_facts, &right_facts, conf);
-    let LogicalJoin { mut left, mut right, on, filter, join_type, null_equality } = join;
+    // `ExtractSingleColumnNullAwareAntiJoin`: NOT IN's anti join broadcasts the subquery
+    // whatever its size.
+    let (strategy, build_side) = if join.null_aware {
+        (JoinStrategy::BroadcastHash, Some(BuildSide::Right))
+    } else {
+        choose_strategy(join.join_type, !join.on.is_empty(), &left_facts, &right_facts, conf)
+    };
+    let LogicalJoin { mut left, mut right, mut on, filter, join_type, mut null_equality, null_aware } = join;
+    if null_equality == NullEquality::NullEqualsNull
+        && let Some(keys) = null_safe_keys(&on, &left.schema(), &right.schema())
+    {
+        (on, null_equality) = (keys, NullEquality::NullEqualsNothing);
+    }
     if matches!(strategy, JoinStrategy::BroadcastHash | JoinStrategy::BroadcastNestedLoop) {
         match build_side {
             Some(BuildSide::Left) => {
@@ -277,11 +333,11 @@ fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc
             }
             _ => {
                 let keys = on.iter().map(|(_, r)| Arc::clone(r)).collect();
-                right = Arc::new(BroadcastExchangeExec::new(right, keys));
+                right = Arc::new(BroadcastExchangeExec::new(right, keys).null_aware(null_aware));
             }
         }
     }
-    let spec = JoinSpec { strategy, build_side, join_type, on, filter, null_equality, skew: false };
+    let spec = JoinSpec { strategy, build_side, join_type, on, filter, null_equality, null_aware, skew: false };
     Ok(Arc::new(SparkJoinExec::try_new(spec, left, right)?))
 }
 

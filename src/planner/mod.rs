@@ -16,16 +16,19 @@ pub mod cooperative_joins;
 pub mod decimal_precision;
 pub mod distribution;
 pub mod ensure_requirements;
+pub mod extract_equi_join_keys;
 pub mod file_source_strategy;
 pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
 pub mod reorder_join_keys;
+pub mod replace_except_intersect_with_joins;
 pub mod resolve_grouping_analytics;
 pub mod scan_lineage;
 pub mod single_distinct_aggregate;
 pub mod statistics;
 pub mod table_provider;
+pub mod union_output_partitioning;
 
 use std::sync::Arc;
 
@@ -48,6 +51,7 @@ use ensure_requirements::ensure_requirements;
 use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
+use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use single_distinct_aggregate::SingleDistinctAggregate;
 
@@ -60,8 +64,9 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     rules
 }
 
-/// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types,
-/// and Spark's inferred `isnotnull` filters last.
+/// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types;
+/// then Spark's shape for EXCEPT and INTERSECT, and its inferred
+/// `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let single_distinct = SingleDistinctAggregate::default();
     let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> =
@@ -72,6 +77,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
                 if rule.name() == single_distinct.name() { Arc::new(SingleDistinctAggregate::default()) } else { rule }
             })
             .collect();
+    rules.push(Arc::new(ReplaceExceptIntersectWithJoins));
     rules.push(Arc::new(InferFiltersFromConstraints));
     rules
 }

@@ -42,6 +42,8 @@ impl Session {
         // Spark reads `1.5` as a decimal, and its session time zone makes `now()` an instant.
         options.sql_parser.parse_float_as_decimal = true;
         options.execution.time_zone = Some("UTC".to_string());
+        // Spark's NULL is the smallest value: first in ascending order, last in descending.
+        options.sql_parser.default_null_ordering = "nulls_min".to_string();
         // The hash-join dynamic filter routes probe rows by DataFusion's own hash, which is
         // not how Spark-bucketed inputs are partitioned (wrong rows on bucketed joins).
         options.optimizer.enable_join_dynamic_filter_pushdown = false;

@@ -31,6 +31,13 @@ SETUP = [
     "SELECT id % 50 AS a, id % 7 AS b, id AS u FROM range(700)",
     "CREATE TABLE flat USING parquet AS SELECT id % 100 AS a, id % 7 AS b, id AS z FROM range(500)",
     "CREATE TABLE k1 USING parquet CLUSTERED BY (k) INTO 8 BUCKETS AS SELECT id AS k, id % 10 AS j FROM range(1000)",
+    "CREATE TABLE k2 USING parquet CLUSTERED BY (k) INTO 8 BUCKETS AS SELECT id * 2 AS k, id % 5 AS m FROM range(600)",
+    "CREATE TABLE k4 USING parquet CLUSTERED BY (k) INTO 4 BUCKETS AS SELECT id AS k, id % 3 AS p FROM range(400)",
+    "CREATE TABLE k16 USING parquet CLUSTERED BY (k) INTO 16 BUCKETS AS SELECT id AS k, id % 4 AS q FROM range(1600)",
+    "CREATE TABLE ks1 USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS AS "
+    "SELECT id % 300 AS k, id AS s FROM range(0, 900, 1, 1)",
+    "CREATE TABLE ks2 USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS AS "
+    "SELECT id % 200 AS k, id AS t FROM range(0, 600, 1, 1)",
 ]
 
 # (name, settings, query): joins and aggregates over keys listed in another order than the
@@ -62,6 +69,54 @@ CASES = [
      "SELECT k1.j, f.z FROM k1 JOIN flat f ON k1.k < f.z WHERE f.z < 3 AND k1.k IS NOT NULL"),
     ("R8 a left non-equi join", [],
      "SELECT k1.j, f.z FROM k1 LEFT JOIN flat f ON k1.k < f.z AND f.z < 3 WHERE k1.k < 4"),
+    ("R8 a full outer non-equi join builds the smaller side", [],
+     "SELECT k1.j, f.z FROM k1 FULL JOIN (SELECT z FROM flat WHERE z < 3) f ON k1.k < f.z"),
+    ("R8 a non-equi join infers isnotnull on both sides", [],
+     "SELECT k1.j, f.z FROM k1 JOIN flat f ON k1.k + 1 < f.z WHERE f.z < 3"),
+    # Chains of joins over different bucket counts (EnsureRequirements' ShuffleSpec choice).
+    ("R2 8, 8 and 4 buckets", [],
+     "SELECT x.j, y.m, z.p FROM k1 x JOIN k2 y ON x.k = y.k JOIN k4 z ON x.k = z.k"),
+    ("R2 16, 8 and 4 buckets", [],
+     "SELECT x.q, y.j, z.p FROM k16 x JOIN k1 y ON x.k = y.k JOIN k4 z ON y.k = z.k"),
+    ("R2 4 and 16 buckets, then a plain table", [],
+     "SELECT x.p, y.q, f.z FROM k4 x JOIN k16 y ON x.k = y.k JOIN flat f ON y.k = f.a"),
+    # Union's output partitioning (UnionExec.outputPartitioning).
+    ("R3 a union of tables bucketed alike, grouped by the key", [],
+     "SELECT k, count(*) AS n FROM (SELECT k FROM k1 UNION ALL SELECT k FROM k2) u GROUP BY k"),
+    ("R3 a union of 8 and 4 buckets, grouped by the key", [],
+     "SELECT k, count(*) AS n FROM (SELECT k FROM k1 UNION ALL SELECT k FROM k4) u GROUP BY k"),
+    ("R3 a union of tables bucketed alike, joined on the key", [],
+     "SELECT u.k, y.m FROM (SELECT k FROM k1 UNION ALL SELECT k FROM k2) u JOIN k2 y ON u.k = y.k"),
+    # Optimizer rewrites that decide the physical shape.
+    ("R4 NOT IN a subquery", [], "SELECT k, j FROM k1 WHERE k NOT IN (SELECT p FROM k4)"),
+    ("R4 NOT IN a small subquery, broadcast allowed", [("spark.sql.autoBroadcastJoinThreshold", "10485760")],
+     "SELECT k, j FROM k1 WHERE k NOT IN (SELECT p FROM k4)"),
+    ("R4 EXCEPT", [], "SELECT k FROM k1 EXCEPT SELECT k FROM k2"),
+    ("R4 INTERSECT", [], "SELECT k FROM k1 INTERSECT SELECT k FROM k4"),
+    ("R4 count distinct with another aggregate, grouped", [],
+     "SELECT j, count(DISTINCT k) AS dk, sum(k) AS sk FROM k1 GROUP BY j"),
+    ("R4 count distinct with another aggregate", [], "SELECT count(DISTINCT j) AS dj, count(*) AS n FROM k1"),
+    ("R4 ROLLUP on the bucket column", [], "SELECT k, sum(j) AS s FROM k1 GROUP BY ROLLUP(k)"),
+    # Global ORDER BY without LIMIT: range partitioning, then a sort per partition.
+    ("R5 ORDER BY on a bucketed table", [], "SELECT k, j FROM k1 ORDER BY j, k"),
+    ("R5 ORDER BY descending on a plain table", [], "SELECT a, z FROM flat ORDER BY z DESC"),
+    # Exchange reuse (ReuseExchangeAndSubquery).
+    ("R6 a self-join of one aggregate", [],
+     "WITH c AS (SELECT j, count(*) AS n FROM k1 GROUP BY j) SELECT x.j, y.n FROM c x JOIN c y ON x.j = y.j"),
+    ("R6 a CTE used twice in a union", [],
+     "WITH c AS (SELECT a, sum(z) AS s FROM flat GROUP BY a) "
+     "SELECT a, s FROM c WHERE s > 1000 UNION ALL SELECT a AS a2, s AS s2 FROM c WHERE s < 500"),
+    # Sorts under a sort-merge join over sorted buckets (bucketedTableScan.outputOrdering).
+    ("R9 one bucket selected from sorted tables", [],
+     "SELECT x.s, y.t FROM ks1 x JOIN ks2 y ON x.k = y.k WHERE x.k = 5"),
+    ("R9 sorted tables", [], "SELECT x.s, y.t FROM ks1 x JOIN ks2 y ON x.k = y.k"),
+    ("R9 one bucket selected, legacy output ordering", [("spark.sql.legacy.bucketedTableScan.outputOrdering", "true")],
+     "SELECT x.s, y.t FROM ks1 x JOIN ks2 y ON x.k = y.k WHERE x.k = 5"),
+    # Expressions in operators' arguments, as Spark prints them.
+    ("R10 casts and arithmetic", [],
+     "SELECT CAST(j AS INT) + 1 AS ji, k * 2 AS kk FROM k1 WHERE j + 1 > 3 AND CAST(k AS STRING) <> '7'"),
+    ("R10 keys computed for a join", [],
+     "SELECT x.j, f.z FROM k1 x JOIN flat f ON x.k + 1 = f.a AND CAST(x.j AS INT) = f.b"),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.

@@ -21,15 +21,19 @@ use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::compute::interleave_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::TaskContext;
 use datafusion::execution::disk_manager::DiskManager;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 use parking_lot::Mutex;
+use tokio::sync::Semaphore;
 
 use super::ExchangePartitioning;
+use super::range_bounds::{KeySample, RangeRouter};
+use super::reader::PartsReader;
 use super::spill::{MapSpill, SpilledSegments};
 use super::statistics::MapOutputStatistics;
 use crate::storage::bucket_hash::bucket_ids;
@@ -53,6 +57,12 @@ impl ExchangeMetrics {
             spilled_bytes: MetricBuilder::new(metrics).spilled_bytes(0),
             spill_files: MetricBuilder::new(metrics).counter("spill_files", 0),
         }
+    }
+
+    /// The same spill figures, with rows and bytes counted apart: a first pass over rows that
+    /// are shuffled in the second.
+    pub(super) fn first_pass(&self) -> Self {
+        ExchangeMetrics { rows: Count::new(), bytes: Count::new(), ..self.clone() }
     }
 }
 
@@ -130,32 +140,83 @@ pub(super) async fn run_map_task(
     partitioning: ExchangePartitioning,
     metrics: ExchangeMetrics,
 ) -> Result<MapOutput> {
+    let stream = input.execute(map, Arc::clone(&context))?;
+    let partitions = partitioning.partition_count();
+    write_map_output(stream, map, partitions, &context, metrics, |batch| match &partitioning {
+        ExchangePartitioning::Hash(exprs, n) => {
+            let keys =
+                exprs.iter().map(|e| e.evaluate(batch)?.into_array(batch.num_rows())).collect::<Result<Vec<_>>>()?;
+            Ok(Some(bucket_ids(&keys, batch.num_rows(), *n as u32)?))
+        }
+        ExchangePartitioning::Single => Ok(None),
+        ExchangePartitioning::Range(..) => {
+            Err(DataFusionError::Internal("a range exchange's map task needs its bounds first".into()))
+        }
+    })
+    .await
+}
+
+/// Range partitioning's first pass over input partition `map`: its rows kept whole (one part)
+/// while their sort keys are sampled, since the bounds need every map task's sample.
+pub(super) async fn buffer_map_task(
+    input: Arc<dyn ExecutionPlan>,
+    map: usize,
+    context: Arc<TaskContext>,
+    mut sample: KeySample,
+    metrics: ExchangeMetrics,
+) -> Result<(MapOutput, KeySample)> {
+    let stream = input.execute(map, Arc::clone(&context))?;
+    let output = write_map_output(stream, map, 1, &context, metrics, |batch| {
+        sample.offer(batch)?;
+        Ok(None)
+    })
+    .await?;
+    Ok((output, sample))
+}
+
+/// Range partitioning's second pass: the rows `buffered` kept, routed by `router`.
+pub(super) async fn route_map_task(
+    buffered: MapOutput,
+    map: usize,
+    schema: SchemaRef,
+    context: Arc<TaskContext>,
+    router: RangeRouter,
+    partitions: usize,
+    reads: Arc<Semaphore>,
+    metrics: ExchangeMetrics,
+) -> Result<MapOutput> {
+    let batch_size = context.session_config().batch_size();
+    let stream = PartsReader::new(buffered.parts, Arc::clone(&schema), batch_size, reads).into_stream();
+    let stream = Box::pin(RecordBatchStreamAdapter::new(schema, stream));
+    write_map_output(stream, map, partitions, &context, metrics, |batch| router.partition_ids(batch).map(Some)).await
+}
+
+/// Routes every batch of `stream` to one of `partitions` outputs: row `i` to `route(batch)[i]`,
+/// or all to partition 0 when `route` gives none.
+async fn write_map_output(
+    mut stream: SendableRecordBatchStream,
+    map: usize,
+    partitions: usize,
+    context: &TaskContext,
+    metrics: ExchangeMetrics,
+    mut route: impl FnMut(&RecordBatch) -> Result<Option<Vec<u32>>>,
+) -> Result<MapOutput> {
     let reservation =
         MemoryConsumer::new(format!("ShuffleExchange[map {map}]")).with_can_spill(true).register(context.memory_pool());
     let mut writer = MapWriter::new(
-        input.schema(),
-        partitioning.partition_count(),
+        stream.schema(),
+        partitions,
         context.session_config().batch_size(),
         reservation,
         Arc::clone(&context.runtime_env().disk_manager),
         metrics,
     );
-    let mut stream = input.execute(map, context)?;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         if batch.num_rows() == 0 {
             continue;
         }
-        let ids = match &partitioning {
-            ExchangePartitioning::Hash(exprs, n) => {
-                let keys = exprs
-                    .iter()
-                    .map(|e| e.evaluate(&batch)?.into_array(batch.num_rows()))
-                    .collect::<Result<Vec<_>>>()?;
-                Some(bucket_ids(&keys, batch.num_rows(), *n as u32)?)
-            }
-            ExchangePartitioning::Single => None,
-        };
+        let ids = route(&batch)?;
         writer.push(batch, ids.as_deref())?;
         writer.reserve_or_spill().await?;
     }

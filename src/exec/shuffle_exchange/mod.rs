@@ -5,7 +5,11 @@
 //! function Spark uses for shuffles and bucket files alike, so a shuffled side lines up row
 //! for row with a bucketed side. (DataFusion's `RepartitionExec` hashes with its own
 //! function and must never meet a bucketed input.) `SinglePartition` gathers every row into
-//! one partition.
+//! one partition. `rangepartitioning(order, n)`, under a global sort, sends each row to the
+//! range of sort keys it falls in, from bounds sampled as Spark's `RangePartitioner` does
+//! (`range_bounds`): partition `i` holds keys before partition `i + 1`'s, so sorting each
+//! partition and reading them in order sorts all rows. Its map tasks read their input once,
+//! keeping the rows while they sample, and route them once every sample is in.
 //!
 //! As in Spark, the exchange is a stage boundary: a map side, one task per input partition
 //! (`map_output`), runs to completion and records what it produced for every output
@@ -16,6 +20,7 @@
 //! read once, released as it is read, rather than kept for retries.
 
 mod map_output;
+mod range_bounds;
 mod reader;
 mod spill;
 mod statistics;
@@ -29,7 +34,7 @@ use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -41,7 +46,8 @@ use futures::{FutureExt, TryStreamExt};
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
-use map_output::{ExchangeMetrics, MapOutputs, run_map_task};
+use map_output::{ExchangeMetrics, MapOutputs, buffer_map_task, route_map_task, run_map_task};
+use range_bounds::{KeySample, RangeRouter, SortKeys, sample_size_per_map};
 use reader::PartsReader;
 pub use reader::ShuffleReadSpec;
 pub use statistics::MapOutputStatistics;
@@ -53,12 +59,14 @@ pub enum ExchangePartitioning {
     Hash(Vec<Arc<dyn PhysicalExpr>>, usize),
     /// Spark's `SinglePartition`.
     Single,
+    /// Spark's `RangePartitioning`: ranges of the sort keys, in order.
+    Range(LexOrdering, usize),
 }
 
 impl ExchangePartitioning {
     pub fn partition_count(&self) -> usize {
         match self {
-            ExchangePartitioning::Hash(_, n) => *n,
+            ExchangePartitioning::Hash(_, n) | ExchangePartitioning::Range(_, n) => *n,
             ExchangePartitioning::Single => 1,
         }
     }
@@ -99,6 +107,8 @@ impl ShuffleExchangeExec {
         let output = match &partitioning {
             ExchangePartitioning::Hash(exprs, n) => Partitioning::Hash(exprs.clone(), *n),
             ExchangePartitioning::Single => Partitioning::UnknownPartitioning(1),
+            // The bounds are known only once the map side has sampled its input.
+            ExchangePartitioning::Range(_, n) => Partitioning::UnknownPartitioning(*n),
         };
         // Nothing comes out before the map side has read all of its input.
         let properties = PlanProperties::new(
@@ -175,20 +185,41 @@ impl ShuffleExchangeExec {
             let partitions = self.partitioning.partition_count();
             let metrics = ExchangeMetrics::new(&self.metrics);
             let (input, partitioning) = (Arc::clone(&self.input), self.partitioning.clone());
+            let reads = Arc::clone(&self.spill_reads);
             async move {
-                let tasks = (0..maps).map(|map| {
-                    let task = run_map_task(
-                        Arc::clone(&input),
-                        map,
-                        Arc::clone(&context),
-                        partitioning.clone(),
-                        metrics.clone(),
-                    );
-                    SpawnedTask::spawn(task)
-                        .map(|joined| joined.map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?)
-                });
-                // The first error drops (and so aborts) the other tasks.
-                let outputs = futures::future::try_join_all(tasks).await?;
+                let outputs = match partitioning {
+                    ExchangePartitioning::Range(ordering, n) => {
+                        let keys = SortKeys::try_new(ordering, &input.schema())?;
+                        let per_map = sample_size_per_map(n, maps);
+                        let buffered = run_all((0..maps).map(|map| {
+                            let sample = KeySample::new(keys.clone(), per_map, map);
+                            buffer_map_task(Arc::clone(&input), map, Arc::clone(&context), sample, metrics.first_pass())
+                        }))
+                        .await?;
+                        let (buffered, samples): (Vec<_>, Vec<_>) = buffered.into_iter().unzip();
+                        let router = RangeRouter::from_samples(samples, n, keys);
+                        run_all(buffered.into_iter().enumerate().map(|(map, output)| {
+                            route_map_task(
+                                output,
+                                map,
+                                input.schema(),
+                                Arc::clone(&context),
+                                router.clone(),
+                                n,
+                                Arc::clone(&reads),
+                                metrics.clone(),
+                            )
+                        }))
+                        .await?
+                    }
+                    partitioning => {
+                        run_all((0..maps).map(|map| {
+                            let (input, context) = (Arc::clone(&input), Arc::clone(&context));
+                            run_map_task(input, map, context, partitioning.clone(), metrics.clone())
+                        }))
+                        .await?
+                    }
+                };
                 Ok(Arc::new(MapOutputs::new(outputs, partitions)))
             }
             .map(|run: Result<_>| run.map_err(Arc::new))
@@ -199,6 +230,16 @@ impl ShuffleExchangeExec {
     }
 }
 
+/// Runs the map tasks side by side; the first error drops (and so aborts) the others.
+async fn run_all<T: Send + 'static>(
+    tasks: impl Iterator<Item = impl std::future::Future<Output = Result<T>> + Send + 'static>,
+) -> Result<Vec<T>> {
+    let spawned = tasks.map(|task| {
+        SpawnedTask::spawn(task).map(|joined| joined.map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?)
+    });
+    futures::future::try_join_all(spawned).await
+}
+
 impl DisplayAs for ShuffleExchangeExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         match &self.partitioning {
@@ -207,6 +248,9 @@ impl DisplayAs for ShuffleExchangeExec {
                 write!(f, "ShuffleExchangeExec: hashpartitioning({}, {n})", keys.join(", "))
             }
             ExchangePartitioning::Single => write!(f, "ShuffleExchangeExec: SinglePartition"),
+            ExchangePartitioning::Range(ordering, n) => {
+                write!(f, "ShuffleExchangeExec: rangepartitioning({ordering}, {n})")
+            }
         }
     }
 }
@@ -228,11 +272,14 @@ impl ExecutionPlan for ShuffleExchangeExec {
         &self,
         f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        if let ExchangePartitioning::Hash(exprs, _) = &self.partitioning {
-            for expr in exprs {
-                if f(expr)? == TreeNodeRecursion::Stop {
-                    return Ok(TreeNodeRecursion::Stop);
-                }
+        let exprs: Vec<&Arc<dyn PhysicalExpr>> = match &self.partitioning {
+            ExchangePartitioning::Hash(exprs, _) => exprs.iter().collect(),
+            ExchangePartitioning::Range(ordering, _) => ordering.iter().map(|e| &e.expr).collect(),
+            ExchangePartitioning::Single => Vec::new(),
+        };
+        for expr in exprs {
+            if f(expr)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
             }
         }
         Ok(TreeNodeRecursion::Continue)

@@ -342,3 +342,60 @@ async fn dropping_the_streams_and_the_plan_stops_the_map_tasks() {
     drop((stream, exchange));
     assert_strong_count_converges_to_zero(refs).await;
 }
+
+/// `maps` input partitions of keys scrambled over `0..rows` (every `null_every`-th NULL).
+fn scrambled(maps: usize, rows: usize, null_every: usize) -> Arc<dyn ExecutionPlan> {
+    let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
+    let partitions: Vec<Vec<RecordBatch>> = (0..maps)
+        .map(|map| {
+            let keys: Int64Array = (0..rows)
+                .filter(|i| i % maps == map)
+                .map(|i| (i % null_every != 0).then(|| ((i * 7919) % rows) as i64))
+                .collect();
+            vec![RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(keys)]).unwrap()]
+        })
+        .collect();
+    TestMemoryExec::try_new_exec(&partitions, schema, None).unwrap()
+}
+
+#[tokio::test]
+async fn range_partitions_hold_ascending_ranges_of_about_equal_size() {
+    use datafusion::arrow::compute::SortOptions;
+    use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
+    let (rows, partitions) = (40_000, 8);
+    for (descending, nulls_first) in [(false, true), (true, false)] {
+        let order = PhysicalSortExpr::new(Arc::new(Column::new("k", 0)), SortOptions::new(descending, nulls_first));
+        let ordering = LexOrdering::new([order]).unwrap();
+        // A tight limit: the first pass's rows spill and come back for the second.
+        let context = context(Some(256 * 1024));
+        let exchange =
+            ShuffleExchangeExec::new(scrambled(3, rows, 50), ExchangePartitioning::Range(ordering, partitions), None);
+        let mut previous_last: Option<Option<i64>> = None;
+        let mut sizes = Vec::new();
+        for partition in 0..partitions {
+            let mut keys: Vec<Option<i64>> = Vec::new();
+            for batch in collect(exchange.execute(partition, Arc::clone(&context)).unwrap()).await.unwrap() {
+                keys.extend(batch.column(0).as_primitive::<Int64Type>().iter());
+            }
+            // Spark's order: NULL first ascending, last descending.
+            let rank = |k: &Option<i64>| match k {
+                None => (i8::from(!nulls_first), 0),
+                Some(v) => (i8::from(nulls_first), if descending { -v } else { *v }),
+            };
+            keys.sort_by_key(rank);
+            if let (Some(last), Some(first)) = (previous_last, keys.first()) {
+                assert!(rank(&last) <= rank(first), "partition {partition} starts before the previous one ends");
+            }
+            if !keys.is_empty() {
+                previous_last = keys.last().copied();
+            }
+            sizes.push(keys.len());
+        }
+        assert_eq!(sizes.iter().sum::<usize>(), rows, "every row once");
+        let mean = rows / partitions;
+        assert!(sizes.iter().all(|s| *s < 2 * mean && *s > mean / 2), "balanced ranges: {sizes:?}");
+        assert_eq!(metric(&exchange, "shuffle_rows"), rows, "rows counted once, not per pass");
+        assert!(spills(&exchange) > 0, "the tight limit spills");
+        assert_eq!(context.memory_pool().reserved(), 0);
+    }
+}

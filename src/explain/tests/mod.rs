@@ -182,6 +182,7 @@ fn join(
         on: vec![keys],
         filter: None,
         null_equality: NullEquality::NullEqualsNothing,
+        null_aware: false,
         skew: false,
     };
     Arc::new(SparkJoinExec::try_new(spec, left, right).unwrap())

@@ -10,16 +10,17 @@
 use std::sync::Arc;
 
 use datafusion::error::Result;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
-use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
 use crate::config::SparkConf;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::distribution::required_distributions;
+use crate::planner::union_output_partitioning::with_new_inputs;
 
 pub fn disable_unnecessary_bucketed_scan(
     plan: Arc<dyn ExecutionPlan>,
@@ -68,5 +69,5 @@ fn walk(
     if new_children.iter().zip(&children).all(|(a, b)| Arc::ptr_eq(a, b)) {
         return Ok(plan);
     }
-    replace_children_if_necessary(plan, new_children)
+    with_new_inputs(plan, new_children)
 }

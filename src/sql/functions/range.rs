@@ -1,4 +1,4 @@
-//! Spark's `range(end)` / `range(start, end[, step])` table function: its integer literal
+//! Spark's `range(end)` / `range(start, end[, step[, numPartitions]])` table function: its integer literal
 //! arguments give the [`RangeTable`] it reads, one BIGINT column `id`. (DataFusion's own
 //! `range` names its column `value`.)
 
@@ -19,16 +19,26 @@ impl TableFunctionImpl for SparkRange {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
         let values =
             args.exprs().iter().enumerate().map(|(i, e)| integer_literal(e, i + 1)).collect::<Result<Vec<i64>>>()?;
-        let (start, end, step) = match values.as_slice() {
-            [end] => (0, *end, 1),
-            [start, end] => (*start, *end, 1),
-            [start, end, step] => (*start, *end, *step),
-            _ => return plan_err!("range takes 1 to 3 arguments: range(end) or range(start, end[, step])"),
+        let (start, end, step, splits) = match values.as_slice() {
+            [end] => (0, *end, 1, None),
+            [start, end] => (*start, *end, 1, None),
+            [start, end, step] => (*start, *end, *step, None),
+            [start, end, step, splits] => (*start, *end, *step, Some(*splits)),
+            _ => {
+                return plan_err!(
+                    "range takes 1 to 4 arguments: range(end) or range(start, end[, step[, numPartitions]])"
+                );
+            }
         };
         if step == 0 {
             return plan_err!("range: the step must not be 0");
         }
-        Ok(Arc::new(RangeTable::new(start, end, step)))
+        let splits = match splits {
+            Some(n) if n < 1 => return plan_err!("range: numPartitions must be positive, got {n}"),
+            Some(n) => Some(n as u64),
+            None => None,
+        };
+        Ok(Arc::new(RangeTable::new(start, end, step, splits)))
     }
 }
 

@@ -1,4 +1,4 @@
-//! Spark's exchanges: `Exchange` of our shuffle (hash or single partition) and
+//! Spark's exchanges: `Exchange` of our shuffle (hash, range or single partition) and
 //! `BroadcastExchange` with its hashed relation's key, packed into one long as Spark packs it.
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use super::{Converter, Position};
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
-use crate::explain::expressions::{Columns, join, key, render};
+use crate::explain::expressions::{Columns, join, key, render, sort_order};
 use crate::explain::plan::{Codegen, Node, Role, unary};
 
 impl Converter {
@@ -26,6 +26,11 @@ impl Converter {
                 format!("hashpartitioning({}, {n})", join(keys, ", "))
             }
             ExchangePartitioning::Single => "SinglePartition".to_string(),
+            ExchangePartitioning::Range(ordering, n) => {
+                let columns = Columns::Attrs(&child.output);
+                let order = ordering.iter().map(|s| sort_order(render(&s.expr, &columns), s));
+                format!("rangepartitioning({}, {n})", join(order, ", "))
+            }
         };
         self.exchange(child, partitioning, partitions, exchange.reason().map(str::to_string))
     }
@@ -73,7 +78,7 @@ impl Converter {
         let mode = if broadcast.keys().is_empty() {
             "IdentityBroadcastMode".to_string()
         } else {
-            format!("HashedRelationBroadcastMode(List({keys}),false)")
+            format!("HashedRelationBroadcastMode(List({keys}),{})", broadcast.is_null_aware())
         };
         let arguments = format!("{mode}, [plan_id={}]", self.plan_id());
         unary("BroadcastExchange", arguments, child, Codegen::No).role(Role::Broadcast)

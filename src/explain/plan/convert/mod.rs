@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::aggregates::AggregateExec;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::coop::CooperativeExec;
@@ -30,9 +31,10 @@ use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMerge
 use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
 use datafusion::physical_plan::{ExecutionPlan, Partitioning, displayable};
 
-use super::{Node, field};
+use super::{Codegen, Node, field};
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
+use crate::exec::collect_in_order::CollectInOrderExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::SparkJoinExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
@@ -134,10 +136,18 @@ impl Converter {
         } else if let Some(window) = window_parts(plan) {
             self.window(window, &plan.schema(), &[])
         } else if plan.is::<UnionExec>() || plan.is::<InterleaveExec>() {
-            let children: Vec<Node> =
-                plan.children().into_iter().map(|c| self.convert(c, Position::default())).collect();
+            // Spark's union takes its columns' names from the first child; DataFusion renames
+            // the others' in a projection of their own, which Spark does not have.
+            let children: Vec<Node> = plan
+                .children()
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| if i == 0 { c } else { renamed_input(c).unwrap_or(c) })
+                .map(|c| self.convert(c, Position::default()))
+                .collect();
             let output = children.first().map(|c| c.output.clone()).unwrap_or_default();
-            Node::new("Union", "Union", output, children)
+            let codegen = if plan.is::<UnionExec>() && fuses_union(&children) { Codegen::Yes } else { Codegen::No };
+            Node::new("Union", "Union", output, children).codegen(codegen)
         } else if let Some(range) = range_arguments(plan.as_ref()) {
             self.range(&plan.schema(), range)
         } else if let Some(rows) = local_rows(plan) {
@@ -175,11 +185,14 @@ impl Converter {
     }
 }
 
-/// DataFusion's plumbing that Spark has no operator for: cooperative scheduling, batch
-/// coalescing and round-robin spreading of batches over cores.
+/// Plumbing that Spark has no operator for: cooperative scheduling, batch coalescing,
+/// round-robin spreading of batches over cores, and reading a global sort's ranges in order.
 fn transparent(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
     if let Some(cooperative) = plan.downcast_ref::<CooperativeExec>() {
         return Some(cooperative.input());
+    }
+    if let Some(collect) = plan.downcast_ref::<CollectInOrderExec>() {
+        return Some(collect.input());
     }
     if let Some(repartition) = plan.downcast_ref::<RepartitionExec>() {
         return matches!(repartition.partitioning(), Partitioning::RoundRobinBatch(_)).then(|| repartition.input());
@@ -200,4 +213,27 @@ fn below_plumbing(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> 
         plan = inner;
     }
     plan
+}
+
+/// The input of a projection that only renames its input's columns, in order.
+fn renamed_input(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
+    let projection = plan.downcast_ref::<ProjectionExec>()?;
+    let exprs = projection.expr();
+    let renames = exprs.len() == projection.input().schema().fields().len()
+        && exprs.iter().enumerate().all(|(i, p)| p.expr.downcast_ref::<Column>().is_some_and(|c| c.index() == i));
+    renames.then(|| projection.input())
+}
+
+/// Spark 4's `UnionExec.supportCodegen` for a union that concatenates its children (one whose
+/// children share a partitioning keeps it and runs apart): fused into its parent's stage
+/// unless a child holds another union or a sort-merge or shuffled hash join anywhere below, or
+/// there are more than `spark.sql.codegen.wholeStage.union.maxChildren` (64) children. A
+/// union of columnar children runs columnar instead (see `columnar_to_row`).
+fn fuses_union(children: &[Node]) -> bool {
+    const MAX_CHILDREN: usize = 64;
+    fn holds(node: &Node, names: &[&str]) -> bool {
+        names.contains(&node.name.as_str()) || node.children.iter().any(|c| holds(c, names))
+    }
+    children.len() <= MAX_CHILDREN
+        && !children.iter().any(|c| holds(c, &["Union", "SortMergeJoin", "ShuffledHashJoin"]))
 }

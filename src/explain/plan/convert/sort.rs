@@ -1,10 +1,16 @@
 //! Spark's sorts: `Sort` (global or within partitions, by normalized keys under a join),
 //! `TakeOrderedAndProject` for a sort with a limit, and the merge of sorted partitions.
 
+use std::sync::Arc;
+
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 
 use super::{Converter, Position};
+use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
+use crate::exec::query_stage::ShuffleQueryStageExec;
+use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
 use crate::explain::expressions::{Columns, key, list, render, sort_order};
 use crate::explain::plan::{Codegen, Node, Role, field, unary};
 
@@ -24,7 +30,8 @@ impl Converter {
             let details = vec![field("Input", &child.output), format!("Arguments: {arguments}")];
             return Node::new("TakeOrderedAndProject", simple, child.output.clone(), vec![child]).details(details);
         }
-        let global = !sort.preserve_partitioning();
+        // A sort of each range of a range-partitioned input is Spark's global sort.
+        let global = !sort.preserve_partitioning() || ranges_below(sort.input());
         let node = unary("Sort", format!("{order}, {global}, 0"), child, Codegen::Yes);
         if global { node.role(Role::NeedsDistribution) } else { node }
     }
@@ -39,4 +46,16 @@ impl Converter {
         };
         unary("SortPreservingMerge", arguments, child, Codegen::No).role(Role::NeedsDistribution)
     }
+}
+
+/// Whether `plan` reads a range exchange: the exchange itself, its query stage or a read of it.
+fn ranges_below(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    let exchange = if let Some(read) = plan.downcast_ref::<AqeShuffleReadExec>() {
+        Some(read.stage().exchange())
+    } else if let Some(stage) = plan.downcast_ref::<ShuffleQueryStageExec>() {
+        Some(stage.exchange())
+    } else {
+        plan.downcast_ref::<ShuffleExchangeExec>()
+    };
+    exchange.is_some_and(|e| matches!(e.partitioning(), ExchangePartitioning::Range(..)))
 }
