@@ -50,6 +50,7 @@ spark_settings! {
     require_all_cluster_keys_for_co_partition: bool = "spark.sql.requireAllClusterKeysForCoPartition", "true", parse_bool;
     require_all_cluster_keys_for_distribution: bool = "spark.sql.requireAllClusterKeysForDistribution", "false", parse_bool;
     union_output_partitioning: bool = "spark.sql.unionOutputPartitioning", "true", parse_bool;
+    exchange_reuse: bool = "spark.sql.exchange.reuse", "true", parse_bool;
     adaptive_enabled: bool = "spark.sql.adaptive.enabled", "true", parse_bool;
     legacy_bucketed_scan_output_ordering: bool = "spark.sql.legacy.bucketedTableScan.outputOrdering", "false", parse_bool;
     v2_bucketing_enabled: bool = "spark.sql.sources.v2.bucketing.enabled", "false", parse_bool;

@@ -344,3 +344,32 @@ async fn not_in_except_and_intersect_treat_null_as_sql_does() {
         }
     }
 }
+
+/// An aggregate used twice (a CTE in a union, a self-join) runs its exchange once and reads it
+/// twice (`ReusedExchange`), with the rows of running it twice.
+#[tokio::test]
+async fn a_reused_exchange_returns_the_rows_of_both_uses() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    client.batch_execute("SET spark.sql.adaptive.enabled = false").await.unwrap();
+    let mut sums: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+    for (_, v) in fact_rows() {
+        *sums.entry(Some(v % 13)).or_default() += v;
+    }
+    // Grouped by a key the buckets do not give, so the aggregate shuffles.
+    let cte = "WITH c AS (SELECT v % 13 AS k, sum(v) AS s FROM facts GROUP BY v % 13)";
+    let union = format!("{cte} SELECT k, s FROM c WHERE s < 153700 UNION ALL SELECT k, s FROM c WHERE s > 153300");
+    let row = |(k, s): (&Option<i64>, &i64)| vec![text(*k), s.to_string()];
+    let mut expected: Vec<Vec<String>> = sums.iter().filter(|(_, s)| **s < 153_700).map(row).collect();
+    expected.extend(sums.iter().filter(|(_, s)| **s > 153_300).map(row));
+    assert!(expected.len() > sums.len(), "both branches keep rows, some alike");
+    let self_join = format!("{cte} SELECT x.k, x.s, y.s FROM c x JOIN c y ON x.k = y.k");
+    let joined: Vec<Vec<String>> =
+        sums.iter().filter(|(k, _)| k.is_some()).map(|(k, s)| vec![text(*k), s.to_string(), s.to_string()]).collect();
+    for (sql, expected) in [(union, expected), (self_join, joined)] {
+        let plan = text_rows(&client, &format!("EXPLAIN {sql}")).await.remove(0).remove(0);
+        assert!(plan.contains("ReusedExchange"), "{plan}");
+        assert_eq!(sorted(text_rows(&client, &sql).await), sorted(expected), "{sql}");
+    }
+}

@@ -357,12 +357,22 @@ impl FileSourceScanExec {
 }
 
 impl DisplayAs for FileSourceScanExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
             "FileSourceScanExec: {}.{} bucketed={:?}",
             self.request.table.schema, self.request.table.name, self.request.status
-        )
+        )?;
+        // In full, all that decides the rows read: two scans that print alike read alike.
+        if let DisplayFormatType::Verbose = t {
+            let files: Vec<&str> = self.request.files.iter().map(|file| file.path.as_str()).collect();
+            write!(
+                f,
+                " projection={:?} filters={:?} selected_buckets={:?} coalesced_to={:?} files={files:?}",
+                self.request.projection, self.request.filters, self.request.selected_buckets, self.coalesced_to
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -13,4 +13,5 @@ pub mod join;
 pub mod null_aware_anti_join;
 pub mod query_stage;
 pub mod range;
+pub mod reused_exchange;
 pub mod shuffle_exchange;

@@ -7,14 +7,21 @@
 //! stage's id is taken after its children's stages are built, so ids grow bottom-up, left
 //! subtree first.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::plan::{Codegen, Node, Role, Stage};
 use super::tree::simple;
 
 pub(super) fn collapse_stages(root: &mut Node) {
-    let mut counter = 0;
-    insert_stage(root, &mut counter);
+    insert_stage(root, &mut Counter::default());
+}
+
+/// Stage ids taken so far, and how many each exchange's subtree took: Spark collapses stages
+/// before it reuses exchanges, so a `ReusedExchange` leaves a gap of its exchange's stages.
+#[derive(Default)]
+struct Counter {
+    taken: u32,
+    by_exchange: HashMap<usize, u32>,
 }
 
 /// The final plan of an adaptive query: each query stage's codegen stages were built when it
@@ -23,7 +30,7 @@ pub(super) fn collapse_query_stages(root: &mut Node) {
     let mut ids = Vec::new();
     query_stage_ids(root, &mut ids);
     ids.sort_unstable();
-    let mut counter = 0;
+    let mut counter = Counter::default();
     for id in ids {
         if let Some(stage) = query_stage(root, id) {
             stage.children.iter_mut().for_each(|c| insert_stage(c, &mut counter));
@@ -45,22 +52,30 @@ fn query_stage(node: &mut Node, id: usize) -> Option<&mut Node> {
     node.children.iter_mut().find_map(|c| query_stage(c, id))
 }
 
-fn insert_stage(node: &mut Node, counter: &mut u32) {
+fn insert_stage(node: &mut Node, counter: &mut Counter) {
     // A query stage's codegen stages are its own.
     if matches!(node.role, Role::QueryStage { .. }) {
         return;
     }
+    if let Some(taken) = node.reuses.and_then(|exchange| counter.by_exchange.get(&exchange)) {
+        counter.taken += taken;
+        return;
+    }
+    let before = counter.taken;
     if matches!(node.codegen, Codegen::Yes | Codegen::Isolating) {
         collect(node, counter);
-        *counter += 1;
-        assign(node, *counter);
+        counter.taken += 1;
+        assign(node, counter.taken);
     } else {
         node.children.iter_mut().for_each(|c| insert_stage(c, counter));
+    }
+    if let Some(exchange) = node.exchange {
+        counter.by_exchange.insert(exchange, counter.taken - before);
     }
 }
 
 /// Marks `node` and the descendants that join its stage as pending; builds the stages below.
-fn collect(node: &mut Node, counter: &mut u32) {
+fn collect(node: &mut Node, counter: &mut Counter) {
     match node.codegen {
         Codegen::No => insert_stage(node, counter),
         Codegen::Isolating => {

@@ -109,6 +109,7 @@ fn spark_plan(plan: &Arc<dyn ExecutionPlan>) -> Node {
         }
     }
     tree::number(&mut root, &mut 0);
+    tree::name_reused(&mut root);
     root
 }
 

@@ -43,6 +43,26 @@ fn number_reusing(node: &mut Node, next: &mut usize, ids: &HashMap<usize, usize>
     }
 }
 
+/// Names the exchange each `ReusedExchange` reads by its operator id, as Spark's header does
+/// (`ReusedExchange [Reuses operator id: 4]`).
+pub(super) fn name_reused(root: &mut Node) {
+    fn ids(node: &Node, out: &mut HashMap<usize, usize>) {
+        if let Some(exchange) = node.exchange {
+            out.insert(exchange, node.id);
+        }
+        node.children.iter().for_each(|c| ids(c, out));
+    }
+    fn rename(node: &mut Node, ids: &HashMap<usize, usize>) {
+        if let Some(id) = node.reuses.and_then(|e| ids.get(&e)) {
+            node.name = format!("ReusedExchange [Reuses operator id: {id}]");
+        }
+        node.children.iter_mut().for_each(|c| rename(c, ids));
+    }
+    let mut exchanges = HashMap::new();
+    ids(root, &mut exchanges);
+    rename(root, &exchanges);
+}
+
 /// Every node, in operator id order.
 pub(super) fn post_order(node: &Node) -> Vec<&Node> {
     let mut nodes: Vec<&Node> = node.children.iter().flat_map(post_order).collect();

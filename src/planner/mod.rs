@@ -7,7 +7,7 @@
 //! sets), `JoinSelection`, `CoalesceBucketsInJoin`, `EnsureRequirements`,
 //! `DisableUnnecessaryBucketedScan`, followed by DataFusion rules that do not move rows
 //! between partitions (combining adjacent partial and final aggregates, limit pushdown,
-//! cooperative scheduling). With `spark.sql.adaptive.enabled` the plan then runs stage by
+//! cooperative scheduling), and `ReuseExchangeAndSubquery`. With `spark.sql.adaptive.enabled` the plan then runs stage by
 //! stage (`adaptive`), re-planned with what each finished stage produced.
 
 pub mod adaptive;
@@ -24,6 +24,7 @@ pub mod join_selection;
 pub mod reorder_join_keys;
 pub mod replace_except_intersect_with_joins;
 pub mod resolve_grouping_analytics;
+pub mod reuse_exchange;
 pub mod scan_lineage;
 pub mod single_distinct_aggregate;
 pub mod statistics;
@@ -53,6 +54,7 @@ use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
+use reuse_exchange::reuse_exchanges;
 use single_distinct_aggregate::SingleDistinctAggregate;
 
 /// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL made before its
@@ -98,5 +100,6 @@ pub async fn create_physical_plan(
     let plan = CombinePartialFinalAggregate::new().optimize(plan, options)?;
     let plan = disable_unnecessary_bucketed_scan(plan, &conf)?;
     let plan = LimitPushdown::new().optimize(plan, options)?;
-    EnsureCooperative::new().optimize(cooperative_joins(plan)?, options)
+    let plan = EnsureCooperative::new().optimize(cooperative_joins(plan)?, options)?;
+    reuse_exchanges(plan, conf.exchange_reuse && !conf.adaptive_enabled)
 }

@@ -85,6 +85,16 @@ impl MapPart {
     pub(super) fn take_spilled(&mut self) -> Option<SpilledSegments> {
         self.spilled.take()
     }
+
+    /// A copy for a reader other than the last: the same batches and spilled segments, whose
+    /// memory and file stay with this part until the last reader takes it.
+    fn copy(&self) -> Self {
+        MapPart {
+            batches: self.batches.clone(),
+            reservation: self.reservation.new_empty(),
+            spilled: self.spilled.as_ref().map(SpilledSegments::copy),
+        }
+    }
 }
 
 /// What one map task produced: a part per output partition and its figures.
@@ -94,23 +104,26 @@ pub(super) struct MapOutput {
     rows: Vec<u64>,
 }
 
-/// Every map task's output once the map side has run. Each part is handed to one read.
+/// Every map task's output once the map side has run. Each part is handed to as many reads
+/// as the exchange has readers (more than one when reused): copies to all but the last.
 pub(super) struct MapOutputs {
-    parts: Vec<Mutex<Option<MapPart>>>,
+    parts: Vec<Mutex<(Option<MapPart>, usize)>>,
     partitions: usize,
+    readers: usize,
     statistics: Arc<MapOutputStatistics>,
 }
 
 impl MapOutputs {
-    pub(super) fn new(outputs: Vec<MapOutput>, partitions: usize) -> Self {
+    pub(super) fn new(outputs: Vec<MapOutput>, partitions: usize, readers: usize) -> Self {
         let mut parts = Vec::with_capacity(outputs.len() * partitions);
         let (mut bytes, mut rows) = (Vec::with_capacity(outputs.len()), Vec::with_capacity(outputs.len()));
         for output in outputs {
-            parts.extend(output.parts.into_iter().map(|part| Mutex::new(Some(part))));
+            parts.extend(output.parts.into_iter().map(|part| Mutex::new((Some(part), 0))));
             bytes.push(output.bytes);
             rows.push(output.rows);
         }
-        MapOutputs { parts, partitions, statistics: Arc::new(MapOutputStatistics::new(bytes, rows, partitions)) }
+        let statistics = Arc::new(MapOutputStatistics::new(bytes, rows, partitions));
+        MapOutputs { parts, partitions, readers: readers.max(1), statistics }
     }
 
     pub(super) fn statistics(&self) -> Arc<MapOutputStatistics> {
@@ -122,7 +135,12 @@ impl MapOutputs {
         parts
             .iter()
             .map(|(map, partition)| {
-                self.parts.get(map * self.partitions + partition).and_then(|part| part.lock().take()).ok_or_else(|| {
+                let taken = self.parts.get(map * self.partitions + partition).and_then(|part| {
+                    let (part, reads) = &mut *part.lock();
+                    *reads += 1;
+                    if *reads < self.readers { part.as_ref().map(MapPart::copy) } else { part.take() }
+                });
+                taken.ok_or_else(|| {
                     DataFusionError::Internal(format!(
                         "exchange output of map task {map} for partition {partition} already taken"
                     ))

@@ -80,8 +80,10 @@ type MapSide = Shared<BoxFuture<'static, std::result::Result<Arc<MapOutputs>, Ar
 struct ExchangeState {
     /// Started by the first read or `materialize`.
     map_side: Option<MapSide>,
-    /// Which parts (`map * partitions + partition`) a read has been handed.
-    claimed: Vec<bool>,
+    /// How many reads each part (`map * partitions + partition`) has been handed.
+    claimed: Vec<usize>,
+    /// Reads each part gets: one, and one more for each `ReusedExchange` of this exchange.
+    readers: usize,
 }
 
 pub struct ShuffleExchangeExec {
@@ -140,6 +142,16 @@ impl ShuffleExchangeExec {
         self.reason.as_deref()
     }
 
+    /// One more reader of every output partition (a `ReusedExchange`), before the map side runs.
+    pub fn add_reader(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        if state.map_side.is_some() {
+            return Err(DataFusionError::Internal("an exchange that has run cannot be reused".into()));
+        }
+        state.readers = state.readers.max(1) + 1;
+        Ok(())
+    }
+
     /// Runs the map side to completion (once, however many callers) and returns what each map
     /// task produced for each output partition.
     pub async fn materialize(&self, context: Arc<TaskContext>) -> Result<Arc<MapOutputStatistics>> {
@@ -157,15 +169,16 @@ impl ShuffleExchangeExec {
         let map_side = {
             let mut state = self.state.lock();
             if state.claimed.is_empty() {
-                state.claimed = vec![false; maps * partitions];
+                state.claimed = vec![0; maps * partitions];
             }
-            if let Some((map, partition)) = parts.iter().find(|(m, p)| state.claimed[m * partitions + p]) {
+            let readers = state.readers.max(1);
+            if let Some((map, partition)) = parts.iter().find(|(m, p)| state.claimed[m * partitions + p] >= readers) {
                 return Err(DataFusionError::Internal(format!(
                     "exchange output of map task {map} for partition {partition} read twice"
                 )));
             }
             for (map, partition) in &parts {
-                state.claimed[map * partitions + partition] = true;
+                state.claimed[map * partitions + partition] += 1;
             }
             self.map_side(&mut state, Arc::clone(&context))
         };
@@ -180,6 +193,7 @@ impl ShuffleExchangeExec {
     }
 
     fn map_side(&self, state: &mut ExchangeState, context: Arc<TaskContext>) -> MapSide {
+        let readers = state.readers.max(1);
         let start = || {
             let maps = self.input.output_partitioning().partition_count();
             let partitions = self.partitioning.partition_count();
@@ -220,7 +234,7 @@ impl ShuffleExchangeExec {
                         .await?
                     }
                 };
-                Ok(Arc::new(MapOutputs::new(outputs, partitions)))
+                Ok(Arc::new(MapOutputs::new(outputs, partitions, readers)))
             }
             .map(|run: Result<_>| run.map_err(Arc::new))
             .boxed()

@@ -149,6 +149,11 @@ pub(super) struct SpilledSegments {
 }
 
 impl SpilledSegments {
+    /// The same segments, to be read again from the start.
+    pub(super) fn copy(&self) -> Self {
+        SpilledSegments { file: Arc::clone(&self.file), segments: self.segments.clone(), decoder: StreamDecoder::new() }
+    }
+
     /// The batches of the next read from the file; `None` once every segment is read.
     pub(super) async fn next_batches(&mut self, reads: &Semaphore) -> Result<Option<Vec<RecordBatch>>> {
         if self.segments.is_empty() {

@@ -399,3 +399,25 @@ async fn range_partitions_hold_ascending_ranges_of_about_equal_size() {
         assert_eq!(context.memory_pool().reserved(), 0);
     }
 }
+
+#[tokio::test]
+async fn a_reused_exchange_hands_every_part_to_each_reader_then_lets_go() {
+    for limit in [None, Some(32 * 1024)] {
+        let context = context(limit);
+        let exchange = hash(input(3, 8, 700), 5);
+        exchange.add_reader().unwrap();
+        let parts = expected(3, 8, 700, 5);
+        for partition in 0..5 {
+            let first = keys(exchange.execute(partition, Arc::clone(&context)).unwrap()).await;
+            let whole = expected_keys(&parts, (0..3).map(|map| (map, partition)));
+            assert_eq!(first, whole, "first reader, partition {partition}");
+            let second = keys(exchange.execute(partition, Arc::clone(&context)).unwrap()).await;
+            assert_eq!(second, first, "second reader, partition {partition}");
+            assert!(exchange.execute(partition, Arc::clone(&context)).is_err(), "two readers only");
+        }
+        assert_eq!(limit.is_some(), spills(&exchange) > 0, "spilled only under the limit");
+        assert_eq!(context.memory_pool().reserved(), 0, "memory released after the last reader");
+        assert_eq!(context.runtime_env().disk_manager.spilling_progress().active_files_count, 0, "spill files gone");
+        assert!(exchange.add_reader().is_err(), "an exchange that ran takes no new reader");
+    }
+}

@@ -85,6 +85,10 @@ pub(super) struct Node {
     pub origin: Option<usize>,
     /// Shown already, under the same id (its details are not repeated).
     pub repeated: bool,
+    /// The exchange this node is, by address, for a `ReusedExchange` to name.
+    pub exchange: Option<usize>,
+    /// For a `ReusedExchange`: the exchange it reads, by address.
+    pub reuses: Option<usize>,
 }
 
 impl Node {
@@ -104,6 +108,8 @@ impl Node {
             stage: Stage::None,
             origin: None,
             repeated: false,
+            exchange: None,
+            reuses: None,
         }
     }
 

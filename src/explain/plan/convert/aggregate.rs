@@ -9,6 +9,7 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateInputMode, A
 
 use super::{Converter, Position, address};
 use crate::exec::expand::ExpandExec;
+use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::explain::expressions::{Attr, Columns, join, key, list, render};
 use crate::explain::plan::{Codegen, Node, Role, field};
 
@@ -65,6 +66,13 @@ impl Converter {
         let mut results = Vec::new();
         let mut output = Vec::new();
         for (i, attr) in key_attrs.iter().enumerate() {
+            // Spark's results leave out the grouping id, which the projection above drops.
+            if mode.output_mode() == AggregateOutputMode::Final
+                && attr.name == SPARK_GROUPING_ID
+                && matches!(names.get(i), Some(None))
+            {
+                continue;
+            }
             match names.get(i).and_then(Option::as_ref).filter(|n| **n != attr.name) {
                 Some(name) => {
                     let renamed = self.fresh(name, attr.data_type.clone(), attr.nullable);
@@ -183,6 +191,11 @@ impl Converter {
         loop {
             if let Some(partial) = plan.downcast_ref::<AggregateExec>() {
                 return self.partial_inputs.get(&address(partial)).cloned();
+            }
+            // A reused exchange's partial aggregate is the one below the exchange it reads.
+            if let Some(reused) = plan.downcast_ref::<ReusedExchangeExec>() {
+                plan = reused.exchange().input();
+                continue;
             }
             match plan.children().as_slice() {
                 [child] => plan = child,

@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::ExecutionPlan;
 
-use super::{Converter, Position};
+use super::{Converter, Position, address};
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
+use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
-use crate::explain::expressions::{Columns, join, key, render, sort_order};
-use crate::explain::plan::{Codegen, Node, Role, unary};
+use crate::explain::expressions::{Attr, Columns, join, key, render, sort_order};
+use crate::explain::plan::{Codegen, Node, Role, field, unary};
 
 impl Converter {
     /// Spark's `Exchange` of our shuffle; hash keys feeding a join are normalized as the join's are.
@@ -32,7 +34,24 @@ impl Converter {
                 format!("rangepartitioning({}, {n})", join(order, ", "))
             }
         };
-        self.exchange(child, partitioning, partitions, exchange.reason().map(str::to_string))
+        let mut node = self.exchange(child, partitioning, partitions, exchange.reason().map(str::to_string));
+        node.exchange = Some(address(exchange));
+        node
+    }
+
+    /// Spark's `ReusedExchange`: its output as fresh attributes; the exchange it reads is named
+    /// once operator ids are known.
+    pub(super) fn reused_exchange(&mut self, reused: &ReusedExchangeExec) -> Node {
+        let output: Vec<Attr> = reused
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| self.fresh(f.name(), f.data_type().clone(), f.is_nullable()))
+            .collect();
+        let details = vec![field("Output", &output)];
+        let mut node = Node::new("ReusedExchange", "ReusedExchange", output, Vec::new()).details(details);
+        node.reuses = Some(address(reused.exchange().as_ref()));
+        node
     }
 
     pub(super) fn exchange(

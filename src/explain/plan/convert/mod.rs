@@ -38,6 +38,7 @@ use crate::exec::collect_in_order::CollectInOrderExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::SparkJoinExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
+use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::explain::expressions::Attr;
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
@@ -113,6 +114,8 @@ impl Converter {
             self.shuffle_read(read, at)
         } else if let Some(exchange) = plan.downcast_ref::<ShuffleExchangeExec>() {
             self.shuffle(exchange, at)
+        } else if let Some(reused) = plan.downcast_ref::<ReusedExchangeExec>() {
+            self.reused_exchange(reused)
         } else if let Some(broadcast) = plan.downcast_ref::<BroadcastExchangeExec>() {
             self.broadcast(broadcast)
         } else if let Some(join) = plan.downcast_ref::<SparkJoinExec>() {
@@ -142,7 +145,10 @@ impl Converter {
                 .children()
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| if i == 0 { c } else { renamed_input(c).unwrap_or(c) })
+                .map(|(i, c)| match renamed_input(c) {
+                    Some(input) if i > 0 && !project::named_by_projection(input) => input,
+                    _ => c,
+                })
                 .map(|c| self.convert(c, Position::default()))
                 .collect();
             let output = children.first().map(|c| c.output.clone()).unwrap_or_default();

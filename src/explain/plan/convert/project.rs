@@ -21,17 +21,40 @@ impl Converter {
     /// Spark's `Project` of a DataFusion projection, its aliases naming the results below it.
     pub(super) fn projection(&mut self, projection: &ProjectionExec, at: Position) -> Node {
         let child = self.convert_named(projection.input(), at, &column_aliases(projection));
-        let exprs = projection.expr().iter().map(|p| (Arc::clone(&p.expr), p.alias.clone())).collect();
-        self.project(child, exprs, &projection.input().schema())
+        let input = projection.input().schema();
+        // An aggregate that left out the grouping id the projection drops: the columns after
+        // it move down one.
+        let dropped =
+            (child.output.len() < input.fields().len()).then(|| input.index_of("__grouping_id").ok()).flatten();
+        let exprs = projection
+            .expr()
+            .iter()
+            .map(|p| {
+                let expr = match (dropped, p.expr.downcast_ref::<Column>()) {
+                    (Some(gone), Some(c)) if c.index() > gone => {
+                        Arc::new(Column::new(c.name(), c.index() - 1)) as Arc<dyn PhysicalExpr>
+                    }
+                    _ => Arc::clone(&p.expr),
+                };
+                (expr, p.alias.clone())
+            })
+            .collect();
+        let fields = input.fields().iter().enumerate().filter(|(i, _)| Some(*i) != dropped).map(|(_, f)| Arc::clone(f));
+        self.project(child, exprs, &Schema::new(fields.collect::<Vec<_>>()))
     }
 
     /// Converts the input of a projection. Spark names aggregate and window results after
-    /// the select list's aliases, where DataFusion renames them in the projection above.
+    /// the select list's aliases, where DataFusion renames them in the projection above, also
+    /// when a filter (a HAVING, or a filter pushed below the renaming) stands between.
     fn convert_named(&mut self, plan: &Arc<dyn ExecutionPlan>, at: Position, names: &[Option<String>]) -> Node {
         let inner = below_plumbing(plan);
-        if let Some(aggregate) = inner.downcast_ref::<AggregateExec>()
-            && aggregate.mode().output_mode() == AggregateOutputMode::Final
+        if let Some(filter) = inner.downcast_ref::<FilterExec>()
+            && filter.projection().is_none()
+            && final_aggregate(filter.input()).is_some()
         {
+            let child = self.convert_named(filter.input(), Position::default(), names);
+            self.filter_over(child, filter)
+        } else if let Some(aggregate) = final_aggregate(plan) {
             self.aggregate(aggregate, names)
         } else if let Some(window) = window_parts(inner) {
             self.window(window, &inner.schema(), names)
@@ -42,6 +65,10 @@ impl Converter {
 
     pub(super) fn filter(&mut self, filter: &FilterExec) -> Node {
         let child = self.convert(filter.input(), Position::default());
+        self.filter_over(child, filter)
+    }
+
+    fn filter_over(&mut self, child: Node, filter: &FilterExec) -> Node {
         let condition = render(filter.predicate(), &Columns::Attrs(&child.output));
         // Spark's FilterExec: columns the condition requires to be non-null are non-null above it.
         let non_null: Vec<usize> = split_conjunction(filter.predicate())
@@ -125,4 +152,19 @@ fn column_aliases(projection: &ProjectionExec) -> Vec<Option<String>> {
         }
     }
     names
+}
+
+/// Whether a projection over `plan` gives its results their names (see `convert_named`).
+pub(super) fn named_by_projection(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    let inner = below_plumbing(plan);
+    final_aggregate(plan).is_some()
+        || window_parts(inner).is_some()
+        || inner.downcast_ref::<FilterExec>().is_some_and(|f| final_aggregate(f.input()).is_some())
+}
+
+/// The aggregate giving final results that `plan` is, under DataFusion's plumbing.
+fn final_aggregate(plan: &Arc<dyn ExecutionPlan>) -> Option<&AggregateExec> {
+    below_plumbing(plan)
+        .downcast_ref::<AggregateExec>()
+        .filter(|aggregate| aggregate.mode().output_mode() == AggregateOutputMode::Final)
 }
