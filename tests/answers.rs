@@ -202,6 +202,11 @@ async fn a_failing_cast_in_a_filter_still_fails() {
     // Spark adds isnotnull(s) in front of the cast's predicate and keeps the predicate.
     let condition = plan.lines().find(|l| l.starts_with("Condition")).unwrap_or_default();
     assert!(condition.contains(" as int) > 0)"), "the cast's predicate is gone:\n{plan}");
+    // A narrowing cast that does not fit fails in `IS NOT NULL` too, which implies isnotnull(k)
+    // but does not replace the cast.
+    client.batch_execute("CREATE TABLE wide (k BIGINT); INSERT INTO wide VALUES (1), (5670903214)").await.unwrap();
+    let err = client.batch_execute("SELECT * FROM wide WHERE CAST(k AS INT) IS NOT NULL").await.unwrap_err();
+    assert!(err.as_db_error().is_some(), "{err:?}");
 }
 
 #[tokio::test]

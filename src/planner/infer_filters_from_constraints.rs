@@ -10,6 +10,7 @@
 //!
 //! Runs last among the logical rules, so that it sees filters already pushed into scans.
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
 use datafusion::common::JoinType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -56,27 +57,27 @@ fn is_null_intolerant(op: Operator) -> bool {
     is_comparison(op) || op.is_numerical_operators()
 }
 
-/// `isnotnull(e)` as the `isnotnull` of the columns `e` is NULL exactly when one of them is:
-/// `e` built of arithmetic and casts between numbers (a cast that does not fit fails rather
-/// than giving NULL) over columns and literals. So `isnotnull(k + 1)` and
-/// `isnotnull(cast(cast(j as int) as bigint))`, which DataFusion filters a join on computed keys
-/// with, are `isnotnull(k)` and `isnotnull(j)`, as Spark infers them. Other expressions keep
-/// their predicate: `cast(s as int)` of a string may be NULL where `s` is not.
+/// `isnotnull(e)` implies the `isnotnull` of the columns `e` is NULL exactly when one of them is:
+/// `e` built of arithmetic and casts between numbers over columns and literals. So
+/// `isnotnull(k + 1)` and `isnotnull(cast(cast(j as int) as bigint))`, which DataFusion filters a
+/// join on computed keys with, give `isnotnull(k)` and `isnotnull(j)`, as Spark infers them,
+/// put in front. The predicate itself stays, since evaluating `e` may fail (a cast that does
+/// not fit), unless `e` is a widening cast between numbers, which neither fails nor turns a
+/// value into NULL: `isnotnull(cast(k as double))` is `isnotnull(k)`. Other expressions give
+/// nothing: `cast(s as int)` of a string may be NULL where `s` is not.
 fn simplify(expr: Expr, schema: &DFSchema) -> Vec<Expr> {
-    match expr {
-        Expr::IsNotNull(inner) => {
-            let mut columns = Vec::new();
-            if !matches!(*inner, Expr::Column(_))
-                && null_exactly_with(&inner, schema, &mut columns)
-                && !columns.is_empty()
-            {
-                columns.into_iter().map(|c| Expr::IsNotNull(Box::new(c))).collect()
-            } else {
-                vec![Expr::IsNotNull(inner)]
-            }
-        }
-        other => vec![other],
+    let Expr::IsNotNull(inner) = expr else { return vec![expr] };
+    if let Expr::Cast(cast) = inner.as_ref()
+        && matches!(cast.expr.as_ref(), Expr::Column(_))
+        && cast.expr.get_type(schema).is_ok_and(|from| widens(&from, cast.field.data_type()))
+    {
+        return vec![Expr::IsNotNull(cast.expr.clone())];
     }
+    let mut columns = Vec::new();
+    if matches!(*inner, Expr::Column(_)) || !null_exactly_with(&inner, schema, &mut columns) {
+        columns.clear();
+    }
+    columns.into_iter().map(|c| Expr::IsNotNull(Box::new(c))).chain([Expr::IsNotNull(inner)]).collect()
 }
 
 /// Whether `expr` is NULL exactly when one of its columns is (collected into `columns`).
@@ -105,20 +106,51 @@ fn null_exactly_with(expr: &Expr, schema: &DFSchema, columns: &mut Vec<Expr>) ->
     }
 }
 
+/// Whether every value of `from` has a value of `to`.
+fn widens(from: &DataType, to: &DataType) -> bool {
+    /// Decimal digits a type's values need before the point; `None` for non-integers.
+    fn integer_digits(t: &DataType) -> Option<(u8, bool)> {
+        Some(match t {
+            DataType::Int8 => (3, true),
+            DataType::Int16 => (5, true),
+            DataType::Int32 => (10, true),
+            DataType::Int64 => (19, true),
+            DataType::UInt8 => (3, false),
+            DataType::UInt16 => (5, false),
+            DataType::UInt32 => (10, false),
+            DataType::UInt64 => (20, false),
+            _ => return None,
+        })
+    }
+    let width = |t: &DataType| t.primitive_width();
+    match (from, to) {
+        _ if from == to => true,
+        (_, DataType::Float64) => from.is_integer() || from == &DataType::Float32,
+        (_, DataType::Float32) => from.is_integer(),
+        (_, DataType::Decimal128(p, s)) => {
+            integer_digits(from).is_some_and(|(digits, _)| i16::from(*p) - i16::from(*s) >= i16::from(digits))
+        }
+        _ if from.is_integer() && to.is_integer() => match (integer_digits(from), integer_digits(to)) {
+            (Some((_, from_signed)), Some((_, to_signed))) => {
+                (from_signed == to_signed && width(to) >= width(from))
+                    || (!from_signed && to_signed && width(to) > width(from))
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// Adds `isnotnull(k)` before each predicate that is never true for a NULL `k`, unless
 /// already there.
 fn infer(predicates: Vec<Expr>, schema: &DFSchema) -> (Vec<Expr>, bool) {
     let mut out: Vec<Expr> = Vec::with_capacity(predicates.len() * 2);
-    let mut changed = false;
-    for original in predicates {
-        let simplified = simplify(original.clone(), schema);
-        changed |= simplified.len() != 1 || simplified[0] != original;
-        for predicate in simplified {
+    for original in &predicates {
+        for predicate in simplify(original.clone(), schema) {
             for column in null_intolerant_columns(&predicate) {
                 let not_null = Expr::IsNotNull(Box::new(column.clone()));
                 if !out.contains(&not_null) {
                     out.push(not_null);
-                    changed = true;
                 }
             }
             if !out.contains(&predicate) {
@@ -126,6 +158,7 @@ fn infer(predicates: Vec<Expr>, schema: &DFSchema) -> (Vec<Expr>, bool) {
             }
         }
     }
+    let changed = out != predicates;
     (out, changed)
 }
 
