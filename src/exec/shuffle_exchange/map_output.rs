@@ -199,13 +199,13 @@ pub(super) async fn route_map_task(
     schema: SchemaRef,
     context: Arc<TaskContext>,
     router: RangeRouter,
-    partitions: usize,
     reads: Arc<Semaphore>,
     metrics: ExchangeMetrics,
 ) -> Result<MapOutput> {
     let batch_size = context.session_config().batch_size();
     let stream = PartsReader::new(buffered.parts, Arc::clone(&schema), batch_size, reads).into_stream();
     let stream = Box::pin(RecordBatchStreamAdapter::new(schema, stream));
+    let partitions = router.partitions();
     write_map_output(stream, map, partitions, &context, metrics, |batch| router.partition_ids(batch).map(Some)).await
 }
 

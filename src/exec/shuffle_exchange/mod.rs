@@ -219,7 +219,6 @@ impl ShuffleExchangeExec {
                                 input.schema(),
                                 Arc::clone(&context),
                                 router.clone(),
-                                n,
                                 Arc::clone(&reads),
                                 metrics.clone(),
                             )

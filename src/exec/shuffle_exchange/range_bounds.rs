@@ -115,6 +115,7 @@ impl KeySample {
 pub(super) struct RangeRouter {
     keys: SortKeys,
     bounds: Arc<Vec<OwnedRow>>,
+    partitions: usize,
 }
 
 impl RangeRouter {
@@ -137,14 +138,17 @@ impl RangeRouter {
                 break;
             }
             cumulative += weight;
-            if cumulative >= target {
-                if bounds.last().is_none_or(|last| key.row() > last.row()) {
-                    bounds.push(key);
-                    target += step;
-                }
+            if cumulative >= target && bounds.last().is_none_or(|last| key.row() > last.row()) {
+                bounds.push(key);
+                target += step;
             }
         }
-        RangeRouter { keys, bounds: Arc::new(bounds) }
+        RangeRouter { keys, bounds: Arc::new(bounds), partitions }
+    }
+
+    /// The partitions rows go to, some perhaps empty.
+    pub(super) fn partitions(&self) -> usize {
+        self.partitions
     }
 
     pub(super) fn partition_ids(&self, batch: &RecordBatch) -> Result<Vec<u32>> {
