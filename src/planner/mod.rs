@@ -55,7 +55,7 @@ use join_selection::join_selection;
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
-use single_distinct_aggregate::SingleDistinctAggregate;
+use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates};
 
 /// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL made before its
 /// type coercion.
@@ -97,7 +97,7 @@ pub async fn create_physical_plan(
     let plan = coalesce_buckets_in_join(plan, &conf)?;
     let plan = ensure_requirements(plan, &conf)?;
     let options = state.config_options();
-    let plan = CombinePartialFinalAggregate::new().optimize(plan, options)?;
+    let plan = split_inner_aggregates(CombinePartialFinalAggregate::new().optimize(plan, options)?)?;
     let plan = disable_unnecessary_bucketed_scan(plan, &conf)?;
     let plan = LimitPushdown::new().optimize(plan, options)?;
     let plan = EnsureCooperative::new().optimize(cooperative_joins(plan)?, options)?;

@@ -6,12 +6,20 @@
 //! comes out ten digits wider than the aggregate it replaces, while the plan above (a HAVING
 //! comparison, a union) was typed for the original. We run the rewrite and cast every output
 //! whose type changed back to the type Spark gives it.
+//!
+//! Spark keeps the inner level in two aggregates (partial, then merge) even where its input
+//! is already distributed by the keys and the distinct argument (a table bucketed by them), so
+//! `split_inner_aggregates` undoes DataFusion's combining of that pair into one.
 
-use datafusion::common::tree_node::Transformed;
+use std::sync::Arc;
+
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
 use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Projection, cast};
 use datafusion::optimizer::single_distinct_to_groupby::SingleDistinctToGroupBy;
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 
 #[derive(Debug, Default)]
 pub struct SingleDistinctAggregate(SingleDistinctToGroupBy);
@@ -58,4 +66,41 @@ impl OptimizerRule for SingleDistinctAggregate {
         let projection = Projection::try_new(exprs, projection.input.clone())?;
         Ok(Transformed::yes(LogicalPlan::Projection(projection)))
     }
+}
+
+/// The name DataFusion's rewrite gives the distinct argument among the inner level's keys.
+pub const SINGLE_DISTINCT_ALIAS: &str = "alias1";
+
+/// The inner level of a rewritten single-distinct aggregate that runs as one aggregate
+/// (partial and final combined) as Spark's partial and merge aggregates.
+pub fn split_inner_aggregates(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_up(|node| {
+        let Some(single) = node.downcast_ref::<AggregateExec>() else { return Ok(Transformed::no(node)) };
+        let final_mode = match single.mode() {
+            AggregateMode::Single => AggregateMode::Final,
+            AggregateMode::SinglePartitioned => AggregateMode::FinalPartitioned,
+            _ => return Ok(Transformed::no(node)),
+        };
+        if !single.group_expr().expr().iter().any(|(_, name)| name == SINGLE_DISTINCT_ALIAS) {
+            return Ok(Transformed::no(node));
+        }
+        let partial = Arc::new(AggregateExec::try_new(
+            AggregateMode::Partial,
+            single.group_expr().clone(),
+            single.aggr_expr().to_vec(),
+            single.filter_expr().to_vec(),
+            Arc::clone(single.input()),
+            single.input_schema(),
+        )?);
+        let merged = AggregateExec::try_new(
+            final_mode,
+            partial.group_expr().as_final(),
+            partial.aggr_expr().to_vec(),
+            single.filter_expr().to_vec(),
+            partial,
+            single.input_schema(),
+        )?;
+        Ok(Transformed::yes(Arc::new(merged) as Arc<dyn ExecutionPlan>))
+    })
+    .map(|t| t.data)
 }

@@ -93,6 +93,10 @@ CASES = [
      "SELECT k, j FROM k1 WHERE k NOT IN (SELECT p FROM k4)"),
     ("R4 EXCEPT", [], "SELECT k FROM k1 EXCEPT SELECT k FROM k2"),
     ("R4 INTERSECT", [], "SELECT k FROM k1 INTERSECT SELECT k FROM k4"),
+    ("R4 count distinct with another aggregate, grouped", [],
+     "SELECT j, count(DISTINCT k) AS dk, sum(k) AS sk FROM k1 GROUP BY j"),
+    ("R4 count distinct with another aggregate, grouped by a plain table's column", [],
+     "SELECT b, count(DISTINCT a) AS da, max(z) AS mz FROM flat GROUP BY b"),
     ("R4 ROLLUP on the bucket column", [], "SELECT k, sum(j) AS s FROM k1 GROUP BY ROLLUP(k)"),
     # Global ORDER BY without LIMIT: range partitioning, then a sort per partition.
     ("R5 ORDER BY on a bucketed table", [], "SELECT k, j FROM k1 ORDER BY j, k"),

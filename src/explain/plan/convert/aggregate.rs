@@ -12,6 +12,7 @@ use crate::exec::expand::ExpandExec;
 use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::explain::expressions::{Attr, Columns, join, key, list, render};
 use crate::explain::plan::{Codegen, Node, Role, field};
+use crate::planner::single_distinct_aggregate::SINGLE_DISTINCT_ALIAS;
 
 impl Converter {
     /// Spark's `HashAggregate`; `names` renames its results by output position.
@@ -28,8 +29,11 @@ impl Converter {
         let mut keys = Vec::new();
         let mut key_attrs = Vec::new();
         for (expr, alias) in aggregate.group_expr().expr() {
-            let passed =
-                expr.downcast_ref::<Column>().and_then(|c| child.output.get(c.index())).filter(|a| a.name == *alias);
+            // The distinct argument keeps its name in Spark's keys.
+            let passed = expr
+                .downcast_ref::<Column>()
+                .and_then(|c| child.output.get(c.index()))
+                .filter(|a| a.name == *alias || alias == SINGLE_DISTINCT_ALIAS);
             let text = if raw_input { key(expr, &input_schema, &columns) } else { render(expr, &columns) };
             let attr = match passed {
                 Some(attr) => attr.clone(),
