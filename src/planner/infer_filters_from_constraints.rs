@@ -141,25 +141,33 @@ fn widens(from: &DataType, to: &DataType) -> bool {
     }
 }
 
-/// Adds `isnotnull(k)` before each predicate that is never true for a NULL `k`, unless
-/// already there.
+/// Adds `isnotnull(k)` for each predicate that is never true for a NULL `k`, unless already
+/// there, all before the predicates.
 fn infer(predicates: Vec<Expr>, schema: &DFSchema) -> (Vec<Expr>, bool) {
-    let mut out: Vec<Expr> = Vec::with_capacity(predicates.len() * 2);
+    // Spark puts the constraints it infers in front of the condition, together.
+    let (mut not_null, mut rest): (Vec<Expr>, Vec<Expr>) = (Vec::new(), Vec::new());
     for original in &predicates {
         for predicate in simplify(original.clone(), schema) {
             for column in null_intolerant_columns(&predicate) {
-                let not_null = Expr::IsNotNull(Box::new(column.clone()));
-                if !out.contains(&not_null) {
-                    out.push(not_null);
+                let inferred = Expr::IsNotNull(Box::new(column.clone()));
+                if !not_null.contains(&inferred) {
+                    not_null.push(inferred);
                 }
             }
-            if !out.contains(&predicate) {
-                out.push(predicate);
+            match predicate {
+                Expr::IsNotNull(ref inner) if matches!(inner.as_ref(), Expr::Column(_)) => {
+                    if !not_null.contains(&predicate) {
+                        not_null.push(predicate);
+                    }
+                }
+                _ if rest.contains(&predicate) => {}
+                _ => rest.push(predicate),
             }
         }
     }
-    let changed = out != predicates;
-    (out, changed)
+    not_null.extend(rest);
+    let changed = not_null != predicates;
+    (not_null, changed)
 }
 
 impl OptimizerRule for InferFiltersFromConstraints {

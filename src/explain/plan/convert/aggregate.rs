@@ -33,7 +33,7 @@ impl Converter {
             let passed = expr
                 .downcast_ref::<Column>()
                 .and_then(|c| child.output.get(c.index()))
-                .filter(|a| a.name == *alias || alias == SINGLE_DISTINCT_ALIAS);
+                .filter(|a| a.name == *alias || alias == SINGLE_DISTINCT_ALIAS || alias == "__grouping_id");
             let text = if raw_input { key(expr, &input_schema, &columns) } else { render(expr, &columns) };
             let attr = match passed {
                 Some(attr) => attr.clone(),
