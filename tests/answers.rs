@@ -351,13 +351,13 @@ async fn not_in_except_and_intersect_treat_null_as_sql_does() {
 }
 
 /// An aggregate used twice (a CTE in a union, a self-join) runs its exchange once and reads it
-/// twice (`ReusedExchange`), with the rows of running it twice.
+/// twice (`ReusedExchange`: in the plan, or as a query stage under adaptive execution), with the
+/// rows of running it twice.
 #[tokio::test]
 async fn a_reused_exchange_returns_the_rows_of_both_uses() {
     let server = TestServer::start();
     let client = server.connect().await;
     facts(&client).await;
-    client.batch_execute("SET spark.sql.adaptive.enabled = false").await.unwrap();
     let mut sums: BTreeMap<Option<i64>, i64> = BTreeMap::new();
     for (_, v) in fact_rows() {
         *sums.entry(Some(v % 13)).or_default() += v;
@@ -372,9 +372,14 @@ async fn a_reused_exchange_returns_the_rows_of_both_uses() {
     let self_join = format!("{cte} SELECT x.k, x.s, y.s FROM c x JOIN c y ON x.k = y.k");
     let joined: Vec<Vec<String>> =
         sums.iter().filter(|(k, _)| k.is_some()).map(|(k, s)| vec![text(*k), s.to_string(), s.to_string()]).collect();
-    for (sql, expected) in [(union, expected), (self_join, joined)] {
-        let plan = text_rows(&client, &format!("EXPLAIN {sql}")).await.remove(0).remove(0);
-        assert!(plan.contains("ReusedExchange"), "{plan}");
-        assert_eq!(sorted(text_rows(&client, &sql).await), sorted(expected), "{sql}");
+    for adaptive in [false, true] {
+        client.batch_execute(&format!("SET spark.sql.adaptive.enabled = {adaptive}")).await.unwrap();
+        // An adaptive plan shows its reuse once it has run.
+        let explain = if adaptive { "EXPLAIN ANALYZE" } else { "EXPLAIN" };
+        for (sql, expected) in [(&union, &expected), (&self_join, &joined)] {
+            let plan = text_rows(&client, &format!("{explain} {sql}")).await.remove(0).remove(0);
+            assert!(plan.contains("ReusedExchange"), "adaptive {adaptive}:\n{plan}");
+            assert_eq!(sorted(text_rows(&client, sql).await), sorted(expected.clone()), "adaptive {adaptive}: {sql}");
+        }
     }
 }

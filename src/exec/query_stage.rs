@@ -22,6 +22,7 @@ use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
 use super::broadcast_exchange::BroadcastExchangeExec;
+use super::reused_exchange::ReusedExchangeExec;
 use super::shuffle_exchange::{MapOutputStatistics, ShuffleExchangeExec, ShuffleReadSpec};
 
 /// `plan` as the operator type it is, sharing its allocation.
@@ -63,6 +64,14 @@ impl ShuffleQueryStageExec {
         let statistics = exchange.materialize(context).await?;
         let child: Arc<dyn ExecutionPlan> = Arc::clone(&exchange) as Arc<dyn ExecutionPlan>;
         Ok(ShuffleQueryStageExec { id, exchange, child, statistics })
+    }
+
+    /// Stage `id` reading another stage's exchange (Spark's stage over a `ReusedExchange`),
+    /// once that exchange's map side has run.
+    pub async fn reuse(id: usize, reused: Arc<ReusedExchangeExec>, context: Arc<TaskContext>) -> Result<Self> {
+        let exchange = Arc::clone(reused.exchange());
+        let statistics = exchange.materialize(context).await?;
+        Ok(ShuffleQueryStageExec { id, exchange, child: reused, statistics })
     }
 
     pub fn id(&self) -> usize {

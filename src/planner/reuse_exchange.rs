@@ -6,8 +6,10 @@
 //! Two exchanges are the same when they and every operator below them print alike in full
 //! (DataFusion's verbose display: expressions, the files, columns, filters and buckets a scan
 //! reads); an exchange over a volatile function (`random()`) is never reused. Runs last, once
-//! no rule rewrites the operators below an exchange any more. Where we differ: under adaptive
-//! execution, which Spark reuses query stages for, exchanges are not reused.
+//! no rule rewrites the operators below an exchange any more. Under adaptive execution the
+//! stages reuse instead (`adaptive`): a stage whose exchange is the same as another's about to
+//! run in the same round reads that one's output. Where we differ: Spark also reuses a stage
+//! that ran in an earlier round, whose files it keeps; our exchange output goes as it is read.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,10 +30,7 @@ pub fn reuse_exchanges(plan: Arc<dyn ExecutionPlan>, enabled: bool) -> Result<Ar
     let mut seen: HashMap<String, Arc<ShuffleExchangeExec>> = HashMap::new();
     plan.transform_up(|node| {
         let Some(exchange) = downcast_plan::<ShuffleExchangeExec>(&node) else { return Ok(Transformed::no(node)) };
-        if volatile(&node)? {
-            return Ok(Transformed::no(node));
-        }
-        let canonical = displayable(node.as_ref()).indent(true).to_string();
+        let Some(canonical) = reuse_key(&node)? else { return Ok(Transformed::no(node)) };
         match seen.get(&canonical) {
             Some(first) => Ok(Transformed::yes(Arc::new(ReusedExchangeExec::try_new(Arc::clone(first))?) as _)),
             None => {
@@ -41,6 +40,12 @@ pub fn reuse_exchanges(plan: Arc<dyn ExecutionPlan>, enabled: bool) -> Result<Ar
         }
     })
     .map(|t| t.data)
+}
+
+/// What two exchanges must share to be one (their plans printed in full), or `None` for an
+/// exchange over a volatile function, which is never reused.
+pub fn reuse_key(exchange: &Arc<dyn ExecutionPlan>) -> Result<Option<String>> {
+    Ok((!volatile(exchange)?).then(|| displayable(exchange.as_ref()).indent(true).to_string()))
 }
 
 fn volatile(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {

@@ -6,7 +6,10 @@
 //! last stage gets its reads chosen the same way and runs. Its partitions come out as one
 //! (the number of partitions changes as the plan adapts), in order only where the plan ends
 //! in a single partition. Uncorrelated scalar subqueries run before all that, each adaptively.
+//! An exchange the same as another of its round runs as a stage over a `ReusedExchange` of it,
+//! reading the other's output (Spark's stage cache).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -33,8 +36,10 @@ use super::optimize_skewed_join::optimize_skewed_join;
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec, downcast_plan};
+use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::hints::QueryHints;
+use crate::planner::reuse_exchange::reuse_key;
 
 /// The plan a run ended with.
 #[derive(Debug, Clone)]
@@ -162,8 +167,12 @@ impl StagePlanner {
             if ready.is_empty() {
                 return self.optimize_stage(plan);
             }
-            let runs: Vec<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> =
-                ready.iter().map(|exchange| self.materialize(exchange)).collect::<Result<_>>()?;
+            let reused = reused_in_round(&ready, self.conf.exchange_reuse)?;
+            let runs: Vec<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> = ready
+                .iter()
+                .zip(reused)
+                .map(|(exchange, reused)| self.materialize(exchange, reused))
+                .collect::<Result<_>>()?;
             let stages = futures::future::try_join_all(runs).await?;
             plan = replace_exchanges(plan, &ready, &stages)?;
             plan = reselect_joins(plan, &self.conf, &self.hints)?;
@@ -254,14 +263,20 @@ impl StagePlanner {
         optimize_shuffle_with_local_read(plan, &self.conf)
     }
 
-    /// Runs `exchange` as the next query stage.
+    /// Runs `exchange` as the next query stage, or reads the exchange it is the same as.
     fn materialize(
         &mut self,
         exchange: &Arc<dyn ExecutionPlan>,
+        reused: Option<Arc<ReusedExchangeExec>>,
     ) -> Result<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> {
         let id = self.next_stage_id;
         self.next_stage_id += 1;
         let context = Arc::clone(&self.context);
+        if let Some(reused) = reused {
+            return Ok(Box::pin(async move {
+                Ok(Arc::new(ShuffleQueryStageExec::reuse(id, reused, context).await?) as Arc<dyn ExecutionPlan>)
+            }));
+        }
         if let Some(shuffle) = downcast_plan::<ShuffleExchangeExec>(exchange) {
             return Ok(Box::pin(async move {
                 let stage = ShuffleQueryStageExec::materialize(id, shuffle, context).await?;
@@ -286,6 +301,34 @@ fn scalar_subqueries(plan: &Arc<dyn ExecutionPlan>, found: &mut Vec<Arc<dyn Exec
         }
         None => plan.children().into_iter().for_each(|child| scalar_subqueries(child, found)),
     }
+}
+
+/// Spark's stage cache within one round (`spark.sql.exchange.reuse`): for each exchange about
+/// to run, the `ReusedExchange` of an earlier one in the round that is the same, if any.
+fn reused_in_round(ready: &[Arc<dyn ExecutionPlan>], enabled: bool) -> Result<Vec<Option<Arc<ReusedExchangeExec>>>> {
+    if !enabled {
+        return Ok(vec![None; ready.len()]);
+    }
+    let mut first: HashMap<String, Arc<ShuffleExchangeExec>> = HashMap::new();
+    let mut reused = Vec::with_capacity(ready.len());
+    for exchange in ready {
+        let shuffle = downcast_plan::<ShuffleExchangeExec>(exchange);
+        let key = match &shuffle {
+            Some(_) => reuse_key(exchange)?,
+            None => None,
+        };
+        reused.push(match (shuffle, key) {
+            (Some(shuffle), Some(key)) => match first.get(&key) {
+                Some(original) => Some(Arc::new(ReusedExchangeExec::try_new(Arc::clone(original))?)),
+                None => {
+                    first.insert(key, shuffle);
+                    None
+                }
+            },
+            _ => None,
+        });
+    }
+    Ok(reused)
 }
 
 /// `plan` with each exchange of `ran` replaced by its stage.
