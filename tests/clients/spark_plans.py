@@ -4,8 +4,8 @@
 Runs a local Spark (pyspark, as ``tests/spark.rs`` installs it), creates the tables below,
 and for every case prints its name, the settings it runs under, the query, the number of
 rows and an order-free checksum of them (``sum(hash(columns))``, columns named after it), and Spark's
-``EXPLAIN FORMATTED`` text; and for statements Spark refuses, the statement and Spark's
-reason. ``tests/plans.rs`` replays each case over the wire and compares
+``EXPLAIN FORMATTED`` text (for an adaptive case, also its final plan once run, after
+``-- after running:``); and for statements Spark refuses, the statement and Spark's reason. ``tests/plans.rs`` replays each case over the wire and compares
 the plan's shape and the rows with what this wrote.
 
     python tests/clients/spark_plans.py > tests/data/spark-plans-rules.txt
@@ -20,6 +20,8 @@ import tempfile
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+
+ADAPTIVE = ("spark.sql.adaptive.enabled", "true")
 
 # Each statement is also run, as written, by tests/plans.rs.
 SETUP = [
@@ -101,9 +103,13 @@ CASES = [
     # Global ORDER BY without LIMIT: range partitioning, then a sort per partition.
     ("R5 ORDER BY on a bucketed table", [], "SELECT k, j FROM k1 ORDER BY j, k"),
     ("R5 ORDER BY descending on a plain table", [], "SELECT a, z FROM flat ORDER BY z DESC"),
+    ("R5 ORDER BY, adaptive", [ADAPTIVE], "SELECT a, z FROM flat ORDER BY a DESC, z"),
     # Exchange reuse (ReuseExchangeAndSubquery).
     ("R6 a self-join of one aggregate", [],
      "WITH c AS (SELECT j, count(*) AS n FROM k1 GROUP BY j) SELECT x.j, y.n FROM c x JOIN c y ON x.j = y.j"),
+    ("R6 a CTE used twice in a union, adaptive", [ADAPTIVE],
+     "WITH c AS (SELECT a, sum(z) AS s FROM flat GROUP BY a) "
+     "SELECT a, s FROM c WHERE s > 1000 UNION ALL SELECT a, s FROM c WHERE s < 500"),
     ("R6 a CTE used twice in a union", [],
      "WITH c AS (SELECT a, sum(z) AS s FROM flat GROUP BY a) "
      "SELECT a, s FROM c WHERE s > 1000 UNION ALL SELECT a, s FROM c WHERE s < 500"),
@@ -170,6 +176,11 @@ def main():
         out.write(f"{query}\n")
         out.write(f"-- rows: {count} {checksum} ({columns})\n")
         out.write(plan.replace(warehouse, "{warehouse}").rstrip("\n") + "\n")
+        if ADAPTIVE in settings:
+            frame.collect()
+            mode = spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("formatted")
+            final = frame._jdf.queryExecution().explainString(mode)
+            out.write("-- after running:\n" + final.replace(warehouse, "{warehouse}").rstrip("\n") + "\n")
     for name, statement in REFUSED:
         try:
             spark.sql(statement)
