@@ -383,3 +383,57 @@ async fn a_reused_exchange_returns_the_rows_of_both_uses() {
         }
     }
 }
+
+/// `count(DISTINCT k)` beside `count`, `sum`, `min` and `max` runs in two levels (by `k`, then
+/// without it) with the answers of one: counts 0 and the rest NULL over no rows.
+#[tokio::test]
+async fn a_distinct_count_beside_other_aggregates_answers_as_one_aggregate() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    let select = "count(DISTINCT k), count(*), count(k), sum(v), min(v), max(v)";
+    let answer = |rows: Vec<(Option<i64>, i64)>| -> Vec<String> {
+        let keys: BTreeSet<i64> = rows.iter().filter_map(|(k, _)| *k).collect();
+        let values = || rows.iter().map(|(_, v)| *v);
+        vec![
+            keys.len().to_string(),
+            rows.len().to_string(),
+            rows.iter().filter(|(k, _)| k.is_some()).count().to_string(),
+            text((!rows.is_empty()).then(|| values().sum())),
+            text(values().min()),
+            text(values().max()),
+        ]
+    };
+    let mut by_group: BTreeMap<i64, Vec<(Option<i64>, i64)>> = BTreeMap::new();
+    for row in fact_rows() {
+        by_group.entry(row.1 % 5).or_default().push(row);
+    }
+    let grouped: Vec<Vec<String>> =
+        by_group.into_iter().map(|(g, rows)| std::iter::once(g.to_string()).chain(answer(rows)).collect()).collect();
+    for setting in SETTINGS {
+        client.batch_execute(setting).await.unwrap();
+        let all = text_rows(&client, &format!("SELECT {select} FROM facts")).await;
+        assert_eq!(all, vec![answer(fact_rows().collect())], "{setting}");
+        let none = text_rows(&client, &format!("SELECT {select} FROM facts WHERE v < 0")).await;
+        assert_eq!(none, vec![answer(Vec::new())], "{setting}: no rows");
+        let sql = format!("SELECT v % 5, {select} FROM facts GROUP BY v % 5");
+        assert_eq!(sorted(text_rows(&client, &sql).await), sorted(grouped.clone()), "{setting}");
+    }
+}
+
+/// An equi-join beside a NULL-safe join (`IS NOT DISTINCT FROM`) keeps NULL from matching NULL.
+#[tokio::test]
+async fn a_null_safe_join_leaves_the_equi_join_beside_it_null_rejecting() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    let small: Vec<Option<i64>> = fact_rows().filter(|(_, v)| *v < 30).map(|(k, _)| k).collect();
+    let expected: usize =
+        fact_rows().filter_map(|(k, _)| k).map(|k| small.iter().filter(|c| **c == Some(k)).count()).sum();
+    let sql = "SELECT count(*) FROM facts a JOIN facts b ON a.k = b.k AND a.v = b.v \
+               JOIN (SELECT k AS kk FROM facts WHERE v < 30) c ON a.k IS NOT DISTINCT FROM c.kk";
+    for setting in SETTINGS {
+        client.batch_execute(setting).await.unwrap();
+        assert_eq!(text_rows(&client, sql).await, vec![vec![expected.to_string()]], "{setting}");
+    }
+}

@@ -21,6 +21,8 @@ pub mod file_source_strategy;
 pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
+pub mod keep_null_safe_joins;
+pub mod overridden_rule;
 pub mod reorder_join_keys;
 pub mod replace_except_intersect_with_joins;
 pub mod resolve_grouping_analytics;
@@ -52,6 +54,7 @@ use ensure_requirements::ensure_requirements;
 use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
+use keep_null_safe_joins::KeepNullSafeJoins;
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
@@ -66,19 +69,22 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     rules
 }
 
-/// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types;
-/// then Spark's shape for EXCEPT and INTERSECT, and its inferred
-/// `isnotnull` filters last.
+/// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types and
+/// its cross-join elimination keeping NULL-safe joins apart; then Spark's shape for EXCEPT and
+/// INTERSECT, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
-    let single_distinct = SingleDistinctAggregate::default();
-    let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> =
-        Optimizer::new()
-            .rules
-            .into_iter()
-            .map(|rule| {
-                if rule.name() == single_distinct.name() { Arc::new(SingleDistinctAggregate::default()) } else { rule }
-            })
-            .collect();
+    let (single_distinct, cross_join) = (SingleDistinctAggregate::default(), KeepNullSafeJoins::default());
+    let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Optimizer::new()
+        .rules
+        .into_iter()
+        .map(|rule| -> Arc<dyn OptimizerRule + Send + Sync> {
+            match rule.name() {
+                name if name == single_distinct.name() => Arc::new(SingleDistinctAggregate::default()),
+                name if name == cross_join.name() => Arc::new(KeepNullSafeJoins::default()),
+                _ => rule,
+            }
+        })
+        .collect();
     rules.push(Arc::new(ReplaceExceptIntersectWithJoins));
     rules.push(Arc::new(InferFiltersFromConstraints));
     rules

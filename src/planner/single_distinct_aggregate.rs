@@ -5,7 +5,10 @@
 //! aggregate; but a `sum` over `DECIMAL(p, s)` widens to `DECIMAL(p + 10, s)`, so the outer sum
 //! comes out ten digits wider than the aggregate it replaces, while the plan above (a HAVING
 //! comparison, a union) was typed for the original. We run the rewrite and cast every output
-//! whose type changed back to the type Spark gives it.
+//! whose type changed back to the type Spark gives it. DataFusion's rewrite takes only `sum`,
+//! `min` and `max` beside the distinct aggregate; with a `count` among them
+//! (`count(DISTINCT b), count(*)`) we build the two levels ourselves (`with_counts`): the inner
+//! counts summed in the outer aggregate, 0 where no row came (no keys, no rows).
 //!
 //! Spark keeps the inner level in two aggregates (partial, then merge) even where its input
 //! is already distributed by the keys and the distinct argument (a table bucketed by them), so
@@ -15,31 +18,38 @@ use std::sync::Arc;
 
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
-use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Projection, cast};
+use datafusion::functions::core::expr_fn::coalesce;
+use datafusion::functions_aggregate::sum::sum_udaf;
+use datafusion::logical_expr::expr::AggregateFunction;
+use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, LogicalPlan, Projection, cast, col, lit};
 use datafusion::optimizer::single_distinct_to_groupby::SingleDistinctToGroupBy;
-use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
+use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 
+use super::overridden_rule::{Overridden, Rewrite};
+
+/// DataFusion's `SingleDistinctToGroupBy`, with counts and Spark's result types.
+pub type SingleDistinctAggregate = Overridden<SingleDistinctToGroupBy, SparkResultTypes>;
+
 #[derive(Debug, Default)]
-pub struct SingleDistinctAggregate(SingleDistinctToGroupBy);
+pub struct SparkResultTypes;
 
-impl OptimizerRule for SingleDistinctAggregate {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn apply_order(&self) -> Option<ApplyOrder> {
-        self.0.apply_order()
-    }
-
-    fn supports_rewrite(&self) -> bool {
-        true
-    }
-
-    fn rewrite(&self, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Result<Transformed<LogicalPlan>> {
+impl Rewrite for SparkResultTypes {
+    fn rewrite(
+        &self,
+        rule: &dyn OptimizerRule,
+        plan: LogicalPlan,
+        config: &dyn OptimizerConfig,
+    ) -> Result<Transformed<LogicalPlan>> {
         let before = plan.schema().clone();
-        let rewritten = self.0.rewrite(plan, config)?;
+        let rewritten = match &plan {
+            LogicalPlan::Aggregate(aggregate) => match with_counts(aggregate)? {
+                Some(two_levels) => Transformed::yes(two_levels),
+                None => rule.rewrite(plan, config)?,
+            },
+            _ => rule.rewrite(plan, config)?,
+        };
         let LogicalPlan::Projection(projection) = &rewritten.data else { return Ok(rewritten) };
         if !rewritten.transformed || projection.schema.fields().len() != before.fields().len() {
             return Ok(rewritten);
@@ -103,4 +113,88 @@ pub fn split_inner_aggregates(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn Ex
         Ok(Transformed::yes(Arc::new(merged) as Arc<dyn ExecutionPlan>))
     })
     .map(|t| t.data)
+}
+
+/// `aggregate`, one distinct argument among non-distinct `count`, `sum`, `min` and `max` of
+/// which one at least is a `count`, in two levels: grouped by the keys and the distinct
+/// argument (`alias1`, the other aggregates as `alias2`, …), then by the keys alone.
+fn with_counts(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
+    if aggregate.group_expr.iter().any(|e| matches!(e, Expr::GroupingSet(_))) {
+        return Ok(None);
+    }
+    let mut functions = Vec::with_capacity(aggregate.aggr_expr.len());
+    for expr in &aggregate.aggr_expr {
+        let inner = match expr {
+            Expr::Alias(alias) => alias.expr.as_ref(),
+            other => other,
+        };
+        match inner {
+            Expr::AggregateFunction(f) if f.params.filter.is_none() && f.params.order_by.is_empty() => {
+                functions.push(f.clone())
+            }
+            _ => return Ok(None),
+        }
+    }
+    let distinct: Vec<&AggregateFunction> = functions.iter().filter(|f| f.params.distinct).collect();
+    let Some(argument) = distinct.first().and_then(|f| f.params.args.first()) else { return Ok(None) };
+    let merges =
+        |f: &AggregateFunction| ["count", "sum", "min", "max"].contains(&f.func.name().to_lowercase().as_str());
+    let is_count = |f: &AggregateFunction| f.func.name().eq_ignore_ascii_case("count");
+    if distinct.iter().any(|f| f.params.args.len() != 1 || f.params.args[0] != *argument)
+        || functions.iter().any(|f| !f.params.distinct && !merges(f))
+        || !functions.iter().any(|f| !f.params.distinct && is_count(f))
+    {
+        return Ok(None);
+    }
+    let keys = aggregate.group_expr.len();
+    let mut inner_group: Vec<Expr> =
+        aggregate.group_expr.iter().enumerate().map(|(i, e)| e.clone().alias(format!("group_alias_{i}"))).collect();
+    inner_group.push(argument.clone().alias(SINGLE_DISTINCT_ALIAS));
+    let (mut inner_aggr, mut outer_aggr, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, f) in functions.iter().enumerate() {
+        let (merge, input) = if f.params.distinct {
+            (Arc::clone(&f.func), SINGLE_DISTINCT_ALIAS.to_string())
+        } else {
+            let name = format!("alias{}", inner_aggr.len() + 2);
+            let plain =
+                AggregateFunction::new_udf(Arc::clone(&f.func), f.params.args.clone(), false, None, vec![], None);
+            inner_aggr.push(Expr::AggregateFunction(plain).alias(&name));
+            if is_count(f) {
+                counts.push(i);
+                (sum_udaf(), name)
+            } else {
+                (Arc::clone(&f.func), name)
+            }
+        };
+        outer_aggr.push(Expr::AggregateFunction(AggregateFunction::new_udf(
+            merge,
+            vec![col(input)],
+            false,
+            None,
+            vec![],
+            None,
+        )));
+    }
+    let inner = Aggregate::try_new(Arc::clone(&aggregate.input), inner_group, inner_aggr)?;
+    let outer_group: Vec<Expr> = (0..keys).map(|i| col(format!("group_alias_{i}"))).collect();
+    let outer =
+        LogicalPlan::Aggregate(Aggregate::try_new(Arc::new(LogicalPlan::Aggregate(inner)), outer_group, outer_aggr)?);
+    let results = outer.schema().columns();
+    let exprs = aggregate
+        .schema
+        .iter()
+        .zip(results)
+        .enumerate()
+        .map(|(i, ((qualifier, field), result))| {
+            let value = Expr::Column(result);
+            // With no keys, no row gives no inner group: the counts are 0, not NULL.
+            let value = if keys == 0 && i >= keys && counts.contains(&(i - keys)) {
+                coalesce(vec![value, lit(0i64)])
+            } else {
+                value
+            };
+            value.alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect();
+    Ok(Some(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(outer))?)))
 }
