@@ -6,13 +6,12 @@
 //! keys, and a cross join among them stays one.
 
 use datafusion::common::NullEquality;
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::error::Result;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::optimizer::eliminate_cross_join::EliminateCrossJoin;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
-use super::overridden_rule::{Overridden, Rewrite};
+use super::overridden_rule::{Overridden, Rewrite, Rewritten};
 
 /// DataFusion's `EliminateCrossJoin`, kept off NULL-safe joins.
 pub type KeepNullSafeJoins = Overridden<EliminateCrossJoin, OffNullSafeJoins>;
@@ -21,12 +20,7 @@ pub type KeepNullSafeJoins = Overridden<EliminateCrossJoin, OffNullSafeJoins>;
 pub struct OffNullSafeJoins;
 
 impl Rewrite for OffNullSafeJoins {
-    fn rewrite(
-        &self,
-        rule: &dyn OptimizerRule,
-        plan: LogicalPlan,
-        config: &dyn OptimizerConfig,
-    ) -> Result<Transformed<LogicalPlan>> {
+    fn rewrite(&self, rule: &dyn OptimizerRule, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Rewritten {
         if !holds_null_safe_join(&plan) {
             return rule.rewrite(plan, config);
         }

@@ -22,6 +22,7 @@ pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
 pub mod keep_null_safe_joins;
+pub mod keep_sort_keys;
 pub mod overridden_rule;
 pub mod reorder_join_keys;
 pub mod replace_except_intersect_with_joins;
@@ -55,6 +56,7 @@ use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
 use keep_null_safe_joins::KeepNullSafeJoins;
+use keep_sort_keys::KeepSortKeys;
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
@@ -69,11 +71,12 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     rules
 }
 
-/// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types and
-/// its cross-join elimination keeping NULL-safe joins apart; then Spark's shape for EXCEPT and
+/// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types, its
+/// cross-join elimination keeping NULL-safe joins apart and its sorts keeping their keys; then Spark's shape for EXCEPT and
 /// INTERSECT, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
-    let (single_distinct, cross_join) = (SingleDistinctAggregate::default(), KeepNullSafeJoins::default());
+    let (single_distinct, cross_join, sort_keys) =
+        (SingleDistinctAggregate::default(), KeepNullSafeJoins::default(), KeepSortKeys::default());
     let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Optimizer::new()
         .rules
         .into_iter()
@@ -81,6 +84,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
             match rule.name() {
                 name if name == single_distinct.name() => Arc::new(SingleDistinctAggregate::default()),
                 name if name == cross_join.name() => Arc::new(KeepNullSafeJoins::default()),
+                name if name == sort_keys.name() => Arc::new(KeepSortKeys::default()),
                 _ => rule,
             }
         })

@@ -9,14 +9,12 @@ use datafusion::error::Result;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 
+/// What a rewrite returns.
+pub type Rewritten = Result<Transformed<LogicalPlan>>;
+
 /// What runs in place of rule `rule`'s rewrite.
 pub trait Rewrite: Debug + Send + Sync {
-    fn rewrite(
-        &self,
-        rule: &dyn OptimizerRule,
-        plan: LogicalPlan,
-        config: &dyn OptimizerConfig,
-    ) -> Result<Transformed<LogicalPlan>>;
+    fn rewrite(&self, rule: &dyn OptimizerRule, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Rewritten;
 }
 
 #[derive(Debug, Default)]

@@ -27,7 +27,7 @@ use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 
-use super::overridden_rule::{Overridden, Rewrite};
+use super::overridden_rule::{Overridden, Rewrite, Rewritten};
 
 /// DataFusion's `SingleDistinctToGroupBy`, with counts and Spark's result types.
 pub type SingleDistinctAggregate = Overridden<SingleDistinctToGroupBy, SparkResultTypes>;
@@ -36,12 +36,7 @@ pub type SingleDistinctAggregate = Overridden<SingleDistinctToGroupBy, SparkResu
 pub struct SparkResultTypes;
 
 impl Rewrite for SparkResultTypes {
-    fn rewrite(
-        &self,
-        rule: &dyn OptimizerRule,
-        plan: LogicalPlan,
-        config: &dyn OptimizerConfig,
-    ) -> Result<Transformed<LogicalPlan>> {
+    fn rewrite(&self, rule: &dyn OptimizerRule, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Rewritten {
         let before = plan.schema().clone();
         let rewritten = match &plan {
             LogicalPlan::Aggregate(aggregate) => match with_counts(aggregate)? {
