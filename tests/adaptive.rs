@@ -286,7 +286,7 @@ fn scaled(settings: &[(String, String)]) -> Vec<String> {
 
 /// The outline of a FORMATTED plan, statistics left out (sizes differ: Spark's are of its
 /// row format, ours of Arrow's).
-fn outline(plan: &str) -> Vec<String> {
+pub fn outline(plan: &str) -> Vec<String> {
     plan.lines()
         .skip_while(|line| !line.starts_with("== Physical Plan =="))
         .skip(1)

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use tokio_postgres::Client;
 
+use crate::adaptive::outline;
 use crate::common::{TestServer, text_rows};
 
 /// The same tables as the examples' setup, at the same sizes.
@@ -73,17 +74,6 @@ fn mask_ids(line: &str) -> String {
         }
     }
     out
-}
-
-/// The tree of an adaptive plan that has run, final and initial, without the statistics the
-/// stages measured (sizes differ between engines).
-fn final_outline(plan: &str) -> Vec<String> {
-    plan.lines()
-        .skip_while(|line| !line.starts_with("== Physical Plan =="))
-        .skip(1)
-        .take_while(|line| !line.trim().is_empty())
-        .map(|line| line.split(", Statistics(").next().unwrap_or(line).to_string())
-        .collect()
 }
 
 /// A bracketed list with its top-level items sorted: the order of a scan's pushed filters
@@ -343,8 +333,8 @@ async fn spark_rule_plans_and_rows_are_reproduced() {
         if let Some(after) = after {
             adaptive_cases += 1;
             let ours = explain(&client, &format!("EXPLAIN ANALYZE {query}")).await;
-            if final_outline(&ours) != final_outline(after) {
-                let expected = final_outline(after).join("\n");
+            if outline(&ours) != outline(after) {
+                let expected = outline(after).join("\n");
                 mismatches.insert(format!("{name} (after running)"), format!("expected:\n{expected}\nactual:\n{ours}"));
             }
         }
