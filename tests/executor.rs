@@ -151,3 +151,59 @@ async fn explain_analyze_counts_a_large_result_without_holding_it() {
         (ROWS * ROW_BYTES) >> 20
     );
 }
+
+/// Keys of the spill test's `big`: each of them holds two rows.
+const SPILL_KEYS: i64 = 300_000;
+
+/// The figures `spills N` of each operator called `operator` in EXPLAIN ANALYZE's metrics.
+fn spills_of(analyzed: &str, operator: &str) -> Vec<u64> {
+    analyzed
+        .lines()
+        .filter(|line| line.trim_start().starts_with(&format!("{operator}:")))
+        .filter_map(|line| line.split("spills ").nth(1))
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .collect()
+}
+
+/// With every setting at Spark's default (200 shuffle partitions, adaptive execution on) and
+/// broadcasts off, a sort-merge join and a grouping whose state is several times
+/// `--memory-limit` finish by spilling, and their rows are those the generating formulas give.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_and_an_aggregation_larger_than_memory_finish_by_spilling_at_the_defaults() {
+    let server = TestServer::start_fresh(&["--memory-limit", "32MiB"]);
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE big USING parquet AS SELECT id % {SPILL_KEYS} AS k, CAST(id AS DOUBLE) AS v, \
+               concat('s', CAST(id AS STRING)) AS s FROM range({rows});
+             CREATE TABLE other USING parquet AS SELECT id AS k, CAST(id AS DOUBLE) AS w FROM range({rows});
+             SET spark.sql.autoBroadcastJoinThreshold = -1",
+            rows = 2 * SPILL_KEYS
+        ))
+        .await
+        .unwrap();
+
+    let join = "SELECT count(*), sum(b.v), sum(o.w), max(b.s) FROM big b JOIN other o ON b.k = o.k";
+    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {join}")).await.concat().join("\n");
+    assert!(spills_of(&analyzed, "SortExec").iter().any(|&n| n > 0), "the join's sorts spill:\n{analyzed}");
+    let ids = 0..2 * SPILL_KEYS;
+    let max_s = ids.clone().map(|id| format!("s{id}")).max().unwrap();
+    let matched_w: i64 = (0..SPILL_KEYS).map(|k| 2 * k).sum();
+    assert_eq!(
+        text_rows(&client, join).await,
+        vec![vec![(2 * SPILL_KEYS).to_string(), ids.clone().sum::<i64>().to_string(), matched_w.to_string(), max_s]]
+    );
+
+    let grouping = "SELECT k, count(*), max(s) FROM big GROUP BY k";
+    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {grouping}")).await.concat().join("\n");
+    assert!(spills_of(&analyzed, "AggregateExec").iter().any(|&n| n > 0), "the grouping spills:\n{analyzed}");
+    let mut rows = text_rows(&client, grouping).await;
+    rows.sort_by_key(|row| row[0].parse::<i64>().unwrap());
+    let expected: Vec<Vec<String>> = (0..SPILL_KEYS)
+        .map(|k| {
+            let max_s = format!("s{k}").max(format!("s{}", k + SPILL_KEYS));
+            vec![k.to_string(), "2".to_string(), max_s]
+        })
+        .collect();
+    assert!(rows == expected, "{} groups, first {:?}", rows.len(), rows.first());
+}
