@@ -207,6 +207,23 @@ async fn a_failing_cast_in_a_filter_still_fails() {
     client.batch_execute("CREATE TABLE wide (k BIGINT); INSERT INTO wide VALUES (1), (5670903214)").await.unwrap();
     let err = client.batch_execute("SELECT * FROM wide WHERE CAST(k AS INT) IS NOT NULL").await.unwrap_err();
     assert!(err.as_db_error().is_some(), "{err:?}");
+    // A narrowing cast compared with literals stays a cast: 5670903214 does not fit an INT (ANSI
+    // fails it rather than read `k = 5`), and the DECIMAL 5.5 is 5 as an INT.
+    for query in
+        ["SELECT * FROM wide WHERE CAST(k AS INT) = 5", "SELECT * FROM wide WHERE CAST(k AS SMALLINT) IN (5, 6)"]
+    {
+        let err = client.batch_execute(query).await.unwrap_err();
+        assert_eq!(sqlstate(&err), "22003", "{query}: {err:?}");
+    }
+    client
+        .batch_execute("CREATE TABLE halves (d DECIMAL(4, 1)); INSERT INTO halves VALUES (5.5), (6.0), (4.9)")
+        .await
+        .unwrap();
+    assert_eq!(text_rows(&client, "SELECT d FROM halves WHERE CAST(d AS INT) = 5").await, vec![vec!["5.5"]]);
+    assert_eq!(
+        text_rows(&client, "SELECT d FROM halves WHERE CAST(d AS INT) IN (4, 7) ORDER BY d").await,
+        vec![vec!["4.9"]]
+    );
 }
 
 #[tokio::test]

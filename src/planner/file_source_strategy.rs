@@ -67,7 +67,11 @@ pub fn plan_scan(
     };
 
     let physical = |e: &Expr| state.create_physical_expr(e.clone(), &df_schema);
-    let predicate = conjunction(data_filters.iter().map(|e| (*e).clone())).map(|e| physical(&e)).transpose()?;
+    // Spark's reader prunes row groups with the pushed filters only. DataFusion's pruning
+    // would also unwrap a narrowing cast (`cast(d as int) = 4` read as `d = 4`) and skip row
+    // groups holding 4.9.
+    let pushable = data_filters.iter().filter(|e| source_filter(e).is_some()).map(|e| (*e).clone());
+    let predicate = conjunction(pushable).map(|e| physical(&e)).transpose()?;
     let scan_filters = ScanFilters {
         pushed: data_filters.iter().filter_map(|e| source_filter(e)).collect(),
         partition: partition_filters.iter().map(|e| physical(e)).collect::<Result<_>>()?,

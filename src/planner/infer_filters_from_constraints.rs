@@ -107,7 +107,7 @@ fn null_exactly_with(expr: &Expr, schema: &DFSchema, columns: &mut Vec<Expr>) ->
 }
 
 /// Whether every value of `from` has a value of `to`.
-fn widens(from: &DataType, to: &DataType) -> bool {
+pub(super) fn widens(from: &DataType, to: &DataType) -> bool {
     /// Decimal digits a type's values need before the point; `None` for non-integers.
     fn integer_digits(t: &DataType) -> Option<(u8, bool)> {
         Some(match t {

@@ -33,6 +33,7 @@ pub mod single_distinct_aggregate;
 pub mod statistics;
 pub mod table_provider;
 pub mod union_output_partitioning;
+pub mod unwrap_cast_in_binary_comparison;
 
 use std::sync::Arc;
 
@@ -61,6 +62,7 @@ use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
 use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates};
+use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 
 /// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL made before its
 /// type coercion.
@@ -75,8 +77,12 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
 /// cross-join elimination keeping NULL-safe joins apart and its sorts keeping their keys; then Spark's shape for EXCEPT and
 /// INTERSECT, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
-    let (single_distinct, cross_join, sort_keys) =
-        (SingleDistinctAggregate::default(), KeepNullSafeJoins::default(), KeepSortKeys::default());
+    let (single_distinct, cross_join, sort_keys, simplify) = (
+        SingleDistinctAggregate::default(),
+        KeepNullSafeJoins::default(),
+        KeepSortKeys::default(),
+        UnwrapCastInBinaryComparison::default(),
+    );
     let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Optimizer::new()
         .rules
         .into_iter()
@@ -85,6 +91,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
                 name if name == single_distinct.name() => Arc::new(SingleDistinctAggregate::default()),
                 name if name == cross_join.name() => Arc::new(KeepNullSafeJoins::default()),
                 name if name == sort_keys.name() => Arc::new(KeepSortKeys::default()),
+                name if name == simplify.name() => Arc::new(UnwrapCastInBinaryComparison::default()),
                 _ => rule,
             }
         })

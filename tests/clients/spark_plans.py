@@ -62,6 +62,10 @@ CASES = [
      "SELECT k, count(*) AS n FROM k1 WHERE k IN (5, 6, 7, 8) OR k IS NULL GROUP BY k"),
     ("R7 a cast of the bucket column does not prune", [],
      "SELECT k, count(*) AS n FROM k1 WHERE CAST(k AS DOUBLE) = 5.0 GROUP BY k"),
+    ("R7 a narrowing cast of the bucket column does not prune", [],
+     "SELECT k, count(*) AS n FROM k1 WHERE CAST(k AS INT) = 5 GROUP BY k"),
+    ("R7 a narrowing cast compared with a list does not prune", [],
+     "SELECT k, count(*) AS n FROM k1 WHERE CAST(k AS SMALLINT) IN (5, 6) GROUP BY k"),
     ("R7 an expression over the bucket column does not prune", [],
      "SELECT k, count(*) AS n FROM k1 WHERE k + 1 = 6 GROUP BY k"),
     # Joins without equi-keys when nothing may be broadcast (JoinSelection).

@@ -1,0 +1,123 @@
+//! Spark's `UnwrapCastInBinaryComparison` turns `cast(k as T) = literal` into `k = literal'`
+//! only when the cast widens (`Cast.canUpCast`), so that the comparison reaches the scan. A
+//! narrowing cast it keeps: `cast(k as int) = 5` on a BIGINT `k` fails for a `k` past INT's
+//! range (ANSI) and `cast(d as int) = 5` holds for a DECIMAL `d` of 5.5, so neither is
+//! `k = 5` — nor prunes buckets on `k`. DataFusion's expression simplifier unwraps those too,
+//! and then answers differently. Its rule runs here with each non-widening cast in a comparison
+//! with literals hidden behind [`HiddenCast`], which it cannot see through, and put back after.
+
+use datafusion::arrow::compute::CastOptions;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::DFSchema;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::expr::{Cast, InList, ScalarFunction};
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
+};
+use datafusion::optimizer::simplify_expressions::SimplifyExpressions;
+use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
+
+use super::infer_filters_from_constraints::{is_comparison, widens};
+use super::overridden_rule::{Overridden, Rewrite, Rewritten};
+
+/// DataFusion's `SimplifyExpressions`, keeping the casts Spark keeps.
+pub type UnwrapCastInBinaryComparison = Overridden<SimplifyExpressions, WideningOnly>;
+
+#[derive(Debug, Default)]
+pub struct WideningOnly;
+
+impl Rewrite for WideningOnly {
+    fn rewrite(&self, rule: &dyn OptimizerRule, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Rewritten {
+        let hidden = plan.transform_up_with_subqueries(|plan| {
+            let schema = merge_schema(&plan.inputs());
+            plan.map_expressions(|expr| expr.transform_up(|expr| hide_narrowing_casts(expr, &schema)))
+        })?;
+        let simplified = rule.rewrite(hidden.data, config)?;
+        let transformed = hidden.transformed || simplified.transformed;
+        let shown = simplified
+            .data
+            .transform_up_with_subqueries(|plan| plan.map_expressions(|expr| expr.transform_up(show_hidden_cast)))?;
+        Ok(Transformed::new_transformed(shown.data, transformed || shown.transformed))
+    }
+}
+
+/// `expr` with its non-widening cast operands hidden, if it compares them with literals; also
+/// under widening casts, which the simplifier unwraps first (`cast(cast(k as smallint) as int)`).
+fn hide_narrowing_casts(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    fn hide(operand: Box<Expr>, schema: &DFSchema) -> Result<(Box<Expr>, bool)> {
+        let Expr::Cast(Cast { expr, field }) = *operand else { return Ok((operand, false)) };
+        if expr.get_type(schema).is_ok_and(|from| widens(&from, field.data_type())) {
+            let (expr, hid) = hide(expr, schema)?;
+            return Ok((Box::new(Expr::Cast(Cast { expr, field })), hid));
+        }
+        let hidden = ScalarUDF::new_from_impl(HiddenCast::new(field.data_type().clone()));
+        Ok((Box::new(hidden.call(vec![*expr])), true))
+    }
+    // Literals as written, which may still be casts of literals here.
+    let is_literal = |e: &Expr| e.column_refs().is_empty() && !e.is_volatile();
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if is_comparison(op) && (is_literal(&left) || is_literal(&right)) =>
+        {
+            let ((left, hid_left), (right, hid_right)) = (hide(left, schema)?, hide(right, schema)?);
+            Ok(Transformed::new_transformed(Expr::BinaryExpr(BinaryExpr { left, op, right }), hid_left || hid_right))
+        }
+        Expr::InList(InList { expr, list, negated }) if list.iter().all(is_literal) => {
+            let (expr, hid) = hide(expr, schema)?;
+            Ok(Transformed::new_transformed(Expr::InList(InList { expr, list, negated }), hid))
+        }
+        other => Ok(Transformed::no(other)),
+    }
+}
+
+/// A hidden cast as the cast it is.
+fn show_hidden_cast(expr: Expr) -> Result<Transformed<Expr>> {
+    match expr {
+        Expr::ScalarFunction(ScalarFunction { func, mut args }) if args.len() == 1 => {
+            match func.inner().downcast_ref::<HiddenCast>() {
+                Some(hidden) => {
+                    Ok(Transformed::yes(Expr::Cast(Cast::new(Box::new(args.remove(0)), hidden.to.clone()))))
+                }
+                None => Ok(Transformed::no(Expr::ScalarFunction(ScalarFunction { func, args }))),
+            }
+        }
+        other => Ok(Transformed::no(other)),
+    }
+}
+
+/// `CAST(x AS to)` as a function, which the simplifier leaves whole. It casts as CAST does, should
+/// it ever run.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct HiddenCast {
+    to: DataType,
+    signature: Signature,
+}
+
+impl HiddenCast {
+    fn new(to: DataType) -> Self {
+        HiddenCast { to, signature: Signature::any(1, Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for HiddenCast {
+    fn name(&self) -> &str {
+        "cast"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(self.to.clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [value] = <[ColumnarValue; 1]>::try_from(args.args)
+            .map_err(|_| DataFusionError::Plan("cast takes one argument".to_string()))?;
+        value.cast_to(&self.to, Some(&CastOptions { safe: false, ..Default::default() }))
+    }
+}
