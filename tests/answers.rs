@@ -401,6 +401,34 @@ async fn a_reused_exchange_returns_the_rows_of_both_uses() {
     }
 }
 
+/// One small table broadcast to two joins is gathered once (`ReusedExchange` of the
+/// `BroadcastExchange`: its scan runs once) and both joins get its rows.
+#[tokio::test]
+async fn a_broadcast_read_by_two_joins_is_gathered_once() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    client.batch_execute("SET spark.sql.adaptive.enabled = false").await.unwrap();
+    let sql = "WITH s AS (SELECT k, v FROM facts WHERE v < 20) \
+               SELECT 1, count(*), sum(a.v * s.v) FROM facts a JOIN s ON a.k = s.k \
+               UNION ALL SELECT 2, count(*), sum(a.v + s.v) FROM facts a JOIN s ON a.k = s.k AND a.v > 100";
+    let small: Vec<(i64, i64)> = fact_rows().filter(|(_, v)| *v < 20).filter_map(|(k, v)| Some((k?, v))).collect();
+    let pairs: Vec<(i64, i64)> = fact_rows()
+        .filter_map(|(k, v)| Some((k?, v)))
+        .flat_map(|(k, v)| small.iter().filter(move |(sk, _)| *sk == k).map(move |(_, sv)| (v, *sv)))
+        .collect();
+    let later: Vec<&(i64, i64)> = pairs.iter().filter(|(v, _)| *v > 100).collect();
+    let expected = vec![
+        vec!["1".to_string(), pairs.len().to_string(), pairs.iter().map(|(v, sv)| v * sv).sum::<i64>().to_string()],
+        vec!["2".to_string(), later.len().to_string(), later.iter().map(|(v, sv)| v + sv).sum::<i64>().to_string()],
+    ];
+    assert_eq!(sorted(text_rows(&client, sql).await), expected);
+    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {sql}")).await.concat().join("\n");
+    assert!(analyzed.contains("ReusedExchange"), "{analyzed}");
+    let scans = analyzed.lines().filter(|l| l.trim_start().starts_with("FileSourceScanExec:")).count();
+    assert_eq!(scans, 3, "two probe sides and one broadcast side scanned:\n{analyzed}");
+}
+
 /// `count(DISTINCT k)` beside `count`, `sum`, `min` and `max` runs in two levels (by `k`, then
 /// without it) with the answers of one: counts 0 and the rest NULL over no rows.
 #[tokio::test]

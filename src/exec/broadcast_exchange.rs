@@ -1,17 +1,29 @@
 //! Spark's `BroadcastExchangeExec`: the build side of a broadcast join, collected once into a
 //! single partition that every probe partition shares (DataFusion's `HashJoinExec` in
 //! `CollectLeft` mode builds its hash table from it once and hands it to all probe tasks).
+//! Read by more than one join (a `ReusedExchange`), it gathers its rows once, under a memory
+//! reservation, and hands each reader the same batches; Spark shares the built relation too,
+//! where each of our joins builds its own hash table from them.
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::metrics::MetricsSet;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, common};
+use futures::StreamExt;
+use tokio::sync::OnceCell;
+
+/// The rows gathered for several readers, and the memory they hold.
+type Gathered = std::result::Result<(Arc<Vec<RecordBatch>>, Arc<MemoryReservation>), Arc<DataFusionError>>;
 
 #[derive(Debug)]
 pub struct BroadcastExchangeExec {
@@ -20,15 +32,30 @@ pub struct BroadcastExchangeExec {
     /// Built for a null-aware anti join, which Spark's broadcast mode records.
     null_aware: bool,
     gather: Arc<CoalescePartitionsExec>,
+    /// Joins that read this exchange.
+    readers: AtomicUsize,
+    /// The gathered rows, once a first reader asked, when there are several readers.
+    shared: Arc<OnceCell<Gathered>>,
 }
 
 impl BroadcastExchangeExec {
     pub fn new(input: Arc<dyn ExecutionPlan>, keys: Vec<Arc<dyn PhysicalExpr>>) -> Self {
-        BroadcastExchangeExec { keys, null_aware: false, gather: Arc::new(CoalescePartitionsExec::new(input)) }
+        BroadcastExchangeExec {
+            keys,
+            null_aware: false,
+            gather: Arc::new(CoalescePartitionsExec::new(input)),
+            readers: AtomicUsize::new(1),
+            shared: Arc::new(OnceCell::new()),
+        }
     }
 
     pub fn null_aware(self, null_aware: bool) -> Self {
         BroadcastExchangeExec { null_aware, ..self }
+    }
+
+    /// Counts one more join reading this exchange, before it runs.
+    pub fn add_reader(&self) {
+        self.readers.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn is_null_aware(&self) -> bool {
@@ -81,7 +108,33 @@ impl ExecutionPlan for BroadcastExchangeExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        self.gather.execute(partition, context)
+        if self.readers.load(Ordering::Relaxed) < 2 {
+            return self.gather.execute(partition, context);
+        }
+        let (gather, shared) = (Arc::clone(&self.gather), Arc::clone(&self.shared));
+        let batches = async move {
+            let gathered = shared
+                .get_or_init(|| async move {
+                    let gathered: Result<_> = async move {
+                        let reservation = MemoryConsumer::new("BroadcastExchange").register(context.memory_pool());
+                        let batches = common::collect(gather.execute(partition, context)?).await?;
+                        reservation.try_grow(batches.iter().map(RecordBatch::get_array_memory_size).sum())?;
+                        Ok((Arc::new(batches), Arc::new(reservation)))
+                    }
+                    .await;
+                    gathered.map_err(Arc::new)
+                })
+                .await
+                .clone()
+                .map_err(|e| DataFusionError::Shared(e))?;
+            let batches: Vec<Result<RecordBatch>> = gathered.0.iter().cloned().map(Ok).collect();
+            Ok::<_, DataFusionError>(futures::stream::iter(batches))
+        };
+        let stream = futures::stream::once(batches).map(|batches| match batches {
+            Ok(batches) => batches.left_stream(),
+            Err(e) => futures::stream::iter([Err(e)]).right_stream(),
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream.flatten())))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

@@ -28,6 +28,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Exe
 use super::broadcast_exchange::BroadcastExchangeExec;
 use super::null_aware_anti_join::NullAwareAntiJoinExec;
 use super::query_stage::BroadcastQueryStageExec;
+use super::reused_exchange::ReusedExchangeExec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinStrategy {
@@ -162,7 +163,10 @@ fn build(
         )
     };
     let requires_broadcast = |child: &Arc<dyn ExecutionPlan>| -> Result<()> {
-        if child.is::<BroadcastExchangeExec>() || child.is::<BroadcastQueryStageExec>() {
+        let reused_broadcast = child
+            .downcast_ref::<ReusedExchangeExec>()
+            .is_some_and(|reused| reused.exchange().downcast_ref::<BroadcastExchangeExec>().is_some());
+        if child.is::<BroadcastExchangeExec>() || child.is::<BroadcastQueryStageExec>() || reused_broadcast {
             Ok(())
         } else {
             Err(DataFusionError::Internal("the build side of a broadcast join must be a broadcast exchange".into()))

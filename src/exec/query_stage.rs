@@ -69,7 +69,9 @@ impl ShuffleQueryStageExec {
     /// Stage `id` reading another stage's exchange (Spark's stage over a `ReusedExchange`),
     /// once that exchange's map side has run.
     pub async fn reuse(id: usize, reused: Arc<ReusedExchangeExec>, context: Arc<TaskContext>) -> Result<Self> {
-        let exchange = Arc::clone(reused.exchange());
+        let exchange = Arc::clone(
+            reused.shuffle().ok_or_else(|| DataFusionError::Internal("a shuffle stage reads a shuffle".into()))?,
+        );
         let statistics = exchange.materialize(context).await?;
         Ok(ShuffleQueryStageExec { id, exchange, child: reused, statistics })
     }

@@ -1,6 +1,7 @@
 //! Spark's `ReusedExchangeExec`: a second place in the plan that reads an exchange computed
 //! elsewhere in it, instead of computing the same rows and moving them again. A leaf, as in
-//! Spark; the exchange it reads counts it as one more reader of each partition.
+//! Spark; the exchange it reads counts it as one more reader of each partition. A shuffle or
+//! a broadcast exchange, as in Spark.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,22 +12,45 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 
+use super::broadcast_exchange::BroadcastExchangeExec;
 use super::shuffle_exchange::{ShuffleExchangeExec, ShuffleReadSpec};
+
+/// The exchange a `ReusedExchange` reads.
+#[derive(Debug, Clone)]
+pub enum Reused {
+    Shuffle(Arc<ShuffleExchangeExec>),
+    Broadcast(Arc<BroadcastExchangeExec>),
+}
 
 #[derive(Debug)]
 pub struct ReusedExchangeExec {
-    exchange: Arc<ShuffleExchangeExec>,
+    reused: Reused,
 }
 
 impl ReusedExchangeExec {
-    /// Reads `exchange`, which has not run yet, as one more reader.
-    pub fn try_new(exchange: Arc<ShuffleExchangeExec>) -> Result<Self> {
-        exchange.add_reader()?;
-        Ok(ReusedExchangeExec { exchange })
+    /// Reads `reused`, which has not run yet, as one more reader.
+    pub fn try_new(reused: Reused) -> Result<Self> {
+        match &reused {
+            Reused::Shuffle(exchange) => exchange.add_reader()?,
+            Reused::Broadcast(exchange) => exchange.add_reader(),
+        }
+        Ok(ReusedExchangeExec { reused })
     }
 
-    pub fn exchange(&self) -> &Arc<ShuffleExchangeExec> {
-        &self.exchange
+    /// The shuffle exchange read, if a shuffle is.
+    pub fn shuffle(&self) -> Option<&Arc<ShuffleExchangeExec>> {
+        match &self.reused {
+            Reused::Shuffle(exchange) => Some(exchange),
+            Reused::Broadcast(_) => None,
+        }
+    }
+
+    /// The exchange read, as the plan node it is.
+    pub fn exchange(&self) -> &dyn ExecutionPlan {
+        match &self.reused {
+            Reused::Shuffle(exchange) => exchange.as_ref(),
+            Reused::Broadcast(exchange) => exchange.as_ref(),
+        }
     }
 }
 
@@ -42,7 +66,7 @@ impl ExecutionPlan for ReusedExchangeExec {
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
-        self.exchange.properties()
+        self.exchange().properties()
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
@@ -61,6 +85,9 @@ impl ExecutionPlan for ReusedExchangeExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        self.exchange.read(ShuffleReadSpec::Partitions(partition..partition + 1), context)
+        match &self.reused {
+            Reused::Shuffle(exchange) => exchange.read(ShuffleReadSpec::Partitions(partition..partition + 1), context),
+            Reused::Broadcast(exchange) => exchange.execute(partition, context),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Spark's `ReuseExchangeAndSubquery` (`spark.sql.exchange.reuse`, on by default): an exchange
-//! whose plan is the same as one met before it (bottom-up, left first) becomes a
-//! `ReusedExchange` that reads the first one's output, so a CTE used twice or a self-join of one
-//! aggregate computes and moves its rows once.
+//! (shuffle or broadcast) whose plan is the same as one met before it (bottom-up, left first)
+//! becomes a `ReusedExchange` that reads the first one's output, so a CTE used twice, a self-join
+//! of one aggregate or one table broadcast to two joins computes and moves its rows once.
 //!
 //! Two exchanges are the same when they and every operator below them print alike in full
 //! (DataFusion's verbose display: expressions, the files, columns, filters and buckets a scan
@@ -19,20 +19,26 @@ use datafusion::error::Result;
 use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::physical_plan::{ExecutionPlan, displayable};
 
+use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::query_stage::downcast_plan;
-use crate::exec::reused_exchange::ReusedExchangeExec;
+use crate::exec::reused_exchange::{Reused, ReusedExchangeExec};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 
 pub fn reuse_exchanges(plan: Arc<dyn ExecutionPlan>, enabled: bool) -> Result<Arc<dyn ExecutionPlan>> {
     if !enabled {
         return Ok(plan);
     }
-    let mut seen: HashMap<String, Arc<ShuffleExchangeExec>> = HashMap::new();
+    let mut seen: HashMap<String, Reused> = HashMap::new();
     plan.transform_up(|node| {
-        let Some(exchange) = downcast_plan::<ShuffleExchangeExec>(&node) else { return Ok(Transformed::no(node)) };
+        let exchange =
+            match (downcast_plan::<ShuffleExchangeExec>(&node), downcast_plan::<BroadcastExchangeExec>(&node)) {
+                (Some(shuffle), _) => Reused::Shuffle(shuffle),
+                (_, Some(broadcast)) => Reused::Broadcast(broadcast),
+                _ => return Ok(Transformed::no(node)),
+            };
         let Some(canonical) = reuse_key(&node)? else { return Ok(Transformed::no(node)) };
         match seen.get(&canonical) {
-            Some(first) => Ok(Transformed::yes(Arc::new(ReusedExchangeExec::try_new(Arc::clone(first))?) as _)),
+            Some(first) => Ok(Transformed::yes(Arc::new(ReusedExchangeExec::try_new(first.clone())?) as _)),
             None => {
                 seen.insert(canonical, exchange);
                 Ok(Transformed::no(node))

@@ -36,7 +36,7 @@ use super::optimize_skewed_join::optimize_skewed_join;
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec, downcast_plan};
-use crate::exec::reused_exchange::ReusedExchangeExec;
+use crate::exec::reused_exchange::{Reused, ReusedExchangeExec};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::hints::QueryHints;
 use crate::planner::reuse_exchange::reuse_key;
@@ -319,7 +319,7 @@ fn reused_in_round(ready: &[Arc<dyn ExecutionPlan>], enabled: bool) -> Result<Ve
         };
         reused.push(match (shuffle, key) {
             (Some(shuffle), Some(key)) => match first.get(&key) {
-                Some(original) => Some(Arc::new(ReusedExchangeExec::try_new(Arc::clone(original))?)),
+                Some(original) => Some(Arc::new(ReusedExchangeExec::try_new(Reused::Shuffle(Arc::clone(original)))?)),
                 None => {
                     first.insert(key, shuffle);
                     None

@@ -197,8 +197,8 @@ impl Converter {
                 return self.partial_inputs.get(&address(partial)).cloned();
             }
             // A reused exchange's partial aggregate is the one below the exchange it reads.
-            if let Some(reused) = plan.downcast_ref::<ReusedExchangeExec>() {
-                plan = reused.exchange().input();
+            if let Some(child) = plan.downcast_ref::<ReusedExchangeExec>().and_then(|r| r.exchange().children().pop()) {
+                plan = child;
                 continue;
             }
             match plan.children().as_slice() {

@@ -50,7 +50,7 @@ impl Converter {
             .collect();
         let details = vec![field("Output", &output)];
         let mut node = Node::new("ReusedExchange", "ReusedExchange", output, Vec::new()).details(details);
-        node.reuses = Some(address(reused.exchange().as_ref()));
+        node.reuses = Some(address(reused.exchange()));
         node
     }
 
@@ -100,6 +100,8 @@ impl Converter {
             format!("HashedRelationBroadcastMode(List({keys}),{})", broadcast.is_null_aware())
         };
         let arguments = format!("{mode}, [plan_id={}]", self.plan_id());
-        unary("BroadcastExchange", arguments, child, Codegen::No).role(Role::Broadcast)
+        let mut node = unary("BroadcastExchange", arguments, child, Codegen::No).role(Role::Broadcast);
+        node.exchange = Some(address(broadcast));
+        node
     }
 }

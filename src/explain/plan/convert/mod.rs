@@ -210,8 +210,8 @@ fn transparent(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>>
 }
 
 /// An operator's identity while it is being converted.
-fn address<T>(value: &T) -> usize {
-    value as *const T as usize
+fn address<T: ?Sized>(value: &T) -> usize {
+    value as *const T as *const () as usize
 }
 
 fn below_plumbing(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {
