@@ -126,7 +126,7 @@ impl ExecutionPlan for BroadcastExchangeExec {
                 })
                 .await
                 .clone()
-                .map_err(|e| DataFusionError::Shared(e))?;
+                .map_err(DataFusionError::Shared)?;
             let batches: Vec<Result<RecordBatch>> = gathered.0.iter().cloned().map(Ok).collect();
             Ok::<_, DataFusionError>(futures::stream::iter(batches))
         };
