@@ -8,7 +8,8 @@
 //! whose type changed back to the type Spark gives it. DataFusion's rewrite takes only `sum`,
 //! `min` and `max` beside the distinct aggregate; with a `count` among them
 //! (`count(DISTINCT b), count(*)`) we build the two levels ourselves (`with_counts`): the inner
-//! counts summed in the outer aggregate, 0 where no row came (no keys, no rows).
+//! counts merged in the outer aggregate, as Spark's `merge_count` merges them: summed, and 0
+//! where no row came (no keys, no rows).
 //!
 //! Spark keeps the inner level in two aggregates (partial, then merge) even where its input
 //! is already distributed by the keys and the distinct argument (a table bucketed by them), so
@@ -16,12 +17,19 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::{ArrayRef, AsArray};
+use datafusion::arrow::compute::sum;
+use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
-use datafusion::functions::core::expr_fn::coalesce;
 use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::expr::AggregateFunction;
-use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, LogicalPlan, Projection, cast, col, lit};
+use datafusion::logical_expr::function::AccumulatorArgs;
+use datafusion::logical_expr::{
+    Accumulator, Aggregate, AggregateUDF, AggregateUDFImpl, Expr, ExprSchemable, LogicalPlan, Projection, Signature,
+    Volatility, cast, col,
+};
 use datafusion::optimizer::single_distinct_to_groupby::SingleDistinctToGroupBy;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
@@ -145,8 +153,8 @@ fn with_counts(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
     let mut inner_group: Vec<Expr> =
         aggregate.group_expr.iter().enumerate().map(|(i, e)| e.clone().alias(format!("group_alias_{i}"))).collect();
     inner_group.push(argument.clone().alias(SINGLE_DISTINCT_ALIAS));
-    let (mut inner_aggr, mut outer_aggr, mut counts) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, f) in functions.iter().enumerate() {
+    let (mut inner_aggr, mut outer_aggr) = (Vec::new(), Vec::new());
+    for f in &functions {
         let (merge, input) = if f.params.distinct {
             (Arc::clone(&f.func), SINGLE_DISTINCT_ALIAS.to_string())
         } else {
@@ -154,8 +162,10 @@ fn with_counts(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
             let plain =
                 AggregateFunction::new_udf(Arc::clone(&f.func), f.params.args.clone(), false, None, vec![], None);
             inner_aggr.push(Expr::AggregateFunction(plain).alias(&name));
-            if is_count(f) {
-                counts.push(i);
+            if is_count(f) && keys == 0 {
+                (Arc::new(AggregateUDF::new_from_impl(MergeCount::default())), name)
+            } else if is_count(f) {
+                // Every group of keys has rows, so summing merges (and sums by group fast).
                 (sum_udaf(), name)
             } else {
                 (Arc::clone(&f.func), name)
@@ -179,17 +189,68 @@ fn with_counts(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
         .schema
         .iter()
         .zip(results)
-        .enumerate()
-        .map(|(i, ((qualifier, field), result))| {
-            let value = Expr::Column(result);
-            // With no keys, no row gives no inner group: the counts are 0, not NULL.
-            let value = if keys == 0 && i >= keys && counts.contains(&(i - keys)) {
-                coalesce(vec![value, lit(0i64)])
-            } else {
-                value
-            };
-            value.alias_qualified(qualifier.cloned(), field.name())
-        })
+        .map(|((qualifier, field), result)| Expr::Column(result).alias_qualified(qualifier.cloned(), field.name()))
         .collect();
     Ok(Some(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(outer))?)))
+}
+
+/// Spark's `merge_count` with no keys: the sum of the partial counts, 0 over none (no rows give
+/// the inner level no group, and the count is 0, not NULL).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct MergeCount {
+    signature: Signature,
+}
+
+impl Default for MergeCount {
+    fn default() -> Self {
+        MergeCount { signature: Signature::exact(vec![DataType::Int64], Volatility::Immutable) }
+    }
+}
+
+impl AggregateUDFImpl for MergeCount {
+    fn name(&self) -> &str {
+        "merge_count"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn is_nullable(&self) -> bool {
+        false
+    }
+
+    fn accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        Ok(Box::new(CountsMerged(0)))
+    }
+}
+
+#[derive(Debug)]
+struct CountsMerged(i64);
+
+impl Accumulator for CountsMerged {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.0 += values.iter().filter_map(|counts| sum(counts.as_primitive::<Int64Type>())).sum::<i64>();
+        Ok(())
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        self.update_batch(states)
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![ScalarValue::Int64(Some(self.0))])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        Ok(ScalarValue::Int64(Some(self.0)))
+    }
+
+    fn size(&self) -> usize {
+        size_of_val(self)
+    }
 }

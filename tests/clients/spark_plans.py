@@ -103,6 +103,8 @@ CASES = [
      "SELECT j, count(DISTINCT k) AS dk, sum(k) AS sk FROM k1 GROUP BY j"),
     ("R4 count distinct with another aggregate, grouped by a plain table's column", [],
      "SELECT b, count(DISTINCT a) AS da, max(z) AS mz FROM flat GROUP BY b"),
+    ("R4 count distinct with a count, ungrouped", [],
+     "SELECT count(DISTINCT j) AS dj, count(*) AS n FROM k1"),
     ("R4 ROLLUP on the bucket column", [], "SELECT k, sum(j) AS s FROM k1 GROUP BY ROLLUP(k)"),
     # Global ORDER BY without LIMIT: range partitioning, then a sort per partition.
     ("R5 ORDER BY on a bucketed table", [], "SELECT k, j FROM k1 ORDER BY j, k"),
