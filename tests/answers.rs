@@ -402,13 +402,13 @@ async fn a_reused_exchange_returns_the_rows_of_both_uses() {
 }
 
 /// One small table broadcast to two joins is gathered once (`ReusedExchange` of the
-/// `BroadcastExchange`: its scan runs once) and both joins get its rows.
+/// `BroadcastExchange`, in the plan or as a second broadcast stage: its scan runs once) and
+/// both joins get its rows.
 #[tokio::test]
 async fn a_broadcast_read_by_two_joins_is_gathered_once() {
     let server = TestServer::start();
     let client = server.connect().await;
     facts(&client).await;
-    client.batch_execute("SET spark.sql.adaptive.enabled = false").await.unwrap();
     let sql = "WITH s AS (SELECT k, v FROM facts WHERE v < 20) \
                SELECT 1, count(*), sum(a.v * s.v) FROM facts a JOIN s ON a.k = s.k \
                UNION ALL SELECT 2, count(*), sum(a.v + s.v) FROM facts a JOIN s ON a.k = s.k AND a.v > 100";
@@ -422,11 +422,14 @@ async fn a_broadcast_read_by_two_joins_is_gathered_once() {
         vec!["1".to_string(), pairs.len().to_string(), pairs.iter().map(|(v, sv)| v * sv).sum::<i64>().to_string()],
         vec!["2".to_string(), later.len().to_string(), later.iter().map(|(v, sv)| v + sv).sum::<i64>().to_string()],
     ];
-    assert_eq!(sorted(text_rows(&client, sql).await), expected);
-    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {sql}")).await.concat().join("\n");
-    assert!(analyzed.contains("ReusedExchange"), "{analyzed}");
-    let scans = analyzed.lines().filter(|l| l.trim_start().starts_with("FileSourceScanExec:")).count();
-    assert_eq!(scans, 3, "two probe sides and one broadcast side scanned:\n{analyzed}");
+    for adaptive in [false, true] {
+        client.batch_execute(&format!("SET spark.sql.adaptive.enabled = {adaptive}")).await.unwrap();
+        assert_eq!(sorted(text_rows(&client, sql).await), expected, "adaptive {adaptive}");
+        let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {sql}")).await.concat().join("\n");
+        assert!(analyzed.contains("ReusedExchange"), "adaptive {adaptive}:\n{analyzed}");
+        let scans = analyzed.lines().filter(|l| l.trim_start().starts_with("FileSourceScanExec:")).count();
+        assert_eq!(scans, 3, "adaptive {adaptive}: two probe sides and one broadcast side scanned:\n{analyzed}");
+    }
 }
 
 /// `count(DISTINCT k)` beside `count`, `sum`, `min` and `max` runs in two levels (by `k`, then

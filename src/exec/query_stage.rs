@@ -160,9 +160,13 @@ impl fmt::Debug for BroadcastQueryStageExec {
 }
 
 impl BroadcastQueryStageExec {
-    /// Gathers the rows of `exchange` (a [`BroadcastExchangeExec`]) and wraps them as stage `id`.
+    /// Gathers the rows of `exchange` (a [`BroadcastExchangeExec`], or a `ReusedExchange` of one)
+    /// and wraps them as stage `id`.
     pub async fn materialize(id: usize, exchange: Arc<dyn ExecutionPlan>, context: Arc<TaskContext>) -> Result<Self> {
-        if !exchange.is::<BroadcastExchangeExec>() {
+        let reads_broadcast = |plan: &dyn ExecutionPlan| plan.downcast_ref::<BroadcastExchangeExec>().is_some();
+        let reused_broadcast =
+            exchange.downcast_ref::<ReusedExchangeExec>().is_some_and(|reused| reads_broadcast(reused.exchange()));
+        if !reads_broadcast(exchange.as_ref()) && !reused_broadcast {
             return Err(DataFusionError::Internal(format!(
                 "a broadcast stage needs a broadcast exchange, not {}",
                 exchange.name()

@@ -13,6 +13,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 
 use super::broadcast_exchange::BroadcastExchangeExec;
+use super::query_stage::downcast_plan;
 use super::shuffle_exchange::{ShuffleExchangeExec, ShuffleReadSpec};
 
 /// The exchange a `ReusedExchange` reads.
@@ -20,6 +21,15 @@ use super::shuffle_exchange::{ShuffleExchangeExec, ShuffleReadSpec};
 pub enum Reused {
     Shuffle(Arc<ShuffleExchangeExec>),
     Broadcast(Arc<BroadcastExchangeExec>),
+}
+
+impl Reused {
+    /// `plan` as an exchange that can be reused, if it is one.
+    pub fn of(plan: &Arc<dyn ExecutionPlan>) -> Option<Reused> {
+        downcast_plan::<ShuffleExchangeExec>(plan)
+            .map(Reused::Shuffle)
+            .or_else(|| downcast_plan::<BroadcastExchangeExec>(plan).map(Reused::Broadcast))
+    }
 }
 
 #[derive(Debug)]

@@ -19,10 +19,7 @@ use datafusion::error::Result;
 use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::physical_plan::{ExecutionPlan, displayable};
 
-use crate::exec::broadcast_exchange::BroadcastExchangeExec;
-use crate::exec::query_stage::downcast_plan;
 use crate::exec::reused_exchange::{Reused, ReusedExchangeExec};
-use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 
 pub fn reuse_exchanges(plan: Arc<dyn ExecutionPlan>, enabled: bool) -> Result<Arc<dyn ExecutionPlan>> {
     if !enabled {
@@ -30,12 +27,7 @@ pub fn reuse_exchanges(plan: Arc<dyn ExecutionPlan>, enabled: bool) -> Result<Ar
     }
     let mut seen: HashMap<String, Reused> = HashMap::new();
     plan.transform_up(|node| {
-        let exchange =
-            match (downcast_plan::<ShuffleExchangeExec>(&node), downcast_plan::<BroadcastExchangeExec>(&node)) {
-                (Some(shuffle), _) => Reused::Shuffle(shuffle),
-                (_, Some(broadcast)) => Reused::Broadcast(broadcast),
-                _ => return Ok(Transformed::no(node)),
-            };
+        let Some(exchange) = Reused::of(&node) else { return Ok(Transformed::no(node)) };
         let Some(canonical) = reuse_key(&node)? else { return Ok(Transformed::no(node)) };
         match seen.get(&canonical) {
             Some(first) => Ok(Transformed::yes(Arc::new(ReusedExchangeExec::try_new(first.clone())?) as _)),

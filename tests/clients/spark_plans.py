@@ -119,6 +119,9 @@ CASES = [
     ("R6 a broadcast used twice", [("spark.sql.autoBroadcastJoinThreshold", "10485760")],
      "WITH s AS (SELECT a, z FROM flat WHERE z < 50) "
      "SELECT k1.j, s.z FROM k1 JOIN s ON k1.k = s.a UNION ALL SELECT k4.p, s.z FROM k4 JOIN s ON k4.k = s.a"),
+    ("R6 a broadcast used twice, adaptive", [ADAPTIVE, ("spark.sql.autoBroadcastJoinThreshold", "10485760")],
+     "WITH s AS (SELECT a, z FROM flat WHERE z < 50) "
+     "SELECT k1.j, s.z FROM k1 JOIN s ON k1.k = s.a UNION ALL SELECT k4.p, s.z FROM k4 JOIN s ON k4.k = s.a"),
     ("R6 a CTE used twice in a union", [],
      "WITH c AS (SELECT a, sum(z) AS s FROM flat GROUP BY a) "
      "SELECT a, s FROM c WHERE s > 1000 UNION ALL SELECT a, s FROM c WHERE s < 500"),

@@ -272,10 +272,20 @@ impl StagePlanner {
         let id = self.next_stage_id;
         self.next_stage_id += 1;
         let context = Arc::clone(&self.context);
-        if let Some(reused) = reused {
-            return Ok(Box::pin(async move {
-                Ok(Arc::new(ShuffleQueryStageExec::reuse(id, reused, context).await?) as Arc<dyn ExecutionPlan>)
-            }));
+        match reused {
+            Some(reused) if reused.shuffle().is_some() => {
+                return Ok(Box::pin(async move {
+                    Ok(Arc::new(ShuffleQueryStageExec::reuse(id, reused, context).await?) as Arc<dyn ExecutionPlan>)
+                }));
+            }
+            // A broadcast stage gathers what the reused exchange gathered once.
+            Some(reused) => {
+                return Ok(Box::pin(async move {
+                    let stage = BroadcastQueryStageExec::materialize(id, reused, context).await?;
+                    Ok(Arc::new(stage) as Arc<dyn ExecutionPlan>)
+                }));
+            }
+            None => {}
         }
         if let Some(shuffle) = downcast_plan::<ShuffleExchangeExec>(exchange) {
             return Ok(Box::pin(async move {
@@ -309,19 +319,19 @@ fn reused_in_round(ready: &[Arc<dyn ExecutionPlan>], enabled: bool) -> Result<Ve
     if !enabled {
         return Ok(vec![None; ready.len()]);
     }
-    let mut first: HashMap<String, Arc<ShuffleExchangeExec>> = HashMap::new();
+    let mut first: HashMap<String, Reused> = HashMap::new();
     let mut reused = Vec::with_capacity(ready.len());
     for exchange in ready {
-        let shuffle = downcast_plan::<ShuffleExchangeExec>(exchange);
-        let key = match &shuffle {
+        let candidate = Reused::of(exchange);
+        let key = match &candidate {
             Some(_) => reuse_key(exchange)?,
             None => None,
         };
-        reused.push(match (shuffle, key) {
-            (Some(shuffle), Some(key)) => match first.get(&key) {
-                Some(original) => Some(Arc::new(ReusedExchangeExec::try_new(Reused::Shuffle(Arc::clone(original)))?)),
+        reused.push(match (candidate, key) {
+            (Some(candidate), Some(key)) => match first.get(&key) {
+                Some(original) => Some(Arc::new(ReusedExchangeExec::try_new(original.clone())?)),
                 None => {
-                    first.insert(key, shuffle);
+                    first.insert(key, candidate);
                     None
                 }
             },
