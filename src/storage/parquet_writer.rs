@@ -12,6 +12,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::kernels::partition::partition;
 use datafusion::arrow::datatypes::{Int32Type, SchemaRef};
+use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::AsyncArrowWriter;
 use datafusion::parquet::basic::Compression;
@@ -66,9 +67,26 @@ impl WriteLayout {
     }
 }
 
-/// Snappy is what Spark writes by default, and what its file names announce.
-pub fn writer_properties() -> WriterProperties {
-    WriterProperties::builder().set_compression(Compression::SNAPPY).build()
+/// Spark's row group size (`parquet.block.size`).
+const ROW_GROUP_BYTES: usize = 128 << 20;
+
+/// Snappy is what Spark writes by default, and what its file names announce. A row group
+/// closes at `row_group_bytes` encoded (or Parquet's million rows).
+fn writer_properties(row_group_bytes: usize) -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_bytes(Some(row_group_bytes))
+        .build()
+}
+
+/// A writer holds its open row group in memory, outside the memory pool, until the group
+/// closes. As parquet-mr's `MemoryManager` shrinks row groups so that all open writers fit its
+/// pool, the writers of one write keep together to an eighth of the memory limit.
+fn row_group_bytes(limit: MemoryLimit, writers: usize) -> usize {
+    match limit {
+        MemoryLimit::Finite(limit) => (limit / 8 / writers.max(1)).clamp(1 << 20, ROW_GROUP_BYTES),
+        _ => ROW_GROUP_BYTES,
+    }
 }
 
 /// Runs `plan` and writes each output partition's rows under `staging_dir`.
@@ -82,6 +100,7 @@ pub async fn write_partitions(
     tokio::fs::create_dir_all(staging_dir).await?;
     let layout = Arc::new(layout);
     let partitions = plan.properties().output_partitioning().partition_count();
+    let row_group_bytes = row_group_bytes(task_ctx.memory_pool().memory_limit(), partitions);
     let mut tasks = tokio::task::JoinSet::new();
     for task in 0..partitions {
         let plan = Arc::clone(&plan);
@@ -91,6 +110,7 @@ pub async fn write_partitions(
             staging_dir: staging_dir.to_path_buf(),
             write_id,
             task,
+            row_group_bytes,
             open: None,
             done: Vec::new(),
         };
@@ -129,6 +149,7 @@ struct SplittingWriter {
     staging_dir: PathBuf,
     write_id: Uuid,
     task: usize,
+    row_group_bytes: usize,
     open: Option<OpenFile>,
     done: Vec<StagedFile>,
 }
@@ -198,7 +219,11 @@ impl SplittingWriter {
             tokio::fs::create_dir_all(parent).await?;
         }
         let file = File::create(&staged).await?;
-        let writer = AsyncArrowWriter::try_new(file, Arc::clone(&self.layout.file_schema), Some(writer_properties()))?;
+        let writer = AsyncArrowWriter::try_new(
+            file,
+            Arc::clone(&self.layout.file_schema),
+            Some(writer_properties(self.row_group_bytes)),
+        )?;
         Ok(OpenFile {
             file: StagedFile { relative, partition: partition.clone(), bucket, staged, rows: 0, bytes: 0 },
             partition,
