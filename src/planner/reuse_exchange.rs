@@ -40,10 +40,19 @@ pub fn reuse_exchanges(plan: Arc<dyn ExecutionPlan>, enabled: bool) -> Result<Ar
     .map(|t| t.data)
 }
 
-/// What two exchanges must share to be one (their plans printed in full), or `None` for an
-/// exchange over a volatile function, which is never reused.
+/// What two exchanges must share to be one (their plans printed in full, and every operator's
+/// output columns, which some leaves do not print), or `None` for an exchange over a volatile
+/// function, which is never reused.
 pub fn reuse_key(exchange: &Arc<dyn ExecutionPlan>) -> Result<Option<String>> {
-    Ok((!volatile(exchange)?).then(|| displayable(exchange.as_ref()).indent(true).to_string()))
+    if volatile(exchange)? {
+        return Ok(None);
+    }
+    let mut key = displayable(exchange.as_ref()).indent(true).to_string();
+    exchange.apply(|node| {
+        key.push_str(&format!("{:?}\n", node.schema().fields()));
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(Some(key))
 }
 
 fn volatile(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
