@@ -25,7 +25,6 @@ use datafusion::physical_plan::joins::{
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 
-use super::broadcast_exchange::BroadcastExchangeExec;
 use super::null_aware_anti_join::NullAwareAntiJoinExec;
 use super::query_stage::BroadcastQueryStageExec;
 use super::reused_exchange::ReusedExchangeExec;
@@ -117,7 +116,7 @@ pub struct SparkJoinExec {
 
 impl SparkJoinExec {
     /// `left` and `right` as Spark sees them; for a broadcast join the build child must
-    /// already be a [`BroadcastExchangeExec`] (or, under adaptive execution, its stage).
+    /// already be a `BroadcastExchangeExec` (or, under adaptive execution, its stage).
     pub fn try_new(spec: JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn ExecutionPlan>) -> Result<Self> {
         let inner = build(&spec, Arc::clone(&left), Arc::clone(&right))?;
         Ok(SparkJoinExec { spec, left, right, inner })
@@ -163,10 +162,7 @@ fn build(
         )
     };
     let requires_broadcast = |child: &Arc<dyn ExecutionPlan>| -> Result<()> {
-        let reused_broadcast = child
-            .downcast_ref::<ReusedExchangeExec>()
-            .is_some_and(|reused| reused.exchange().downcast_ref::<BroadcastExchangeExec>().is_some());
-        if child.is::<BroadcastExchangeExec>() || child.is::<BroadcastQueryStageExec>() || reused_broadcast {
+        if ReusedExchangeExec::gathers_broadcast(child.as_ref()) || child.is::<BroadcastQueryStageExec>() {
             Ok(())
         } else {
             Err(DataFusionError::Internal("the build side of a broadcast join must be a broadcast exchange".into()))

@@ -21,7 +21,6 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Pla
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
-use super::broadcast_exchange::BroadcastExchangeExec;
 use super::reused_exchange::ReusedExchangeExec;
 use super::shuffle_exchange::{MapOutputStatistics, ShuffleExchangeExec, ShuffleReadSpec};
 
@@ -160,13 +159,10 @@ impl fmt::Debug for BroadcastQueryStageExec {
 }
 
 impl BroadcastQueryStageExec {
-    /// Gathers the rows of `exchange` (a [`BroadcastExchangeExec`], or a `ReusedExchange` of one)
+    /// Gathers the rows of `exchange` (a `BroadcastExchange`, or a `ReusedExchange` of one)
     /// and wraps them as stage `id`.
     pub async fn materialize(id: usize, exchange: Arc<dyn ExecutionPlan>, context: Arc<TaskContext>) -> Result<Self> {
-        let reads_broadcast = |plan: &dyn ExecutionPlan| plan.downcast_ref::<BroadcastExchangeExec>().is_some();
-        let reused_broadcast =
-            exchange.downcast_ref::<ReusedExchangeExec>().is_some_and(|reused| reads_broadcast(reused.exchange()));
-        if !reads_broadcast(exchange.as_ref()) && !reused_broadcast {
+        if !ReusedExchangeExec::gathers_broadcast(exchange.as_ref()) {
             return Err(DataFusionError::Internal(format!(
                 "a broadcast stage needs a broadcast exchange, not {}",
                 exchange.name()

@@ -55,6 +55,12 @@ impl ReusedExchangeExec {
         }
     }
 
+    /// Whether `plan` gathers a broadcast: a `BroadcastExchange` or a `ReusedExchange` of one.
+    pub fn gathers_broadcast(plan: &dyn ExecutionPlan) -> bool {
+        plan.downcast_ref::<BroadcastExchangeExec>().is_some()
+            || plan.downcast_ref::<ReusedExchangeExec>().is_some_and(|r| matches!(r.reused, Reused::Broadcast(_)))
+    }
+
     /// The exchange read, as the plan node it is.
     pub fn exchange(&self) -> &dyn ExecutionPlan {
         match &self.reused {

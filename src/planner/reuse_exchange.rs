@@ -25,25 +25,38 @@ pub fn reuse_exchanges(plan: Arc<dyn ExecutionPlan>, enabled: bool) -> Result<Ar
     if !enabled {
         return Ok(plan);
     }
-    let mut seen: HashMap<String, Reused> = HashMap::new();
-    plan.transform_up(|node| {
-        let Some(exchange) = Reused::of(&node) else { return Ok(Transformed::no(node)) };
-        let Some(canonical) = reuse_key(&node)? else { return Ok(Transformed::no(node)) };
-        match seen.get(&canonical) {
-            Some(first) => Ok(Transformed::yes(Arc::new(ReusedExchangeExec::try_new(first.clone())?) as _)),
-            None => {
-                seen.insert(canonical, exchange);
-                Ok(Transformed::no(node))
-            }
-        }
+    let mut seen = ExchangesSeen::default();
+    plan.transform_up(|node| match seen.reuse(&node)? {
+        Some(reused) => Ok(Transformed::yes(Arc::new(reused) as _)),
+        None => Ok(Transformed::no(node)),
     })
     .map(|t| t.data)
+}
+
+/// The exchanges met so far, by what makes two of them one.
+#[derive(Default)]
+pub struct ExchangesSeen(HashMap<String, Reused>);
+
+impl ExchangesSeen {
+    /// A `ReusedExchange` of the exchange met before that `plan` is the same as; `None` if there
+    /// is none, and then `plan`, if an exchange that may be reused, is met.
+    pub fn reuse(&mut self, plan: &Arc<dyn ExecutionPlan>) -> Result<Option<ReusedExchangeExec>> {
+        let Some(exchange) = Reused::of(plan) else { return Ok(None) };
+        let Some(key) = reuse_key(plan)? else { return Ok(None) };
+        match self.0.get(&key) {
+            Some(first) => Ok(Some(ReusedExchangeExec::try_new(first.clone())?)),
+            None => {
+                self.0.insert(key, exchange);
+                Ok(None)
+            }
+        }
+    }
 }
 
 /// What two exchanges must share to be one (their plans printed in full, and every operator's
 /// output columns, which some leaves do not print), or `None` for an exchange over a volatile
 /// function, which is never reused.
-pub fn reuse_key(exchange: &Arc<dyn ExecutionPlan>) -> Result<Option<String>> {
+fn reuse_key(exchange: &Arc<dyn ExecutionPlan>) -> Result<Option<String>> {
     if volatile(exchange)? {
         return Ok(None);
     }

@@ -100,7 +100,7 @@ pub async fn write_partitions(
     tokio::fs::create_dir_all(staging_dir).await?;
     let layout = Arc::new(layout);
     let partitions = plan.properties().output_partitioning().partition_count();
-    let row_group_bytes = row_group_bytes(task_ctx.memory_pool().memory_limit(), partitions);
+    let properties = writer_properties(row_group_bytes(task_ctx.memory_pool().memory_limit(), partitions));
     let mut tasks = tokio::task::JoinSet::new();
     for task in 0..partitions {
         let plan = Arc::clone(&plan);
@@ -110,7 +110,7 @@ pub async fn write_partitions(
             staging_dir: staging_dir.to_path_buf(),
             write_id,
             task,
-            row_group_bytes,
+            properties: properties.clone(),
             open: None,
             done: Vec::new(),
         };
@@ -149,7 +149,7 @@ struct SplittingWriter {
     staging_dir: PathBuf,
     write_id: Uuid,
     task: usize,
-    row_group_bytes: usize,
+    properties: WriterProperties,
     open: Option<OpenFile>,
     done: Vec<StagedFile>,
 }
@@ -219,11 +219,8 @@ impl SplittingWriter {
             tokio::fs::create_dir_all(parent).await?;
         }
         let file = File::create(&staged).await?;
-        let writer = AsyncArrowWriter::try_new(
-            file,
-            Arc::clone(&self.layout.file_schema),
-            Some(writer_properties(self.row_group_bytes)),
-        )?;
+        let writer =
+            AsyncArrowWriter::try_new(file, Arc::clone(&self.layout.file_schema), Some(self.properties.clone()))?;
         Ok(OpenFile {
             file: StagedFile { relative, partition: partition.clone(), bucket, staged, rows: 0, bytes: 0 },
             partition,

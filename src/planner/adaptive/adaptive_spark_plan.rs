@@ -9,7 +9,6 @@
 //! An exchange the same as another of its round runs as a stage over a `ReusedExchange` of it,
 //! reading the other's output (Spark's stage cache).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -36,10 +35,10 @@ use super::optimize_skewed_join::optimize_skewed_join;
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec, downcast_plan};
-use crate::exec::reused_exchange::{Reused, ReusedExchangeExec};
+use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::hints::QueryHints;
-use crate::planner::reuse_exchange::reuse_key;
+use crate::planner::reuse_exchange::ExchangesSeen;
 
 /// The plan a run ended with.
 #[derive(Debug, Clone)]
@@ -319,26 +318,8 @@ fn reused_in_round(ready: &[Arc<dyn ExecutionPlan>], enabled: bool) -> Result<Ve
     if !enabled {
         return Ok(vec![None; ready.len()]);
     }
-    let mut first: HashMap<String, Reused> = HashMap::new();
-    let mut reused = Vec::with_capacity(ready.len());
-    for exchange in ready {
-        let candidate = Reused::of(exchange);
-        let key = match &candidate {
-            Some(_) => reuse_key(exchange)?,
-            None => None,
-        };
-        reused.push(match (candidate, key) {
-            (Some(candidate), Some(key)) => match first.get(&key) {
-                Some(original) => Some(Arc::new(ReusedExchangeExec::try_new(original.clone())?)),
-                None => {
-                    first.insert(key, candidate);
-                    None
-                }
-            },
-            _ => None,
-        });
-    }
-    Ok(reused)
+    let mut seen = ExchangesSeen::default();
+    ready.iter().map(|exchange| Ok(seen.reuse(exchange)?.map(Arc::new))).collect()
 }
 
 /// `plan` with each exchange of `ran` replaced by its stage.
