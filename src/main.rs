@@ -95,6 +95,9 @@ async fn run() -> anyhow::Result<()> {
             if buckets == 0 || runs == 0 || rows == 0 {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
+            if memory_limit.is_some() {
+                return_freed_memory_promptly();
+            }
             let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
             bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, memory_limit, json })
                 .await?;
@@ -128,6 +131,9 @@ async fn run() -> anyhow::Result<()> {
             };
             let cert_pem = tls_cert.as_deref().map(std::fs::read).transpose()?;
             let auth = Authenticator::new(passwords, cert_pem.as_deref());
+            if memory_limit.is_some() {
+                return_freed_memory_promptly();
+            }
             let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
             let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit })?;
             let limits =
@@ -155,6 +161,22 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
         other => return Err(format!("unknown size unit {other}")),
     };
     number.checked_mul(scale).ok_or_else(|| format!("{text} is too large"))
+}
+
+/// Pins glibc's mmap threshold at 128 KiB so that large buffers are mapped and given back to the
+/// system when freed. By default glibc raises the threshold as large buffers are freed and then
+/// keeps freed batches in its heaps, which left a 1.5 GB COPY under a 256 MiB limit at 617 MiB
+/// resident instead of 329 MiB. Done only when a memory limit is given: it costs about 15% on a COPY.
+fn return_freed_memory_promptly() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const MMAP_THRESHOLD_BYTES: libc::c_int = 128 * 1024;
+        // SAFETY: mallopt only changes allocator parameters, under glibc's own lock; it runs before the
+        // server does any work.
+        if unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) } == 0 {
+            tracing::warn!("could not fix the allocator's mmap threshold; resident memory may exceed --memory-limit");
+        }
+    }
 }
 
 /// Physical memory from `/proc/meminfo`.

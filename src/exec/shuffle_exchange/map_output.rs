@@ -4,10 +4,10 @@
 //! Spark's sort-based shuffle writer buffers a map task's records tagged with their partition
 //! id, sorts them by partition when memory runs out and spills them, and at the end merges the
 //! spills into one data file with an index per map task. Here a map task buffers its input
-//! batches and, per output partition, the (batch, row) pairs bound for it; every
-//! `partitions × batch_size` rows, on a spill and at the end it gathers each partition's rows
-//! into batches of at most `batch_size` rows (one `interleave` per batch made), so a partition's
-//! small share of an input batch never travels alone. The gathered batches stay in memory,
+//! batches, each reordered by partition as it arrives, and per output partition the runs of rows
+//! bound for it; every `partitions × batch_size` rows, on a spill and at the end it copies each
+//! partition's runs into batches of at most `batch_size` rows, so a partition's small share of
+//! an input batch never travels alone. The gathered batches stay in memory,
 //! held against the query memory pool by one spillable reservation per map task; when it cannot
 //! grow, the task appends everything it holds as one run to its spill file (see `spill`).
 //! Where we differ: output that fits stays in memory (Spark always writes files and leans on
@@ -17,8 +17,8 @@ use std::collections::VecDeque;
 use std::mem;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
-use datafusion::arrow::compute::interleave_record_batch;
+use datafusion::arrow::array::{ArrayData, MutableArrayData, RecordBatch, RecordBatchOptions, UInt32Array, make_array};
+use datafusion::arrow::compute::take_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::disk_manager::DiskManager;
@@ -241,14 +241,52 @@ async fn write_map_output(
     writer.finish().await
 }
 
+/// Rows `start..end` of pending batch `batch`.
+#[derive(Clone, Copy)]
+struct Run {
+    batch: u32,
+    start: u32,
+    end: u32,
+}
+
+impl Run {
+    fn len(&self) -> u32 {
+        self.end - self.start
+    }
+}
+
+/// `runs` cut into pieces of at most `batch_size` rows, a run split where a piece fills up.
+fn chunks_of_rows(runs: &[Run], batch_size: usize) -> Vec<Vec<Run>> {
+    let batch_size = batch_size as u32;
+    let mut chunks = Vec::new();
+    let (mut chunk, mut rows) = (Vec::new(), 0);
+    for run in runs {
+        let mut run = *run;
+        while run.len() > 0 {
+            let taken = run.len().min(batch_size - rows);
+            chunk.push(Run { end: run.start + taken, ..run });
+            run.start += taken;
+            rows += taken;
+            if rows == batch_size {
+                chunks.push(mem::take(&mut chunk));
+                rows = 0;
+            }
+        }
+    }
+    if !chunk.is_empty() {
+        chunks.push(chunk);
+    }
+    chunks
+}
+
 /// A map task's rows on their way to its output.
 struct MapWriter {
     schema: SchemaRef,
     batch_size: usize,
-    /// Input batches not gathered yet, and per output partition the `(batch, row)` pairs
-    /// bound for it.
+    /// Input batches not gathered yet, each ordered by partition, and per output partition the
+    /// runs of those batches bound for it.
     pending: Vec<RecordBatch>,
-    routes: Vec<Vec<(u32, u32)>>,
+    routes: Vec<Vec<Run>>,
     pending_rows: usize,
     pending_bytes: usize,
     /// Gathered batches per output partition, in memory.
@@ -290,16 +328,40 @@ impl MapWriter {
     }
 
     /// Takes `batch`, whose row `i` goes to partition `ids[i]` (all to partition 0 without ids).
+    /// The batch is kept reordered by partition (a counting sort, while it is in cache), so that
+    /// each partition's rows of it are one run that the gather copies whole.
     fn push(&mut self, batch: RecordBatch, ids: Option<&[u32]>) -> Result<()> {
         let index = self.pending.len() as u32;
-        match ids {
+        let rows = batch.num_rows() as u32;
+        let batch = match ids {
             Some(ids) => {
-                for (row, id) in ids.iter().enumerate() {
-                    self.routes[*id as usize].push((index, row as u32));
+                let mut starts = vec![0u32; self.routes.len() + 1];
+                for id in ids {
+                    starts[*id as usize + 1] += 1;
                 }
+                for partition in 0..self.routes.len() {
+                    starts[partition + 1] += starts[partition];
+                    if starts[partition + 1] > starts[partition] {
+                        self.routes[partition].push(Run {
+                            batch: index,
+                            start: starts[partition],
+                            end: starts[partition + 1],
+                        });
+                    }
+                }
+                let mut order = vec![0u32; ids.len()];
+                for (row, id) in ids.iter().enumerate() {
+                    let slot = &mut starts[*id as usize];
+                    order[*slot as usize] = row as u32;
+                    *slot += 1;
+                }
+                take_record_batch(&batch, &UInt32Array::from(order))?
             }
-            None => self.routes[0].extend((0..batch.num_rows() as u32).map(|row| (index, row))),
-        }
+            None => {
+                self.routes[0].push(Run { batch: index, start: 0, end: rows });
+                batch
+            }
+        };
         self.metrics.rows.add(batch.num_rows());
         self.pending_rows += batch.num_rows();
         self.pending_bytes += batch.get_array_memory_size();
@@ -310,29 +372,38 @@ impl MapWriter {
         Ok(())
     }
 
-    /// Gathers the pending rows into batches of at most `batch_size` rows per partition.
+    /// Gathers the pending rows into batches of at most `batch_size` rows per partition, copying
+    /// each partition's runs column by column.
     fn gather(&mut self) -> Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let sources: Vec<&RecordBatch> = self.pending.iter().collect();
+        let columns: Vec<Vec<ArrayData>> = (0..self.schema.fields().len())
+            .map(|column| self.pending.iter().map(|batch| batch.column(column).to_data()).collect())
+            .collect();
         for (partition, route) in self.routes.iter_mut().enumerate() {
-            for chunk in route.chunks(self.batch_size) {
-                let indices: Vec<(usize, usize)> = chunk.iter().map(|&(b, r)| (b as usize, r as usize)).collect();
-                let batch = if self.schema.fields().is_empty() {
-                    let options = RecordBatchOptions::new().with_row_count(Some(indices.len()));
-                    RecordBatch::try_new_with_options(Arc::clone(&self.schema), vec![], &options)?
-                } else {
-                    interleave_record_batch(&sources, &indices)?
-                };
+            for chunk in chunks_of_rows(route, self.batch_size) {
+                let rows = chunk.iter().map(Run::len).sum::<u32>() as usize;
+                let arrays = columns
+                    .iter()
+                    .map(|sources| {
+                        let mut array = MutableArrayData::new(sources.iter().collect(), false, rows);
+                        for run in &chunk {
+                            array.try_extend(run.batch as usize, run.start as usize, run.end as usize)?;
+                        }
+                        Ok(make_array(array.freeze()))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let options = RecordBatchOptions::new().with_row_count(Some(rows));
+                let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), arrays, &options)?;
                 let size = batch.get_array_memory_size();
                 self.metrics.bytes.add(size);
                 self.bytes[partition] += size as u64;
-                self.rows[partition] += batch.num_rows() as u64;
+                self.rows[partition] += rows as u64;
                 self.held_bytes += size;
                 self.held[partition].push(batch);
             }
-            *route = Vec::new();
+            route.clear();
         }
         self.pending.clear();
         self.pending_rows = 0;
@@ -342,7 +413,7 @@ impl MapWriter {
 
     /// Holds what the task has against the memory pool, or spills it when the pool says no.
     async fn reserve_or_spill(&mut self) -> Result<()> {
-        let routes: usize = self.routes.iter().map(|r| r.capacity() * mem::size_of::<(u32, u32)>()).sum();
+        let routes: usize = self.routes.iter().map(|r| r.capacity() * mem::size_of::<Run>()).sum();
         if self.reservation.try_resize(self.held_bytes + self.pending_bytes + routes).is_err() {
             self.spill().await?;
         }
