@@ -42,10 +42,12 @@ fn bucketsql_answers_random_queries_as_duckdb_does() {
 }
 
 /// Queries of other seeds that once answered wrongly, replayed: seed 77's #148 (an equi-join
-/// beside a NULL-safe join) and #200 (ORDER BY keys dropped past a LEFT JOIN onto an aggregate).
+/// beside a NULL-safe join), #200 (ORDER BY keys dropped past a LEFT JOIN onto an aggregate),
+/// #763 and #1360 (ORDER BY an ordinal over a CUBE whose key casts a column named like the
+/// sorted alias, sorted by the cast key instead).
 #[test]
 fn queries_that_once_answered_wrongly_answer_as_duckdb_does() {
-    for query in ["148", "200"] {
+    for query in ["148", "200", "763", "1360"] {
         run(&["77".into(), "3000".into(), "--only".into(), query.into()], Duration::from_secs(300));
     }
 }

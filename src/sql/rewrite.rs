@@ -11,6 +11,11 @@
 //! - Unaliased expressions in the outermost SELECT are named by their SQL text, as Spark
 //!   names them (`1`, `CAST(x AS STRING)`, `count(*)`), instead of DataFusion's internal
 //!   display (`Int64(1)`).
+//! - A grouped query sorted by ordinals or select aliases sorts in an outer query over its
+//!   output when one of those aliases names a column that a group key casts. DataFusion names
+//!   the key `CAST(q.c1 AS BIGINT)` after its operand, `c1`, and resolving `ORDER BY` through
+//!   the aggregate took the alias `c1` for that key: `SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS
+//!   c1 … GROUP BY 1, 2 ORDER BY 2` sorted by `c0`.
 //! - Spark's `a RLIKE p` and `a REGEXP p` are `a ~ p` (both find the pattern anywhere in
 //!   the string; DataFusion has no plan for the `RLIKE` form).
 
@@ -18,9 +23,11 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, CastKind, DataType, ExactNumberInfo, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident,
-    LimitClause, OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut,
-    WindowFrameBound, WindowType,
+    LimitClause, OrderBy, OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut,
+    WindowFrameBound, WindowType, visit_expressions,
 };
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
 
 pub fn rewrite(statement: &mut Statement) {
     match statement {
@@ -31,10 +38,92 @@ pub fn rewrite(statement: &mut Statement) {
         }),
         _ => {}
     }
+    let _ = statement.visit(&mut SortAboveCastGroupKeys);
     let _ = statement.visit(&mut NarrowIntegerLiterals);
     let _ = statement.visit(&mut IntRankingFunctions);
     let _ = statement.visit(&mut RegexOperators);
     let _ = statement.visit(&mut ExponentLiteralsAreDouble);
+}
+
+struct SortAboveCastGroupKeys;
+
+impl VisitorMut for SortAboveCastGroupKeys {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if sorts_by_alias_of_cast_group_key(query) {
+            let mut grouped = query.clone();
+            grouped.with = None;
+            grouped.order_by = None;
+            grouped.limit_clause = None;
+            grouped.fetch = None;
+            let mut outer = Parser::parse_sql(&GenericDialect {}, "SELECT * FROM (SELECT 1) AS grouped")
+                .ok()
+                .and_then(|mut statements| statements.pop());
+            if let Some(Statement::Query(outer)) = &mut outer
+                && let SetExpr::Select(select) = outer.body.as_mut()
+                && let Some(TableFactor::Derived { subquery, .. }) =
+                    select.from.first_mut().map(|from| &mut from.relation)
+            {
+                **subquery = grouped;
+                query.body = outer.body.clone();
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Whether `query` groups, sorts only by ordinals and select aliases, and one of its aliases is
+/// the name of a column that a group key or select item casts.
+fn sorts_by_alias_of_cast_group_key(query: &Query) -> bool {
+    let (SetExpr::Select(select), Some(OrderBy { kind: OrderByKind::Expressions(keys), .. })) =
+        (query.body.as_ref(), &query.order_by)
+    else {
+        return false;
+    };
+    let GroupByExpr::Expressions(group_keys, _) = &select.group_by else {
+        return false;
+    };
+    let aliases: Vec<&Ident> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias),
+            _ => None,
+        })
+        .collect();
+    let is_alias = |name: &Ident| aliases.iter().any(|alias| alias.value.eq_ignore_ascii_case(&name.value));
+    let sorts_by_outputs = keys.iter().all(|key| match &key.expr {
+        Expr::Value(value) => matches!(value.value, Value::Number(..)),
+        Expr::Identifier(name) => is_alias(name),
+        _ => false,
+    });
+    let distinct_aliases = aliases
+        .iter()
+        .enumerate()
+        .all(|(i, alias)| aliases[..i].iter().all(|other| !other.value.eq_ignore_ascii_case(&alias.value)));
+    if group_keys.is_empty() || !sorts_by_outputs || !distinct_aliases {
+        return false;
+    }
+    let mut casts_an_alias = false;
+    let projected = select.projection.iter().filter_map(|item| match item {
+        SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => Some(expr),
+        _ => None,
+    });
+    for expr in group_keys.iter().chain(projected) {
+        let _ = visit_expressions(expr, |expr| {
+            if let Expr::Cast { expr: operand, .. } = expr {
+                let column = match operand.as_ref() {
+                    Expr::Identifier(name) => Some(name),
+                    Expr::CompoundIdentifier(parts) => parts.last(),
+                    _ => None,
+                };
+                casts_an_alias |= column.is_some_and(is_alias);
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
+    casts_an_alias
 }
 
 struct ExponentLiteralsAreDouble;
@@ -227,6 +316,22 @@ mod tests {
         let mut statement = parse_one(sql);
         rewrite(&mut statement);
         statement.to_string()
+    }
+
+    #[test]
+    fn a_grouped_query_sorted_by_the_alias_of_a_cast_column_sorts_its_output() {
+        assert_eq!(
+            rewritten("SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2 ORDER BY 2 DESC, c0 LIMIT 3"),
+            "SELECT * FROM (SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2) AS grouped \
+             ORDER BY 2 DESC, c0 LIMIT 3"
+        );
+        for unchanged in [
+            "SELECT CAST(q.a AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2 ORDER BY 2",
+            "SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2 ORDER BY q.p",
+            "SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q ORDER BY 2",
+        ] {
+            assert_eq!(rewritten(unchanged), unchanged);
+        }
     }
 
     #[test]
