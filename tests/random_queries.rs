@@ -41,14 +41,17 @@ fn bucketsql_answers_random_queries_as_duckdb_does() {
     run(&[seed.to_string(), queries.to_string(), "--time-budget".into(), budget.to_string()], timeout);
 }
 
-/// Queries of other seeds that once answered wrongly, replayed: seed 77's #148 (an equi-join
-/// beside a NULL-safe join), #200 (ORDER BY keys dropped past a LEFT JOIN onto an aggregate),
-/// #763 and #1360 (ORDER BY an ordinal over a CUBE whose key casts a column named like the
-/// sorted alias, sorted by the cast key instead).
+/// Queries that once answered wrongly or failed, replayed: seed 77's #148 (an equi-join beside a
+/// NULL-safe join), #200 (ORDER BY keys dropped past a LEFT JOIN onto an aggregate), #763 and
+/// #1360 (ORDER BY an ordinal over a CUBE whose key casts a column named like the sorted alias,
+/// sorted by the cast key instead), and this seed's #1795 (a grouped `count` beside a distinct
+/// aggregate, merged by a nullable `sum`, under a union typed non-nullable).
 #[test]
 fn queries_that_once_answered_wrongly_answer_as_duckdb_does() {
-    for query in ["148", "200", "763", "1360"] {
-        run(&["77".into(), "3000".into(), "--only".into(), query.into()], Duration::from_secs(300));
+    for (seed, queries, query) in
+        [(77, 3000, 148), (77, 3000, 200), (77, 3000, 763), (77, 3000, 1360), (SEED, QUERIES, 1795)]
+    {
+        run(&[seed.to_string(), queries.to_string(), "--only".into(), query.to_string()], Duration::from_secs(300));
     }
 }
 

@@ -23,17 +23,17 @@ use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
-use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::logical_expr::{
-    Accumulator, Aggregate, AggregateUDF, AggregateUDFImpl, Expr, ExprSchemable, LogicalPlan, Projection, Signature,
-    Volatility, cast, col,
+    Accumulator, Aggregate, AggregateUDF, AggregateUDFImpl, Expr, ExprSchemable, GroupsAccumulator, LogicalPlan,
+    Projection, Signature, Volatility, cast, col,
 };
 use datafusion::optimizer::single_distinct_to_groupby::SingleDistinctToGroupBy;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion_functions_aggregate_common::aggregate::groups_accumulator::prim_op::PrimitiveGroupsAccumulator;
 
 use super::overridden_rule::{Overridden, Rewrite, Rewritten};
 
@@ -162,11 +162,8 @@ fn with_counts(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
             let plain =
                 AggregateFunction::new_udf(Arc::clone(&f.func), f.params.args.clone(), false, None, vec![], None);
             inner_aggr.push(Expr::AggregateFunction(plain).alias(&name));
-            if is_count(f) && keys == 0 {
+            if is_count(f) {
                 (Arc::new(AggregateUDF::new_from_impl(MergeCount::default())), name)
-            } else if is_count(f) {
-                // Every group of keys has rows, so summing merges (and sums by group fast).
-                (sum_udaf(), name)
             } else {
                 (Arc::clone(&f.func), name)
             }
@@ -194,8 +191,9 @@ fn with_counts(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
     Ok(Some(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(outer))?)))
 }
 
-/// Spark's `merge_count` with no keys: the sum of the partial counts, 0 over none (no rows give
-/// the inner level no group, and the count is 0, not NULL).
+/// Spark's `merge_count`: the sum of the partial counts, 0 over none (with no keys, no rows give
+/// the inner level no group, and the count is 0, not NULL). Never NULL, as the count it replaces:
+/// a `sum` in its place made a union above it nullable where the logical plan was not.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct MergeCount {
     signature: Signature,
@@ -226,6 +224,15 @@ impl AggregateUDFImpl for MergeCount {
 
     fn accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         Ok(Box::new(CountsMerged(0)))
+    }
+
+    fn groups_accumulator_supported(&self, _: AccumulatorArgs) -> bool {
+        true
+    }
+
+    /// By group, every group has counts to add (a group exists because rows came).
+    fn create_groups_accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
+        Ok(Box::new(PrimitiveGroupsAccumulator::<Int64Type, _>::new(&DataType::Int64, |total, count| *total += count)))
     }
 }
 
