@@ -44,12 +44,13 @@ fn bucketsql_answers_random_queries_as_duckdb_does() {
 /// Queries that once answered wrongly or failed, replayed: seed 77's #148 (an equi-join beside a
 /// NULL-safe join), #200 (ORDER BY keys dropped past a LEFT JOIN onto an aggregate), #763 and
 /// #1360 (ORDER BY an ordinal over a CUBE whose key casts a column named like the sorted alias,
-/// sorted by the cast key instead), and this seed's #1795 (a grouped `count` beside a distinct
+/// sorted by the cast key instead), #2667 (a union whose child's column became nullable after
+/// the union was typed), and this seed's #1795 (a grouped `count` beside a distinct
 /// aggregate, merged by a nullable `sum`, under a union typed non-nullable).
 #[test]
 fn queries_that_once_answered_wrongly_answer_as_duckdb_does() {
     for (seed, queries, query) in
-        [(77, 3000, 148), (77, 3000, 200), (77, 3000, 763), (77, 3000, 1360), (SEED, QUERIES, 1795)]
+        [(77, 3000, 148), (77, 3000, 200), (77, 3000, 763), (77, 3000, 1360), (77, 3000, 2667), (SEED, QUERIES, 1795)]
     {
         run(&[seed.to_string(), queries.to_string(), "--only".into(), query.to_string()], Duration::from_secs(300));
     }

@@ -32,6 +32,7 @@ pub mod scan_lineage;
 pub mod single_distinct_aggregate;
 pub mod statistics;
 pub mod table_provider;
+pub mod union_output_nullability;
 pub mod union_output_partitioning;
 pub mod unwrap_cast_in_binary_comparison;
 
@@ -62,6 +63,7 @@ use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
 use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates};
+use union_output_nullability::UnionOutputNullability;
 use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 
 /// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL made before its
@@ -98,6 +100,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
         .collect();
     rules.push(Arc::new(ReplaceExceptIntersectWithJoins));
     rules.push(Arc::new(InferFiltersFromConstraints));
+    rules.push(Arc::new(UnionOutputNullability));
     rules
 }
 
