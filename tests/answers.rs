@@ -485,3 +485,29 @@ async fn a_null_safe_join_leaves_the_equi_join_beside_it_null_rejecting() {
         assert_eq!(text_rows(&client, sql).await, vec![vec![expected.to_string()]], "{setting}");
     }
 }
+
+/// DataFusion names a group key `CAST(q.k AS BIGINT)` after its operand `k`; sorting by a select
+/// alias `k` of another column (or by its ordinal, or by that column) once sorted by the cast key.
+#[tokio::test]
+async fn sorting_by_an_alias_named_like_a_cast_keys_column_sorts_by_the_aliased_column() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    facts(&client).await;
+    // Pairs (v % 5, k), sorted as `ORDER BY k DESC, c0`: the remainder descending, then k
+    // ascending with NULL first (Spark's default for ASC).
+    let pairs: BTreeSet<(i64, Option<i64>)> = fact_rows().map(|(k, v)| (v % 5, k)).collect();
+    let mut expected: Vec<(i64, Option<i64>)> = pairs.into_iter().collect();
+    expected.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let expected: Vec<Vec<String>> =
+        expected.iter().take(8).map(|(remainder, k)| vec![text(*k), remainder.to_string()]).collect();
+    for setting in SETTINGS {
+        client.batch_execute(setting).await.unwrap();
+        for key in ["2", "k", "q.v"] {
+            let query = format!(
+                "SELECT CAST(q.k AS BIGINT) AS c0, q.v AS k FROM (SELECT k, v % 5 AS v FROM facts) q \
+                 GROUP BY CAST(q.k AS BIGINT), q.v ORDER BY {key} DESC, c0 LIMIT 8"
+            );
+            assert_eq!(text_rows(&client, &query).await, expected, "{setting}: {query}");
+        }
+    }
+}

@@ -11,8 +11,8 @@
 //! - Unaliased expressions in the outermost SELECT are named by their SQL text, as Spark
 //!   names them (`1`, `CAST(x AS STRING)`, `count(*)`), instead of DataFusion's internal
 //!   display (`Int64(1)`).
-//! - A grouped query sorted by ordinals or select aliases sorts in an outer query over its
-//!   output when one of those aliases names a column that a group key casts. DataFusion names
+//! - A grouped query sorted by ordinals, select aliases or selected expressions sorts in an
+//!   outer query over its output when one of those aliases names a column that a group key casts. DataFusion names
 //!   the key `CAST(q.c1 AS BIGINT)` after its operand, `c1`, and resolving `ORDER BY` through
 //!   the aggregate took the alias `c1` for that key: `SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS
 //!   c1 … GROUP BY 1, 2 ORDER BY 2` sorted by `c0`.
@@ -51,7 +51,7 @@ impl VisitorMut for SortAboveCastGroupKeys {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if sorts_by_alias_of_cast_group_key(query) {
+        if let Some(output_keys) = output_sort_keys_over_cast_group_keys(query) {
             let mut grouped = query.clone();
             grouped.with = None;
             grouped.order_by = None;
@@ -64,47 +64,56 @@ impl VisitorMut for SortAboveCastGroupKeys {
                 && let SetExpr::Select(select) = outer.body.as_mut()
                 && let Some(TableFactor::Derived { subquery, .. }) =
                     select.from.first_mut().map(|from| &mut from.relation)
+                && let Some(OrderBy { kind: OrderByKind::Expressions(keys), .. }) = &mut query.order_by
             {
                 **subquery = grouped;
                 query.body = outer.body.clone();
+                keys.iter_mut().zip(output_keys).for_each(|(key, output)| key.expr = output);
             }
         }
         ControlFlow::Continue(())
     }
 }
 
-/// Whether `query` groups, sorts only by ordinals and select aliases, and one of its aliases is
-/// the name of a column that a group key or select item casts.
-fn sorts_by_alias_of_cast_group_key(query: &Query) -> bool {
+/// When `query` groups, one of its aliases is the name of a column that a group key or select
+/// item casts, and every sort key is an ordinal, an alias or a selected expression that has an
+/// alias: the sort keys as references to its output (a selected expression by its alias).
+fn output_sort_keys_over_cast_group_keys(query: &Query) -> Option<Vec<Expr>> {
     let (SetExpr::Select(select), Some(OrderBy { kind: OrderByKind::Expressions(keys), .. })) =
         (query.body.as_ref(), &query.order_by)
     else {
-        return false;
+        return None;
     };
     let GroupByExpr::Expressions(group_keys, _) = &select.group_by else {
-        return false;
+        return None;
     };
-    let aliases: Vec<&Ident> = select
+    let aliased: Vec<(&Expr, &Ident)> = select
         .projection
         .iter()
         .filter_map(|item| match item {
-            SelectItem::ExprWithAlias { alias, .. } => Some(alias),
+            SelectItem::ExprWithAlias { expr, alias } => Some((expr, alias)),
             _ => None,
         })
         .collect();
-    let is_alias = |name: &Ident| aliases.iter().any(|alias| alias.value.eq_ignore_ascii_case(&name.value));
-    let sorts_by_outputs = keys.iter().all(|key| match &key.expr {
-        Expr::Value(value) => matches!(value.value, Value::Number(..)),
-        Expr::Identifier(name) => is_alias(name),
-        _ => false,
-    });
-    let distinct_aliases = aliases
+    let is_alias = |name: &Ident| aliased.iter().any(|(_, alias)| alias.value.eq_ignore_ascii_case(&name.value));
+    let distinct_aliases = aliased
         .iter()
         .enumerate()
-        .all(|(i, alias)| aliases[..i].iter().all(|other| !other.value.eq_ignore_ascii_case(&alias.value)));
-    if group_keys.is_empty() || !sorts_by_outputs || !distinct_aliases {
-        return false;
+        .all(|(i, (_, alias))| aliased[..i].iter().all(|(_, other)| !other.value.eq_ignore_ascii_case(&alias.value)));
+    if group_keys.is_empty() || !distinct_aliases {
+        return None;
     }
+    let output_keys = keys
+        .iter()
+        .map(|key| match &key.expr {
+            Expr::Value(value) if matches!(value.value, Value::Number(..)) => Some(key.expr.clone()),
+            Expr::Identifier(name) if is_alias(name) => Some(key.expr.clone()),
+            expr => aliased
+                .iter()
+                .find(|(selected, _)| *selected == expr)
+                .map(|(_, alias)| Expr::Identifier((*alias).clone())),
+        })
+        .collect::<Option<Vec<_>>>()?;
     let mut casts_an_alias = false;
     let projected = select.projection.iter().filter_map(|item| match item {
         SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => Some(expr),
@@ -123,7 +132,7 @@ fn sorts_by_alias_of_cast_group_key(query: &Query) -> bool {
             ControlFlow::<()>::Continue(())
         });
     }
-    casts_an_alias
+    casts_an_alias.then_some(output_keys)
 }
 
 struct ExponentLiteralsAreDouble;
@@ -325,9 +334,13 @@ mod tests {
             "SELECT * FROM (SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2) AS grouped \
              ORDER BY 2 DESC, c0 LIMIT 3"
         );
+        assert_eq!(
+            rewritten("SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2 ORDER BY q.p, c0"),
+            "SELECT * FROM (SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2) AS grouped ORDER BY c1, c0"
+        );
         for unchanged in [
             "SELECT CAST(q.a AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2 ORDER BY 2",
-            "SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2 ORDER BY q.p",
+            "SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q GROUP BY 1, 2 ORDER BY q.id",
             "SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 FROM q ORDER BY 2",
         ] {
             assert_eq!(rewritten(unchanged), unchanged);
