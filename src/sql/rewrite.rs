@@ -12,10 +12,10 @@
 //!   names them (`1`, `CAST(x AS STRING)`, `count(*)`), instead of DataFusion's internal
 //!   display (`Int64(1)`).
 //! - A grouped query sorted by ordinals, select aliases or selected expressions sorts in an
-//!   outer query over its output when one of those aliases names a column that a group key casts. DataFusion names
-//!   the key `CAST(q.c1 AS BIGINT)` after its operand, `c1`, and resolving `ORDER BY` through
-//!   the aggregate took the alias `c1` for that key: `SELECT CAST(q.c1 AS BIGINT) AS c0, q.p AS
-//!   c1 … GROUP BY 1, 2 ORDER BY 2` sorted by `c0`.
+//!   outer query over its output when one of those aliases names a column that a group key
+//!   casts. DataFusion names the key `CAST(q.c1 AS BIGINT)` after its operand, `c1`, and
+//!   resolving `ORDER BY` through the aggregate took the alias `c1` for that key: `SELECT
+//!   CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 … GROUP BY 1, 2 ORDER BY 2` sorted by `c0`.
 //! - Spark's `a RLIKE p` and `a REGEXP p` are `a ~ p` (both find the pattern anywhere in
 //!   the string; DataFusion has no plan for the `RLIKE` form).
 
