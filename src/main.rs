@@ -95,10 +95,7 @@ async fn run() -> anyhow::Result<()> {
             if buckets == 0 || runs == 0 || rows == 0 {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
-            if memory_limit.is_some() {
-                return_freed_memory_promptly();
-            }
-            let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
+            let memory_limit = shared_memory_limit(memory_limit);
             bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, memory_limit, json })
                 .await?;
         }
@@ -131,10 +128,7 @@ async fn run() -> anyhow::Result<()> {
             };
             let cert_pem = tls_cert.as_deref().map(std::fs::read).transpose()?;
             let auth = Authenticator::new(passwords, cert_pem.as_deref());
-            if memory_limit.is_some() {
-                return_freed_memory_promptly();
-            }
-            let memory_limit = memory_limit.or_else(|| total_memory().map(|bytes| bytes / 2));
+            let memory_limit = shared_memory_limit(memory_limit);
             let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit })?;
             let limits =
                 ClientLimits { max_connections: max_connections as usize, max_message_bytes: max_message_size };
@@ -163,10 +157,23 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
     number.checked_mul(scale).ok_or_else(|| format!("{text} is too large"))
 }
 
+/// The memory all queries share: the `--memory-limit` given, with freed memory returned to the
+/// system promptly so that resident memory stays near it, or else half of RAM.
+fn shared_memory_limit(given: Option<usize>) -> Option<usize> {
+    match given {
+        Some(limit) => {
+            return_freed_memory_promptly();
+            Some(limit)
+        }
+        None => total_memory().map(|bytes| bytes / 2),
+    }
+}
+
 /// Pins glibc's mmap threshold at 128 KiB so that large buffers are mapped and given back to the
 /// system when freed. By default glibc raises the threshold as large buffers are freed and then
 /// keeps freed batches in its heaps, which left a 1.5 GB COPY under a 256 MiB limit at 617 MiB
-/// resident instead of 329 MiB. Done only when a memory limit is given: it costs about 15% on a COPY.
+/// resident; pinned, 337 MiB. Done only when a memory limit is given: fresh pages for every large
+/// buffer cost about 15% on a COPY.
 fn return_freed_memory_promptly() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -22,7 +22,8 @@ impl OptimizerRule for UnionOutputNullability {
         "union_output_nullability"
     }
 
-    /// The whole plan at once: a node above a changed union has its schema derived again.
+    /// The whole plan at once, bottom up: once a union has changed, every node met after it (those
+    /// above it among them) has its schema derived again from its inputs.
     fn apply_order(&self) -> Option<ApplyOrder> {
         None
     }

@@ -332,7 +332,6 @@ impl MapWriter {
     /// each partition's rows of it are one run that the gather copies whole.
     fn push(&mut self, batch: RecordBatch, ids: Option<&[u32]>) -> Result<()> {
         let index = self.pending.len() as u32;
-        let rows = batch.num_rows() as u32;
         let batch = match ids {
             Some(ids) => {
                 let mut starts = vec![0u32; self.routes.len() + 1];
@@ -358,7 +357,7 @@ impl MapWriter {
                 take_record_batch(&batch, &UInt32Array::from(order))?
             }
             None => {
-                self.routes[0].push(Run { batch: index, start: 0, end: rows });
+                self.routes[0].push(Run { batch: index, start: 0, end: batch.num_rows() as u32 });
                 batch
             }
         };
