@@ -74,6 +74,8 @@ spark_settings! {
     skewed_partition_factor: f64 = "spark.sql.adaptive.skewJoin.skewedPartitionFactor", "5.0", parse_non_negative;
     skewed_partition_threshold: u64 = "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "256MB", parse_non_negative_bytes;
     local_shuffle_reader_enabled: bool = "spark.sql.adaptive.localShuffleReader.enabled", "true", parse_bool;
+    /// Sorts radix-sort rows whose fixed-width keys pack into 64 bits; off, every sort compares.
+    radix_sort: bool = "spark.sql.sort.enableRadixSort", "true", parse_bool;
 }
 
 impl SparkConf {

@@ -100,6 +100,52 @@ async fn sorted_buckets_drop_the_sort_under_the_join() {
     assert_eq!(plan.matches("Sort [").count(), 2, "Spark's default keeps the sorts:\n{plan}");
 }
 
+/// The figures EXPLAIN ANALYZE gives each sort: `partitions <way> N`, summed over the sorts.
+fn sort_ways(plan: &str, way: &str) -> usize {
+    let figure = format!("partitions {way} ");
+    plan.lines()
+        .filter(|l| l.trim_start().starts_with("SortExec:"))
+        .flat_map(|l| l.split(", "))
+        .filter_map(|f| f.trim_start().split_once(':').map_or(f, |(_, f)| f).trim().strip_prefix(&figure))
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sorts_over_sorted_buckets_pass_rows_through_and_explain_analyze_says_so() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute(TABLES).await.unwrap();
+    let query = "SELECT count(*), sum(t.amount), min(a.name), max(a.name) FROM {tx} t JOIN {acc} a ON t.account_id = a.account_id";
+    let run = |tx: &str, acc: &str| query.replace("{tx}", tx).replace("{acc}", acc);
+    let expected = text_rows(&client, &run("tx_plain", "acc_plain")).await;
+
+    let bucketed = text_rows(&client, &format!("EXPLAIN ANALYZE {}", run("tx", "acc"))).await[0][0].clone();
+    assert!(bucketed.contains("Sort ["), "Spark's plan keeps the sorts:\n{bucketed}");
+    assert_eq!(sort_ways(&bucketed, "already in order"), 16, "every bucket of both sides:\n{bucketed}");
+    assert_eq!(sort_ways(&bucketed, "radix-sorted") + sort_ways(&bucketed, "sorted by comparison"), 0, "{bucketed}");
+    assert_eq!(text_rows(&client, &run("tx", "acc")).await, expected);
+
+    let plain = text_rows(&client, &format!("EXPLAIN ANALYZE {}", run("tx_plain", "acc_plain"))).await[0][0].clone();
+    assert!(sort_ways(&plain, "radix-sorted") > 0, "shuffled rows arrive out of order:\n{plain}");
+    let join = plain.lines().find(|l| l.trim_start().starts_with("SortMergeJoin:")).expect("the join's figures");
+    let join_time: f64 = join.split("join time ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
+    assert!(join_time > 0.0, "the sort-merge join records its time: {join}");
+    client.batch_execute("SET spark.sql.sort.enableRadixSort = false").await.unwrap();
+    let compared = text_rows(&client, &format!("EXPLAIN ANALYZE {}", run("tx_plain", "acc_plain"))).await[0][0].clone();
+    assert_eq!(sort_ways(&compared, "radix-sorted"), 0, "{compared}");
+    assert!(sort_ways(&compared, "sorted by comparison") > 0, "{compared}");
+    assert_eq!(text_rows(&client, &run("tx_plain", "acc_plain")).await, expected);
+    client.batch_execute("RESET spark.sql.sort.enableRadixSort").await.unwrap();
+
+    // A second write leaves two sorted files in some buckets, read one after the other.
+    client.batch_execute("INSERT INTO tx SELECT account_id, amount FROM tx_plain WHERE amount < 3000").await.unwrap();
+    let expected = text_rows(&client, &run("tx", "acc_plain")).await;
+    let appended = text_rows(&client, &format!("EXPLAIN ANALYZE {}", run("tx", "acc"))).await[0][0].clone();
+    assert!(sort_ways(&appended, "radix-sorted") > 0, "{appended}");
+    assert_eq!(text_rows(&client, &run("tx", "acc")).await, expected);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_over_the_memory_limit_spills_or_fails_and_the_server_goes_on() {
     let temp = tempfile::tempdir().unwrap();

@@ -15,3 +15,4 @@ pub mod query_stage;
 pub mod range;
 pub mod reused_exchange;
 pub mod shuffle_exchange;
+pub mod sort;

@@ -23,11 +23,11 @@
 
 use std::sync::Arc;
 
+use crate::exec::sort::SortExec;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr, physical_exprs_equal};
-use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary};
 

@@ -38,6 +38,7 @@ pub mod unwrap_cast_in_binary_comparison;
 
 use std::sync::Arc;
 
+use crate::exec::sort::SortExec;
 use datafusion::error::Result;
 use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::LogicalPlan;
@@ -111,7 +112,7 @@ pub async fn create_physical_plan(
     hints: &QueryHints,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let conf = state.config().get_extension::<SparkConf>().map(|c| (*c).clone()).unwrap_or_default();
-    let lowered = state.create_physical_plan(plan).await?;
+    let lowered = SortExec::replace_external_sorts(state.create_physical_plan(plan).await?)?;
     let plan = resolve_grouping_analytics(lowered)?;
     let plan = join_selection(plan, &conf, hints)?;
     let plan = coalesce_buckets_in_join(plan, &conf)?;

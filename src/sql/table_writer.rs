@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use crate::exec::sort::SortExec;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::logical_expr::expr::ScalarFunction;
@@ -18,7 +19,6 @@ use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, col, lit};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::repartition::RepartitionExec;
-use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 use datafusion::prelude::SessionContext;
 

@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::exec::sort::SortExec;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::common::{JoinType, NullEquality};
 use datafusion::physical_expr::expressions::{col, is_not_null};
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::filter::FilterExec;
-use datafusion::physical_plan::sorts::sort::SortExec;
 
 use super::*;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile, TableMeta};

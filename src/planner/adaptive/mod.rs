@@ -21,8 +21,8 @@ pub mod validate_requirements;
 
 use std::sync::Arc;
 
+use crate::exec::sort::SortExec;
 use datafusion::error::Result;
-use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;

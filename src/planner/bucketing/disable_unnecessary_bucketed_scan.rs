@@ -9,12 +9,12 @@
 
 use std::sync::Arc;
 
+use crate::exec::sort::SortExec;
 use datafusion::error::Result;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::sorts::sort::SortExec;
 
 use crate::config::SparkConf;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};

@@ -16,6 +16,7 @@ mod window;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::exec::sort::SortExec;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::aggregates::AggregateExec;
@@ -26,7 +27,6 @@ use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
-use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
 use datafusion::physical_plan::{ExecutionPlan, Partitioning, displayable};

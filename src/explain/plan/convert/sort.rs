@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::exec::sort::SortExec;
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 
 use super::{Converter, Position};

@@ -1,0 +1,427 @@
+//! Spark's `SortExec`: sorts each partition (or the single partition of a global sort) by its
+//! ordering.
+//!
+//! Spark's sorter radix-sorts 8-byte key prefixes when one integral, date or timestamp key
+//! decides the order (`spark.sql.sort.enableRadixSort`, on by default). This sort goes further
+//! where it can, in memory:
+//! - rows already in order pass through after a check made as they arrive. Bucket files are
+//!   written sorted and a bucketed scan reads each bucket's file in order, so the `Sort` that
+//!   Spark's plan keeps above it costs one pass over the keys;
+//! - rows whose keys all have fixed-width types are packed into one integer per row, each key
+//!   in the bits its values span in the partition, and radix-sorted when the keys fit in 64 bits
+//!   (a bucketed write's bucket id and sort column do);
+//! - everything else (a limit, wider keys, keys of other types, a partition that outgrows its
+//!   memory, or `spark.sql.sort.enableRadixSort=false`) goes to DataFusion's external sort,
+//!   which compares rows and spills.
+//!
+//! EXPLAIN ANALYZE counts the partitions that took each way.
+
+mod keys;
+mod radix;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::compute::{SortOptions, interleave_record_batch};
+use arrow::datatypes::SchemaRef;
+use arrow::row::{OwnedRow, RowConverter, SortField};
+use datafusion::common::Statistics;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::error::Result;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::CardinalityEffect;
+use datafusion::physical_plan::metrics::{BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::sorts::sort::SortExec as ExternalSortExec;
+use datafusion::physical_plan::statistics::{ChildStats, StatisticsArgs};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, InputDistributionRequirements, PlanProperties,
+};
+use futures::{StreamExt, TryStreamExt};
+use parking_lot::Mutex;
+
+use crate::config::SparkConf;
+use keys::{BatchKeys, Packing, Span};
+use radix::Packed;
+
+#[derive(Debug)]
+pub struct SortExec {
+    /// DataFusion's sort over the same input: the plan's properties and statistics, and the
+    /// sort that runs when there is a limit.
+    external: Arc<ExternalSortExec>,
+    metrics: ExecutionPlanMetricsSet,
+    /// The external sorts partitions were handed to, for their metrics.
+    handed_over: Arc<Mutex<Vec<Arc<dyn ExecutionPlan>>>>,
+}
+
+impl SortExec {
+    pub fn new(expr: LexOrdering, input: Arc<dyn ExecutionPlan>) -> Self {
+        Self::from_external(ExternalSortExec::new(expr, input))
+    }
+
+    fn from_external(external: ExternalSortExec) -> Self {
+        SortExec { external: Arc::new(external), metrics: ExecutionPlanMetricsSet::new(), handed_over: Arc::default() }
+    }
+
+    /// Every DataFusion sort in `plan` (those it lowers ORDER BY to) made this sort.
+    pub fn replace_external_sorts(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_up(|node| match node.downcast_ref::<ExternalSortExec>() {
+            Some(sort) => Ok(Transformed::yes(Arc::new(Self::from_external(sort.clone())) as Arc<dyn ExecutionPlan>)),
+            None => Ok(Transformed::no(node)),
+        })
+        .map(|t| t.data)
+    }
+
+    pub fn with_preserve_partitioning(self, preserve_partitioning: bool) -> Self {
+        Self::from_external(self.external.as_ref().clone().with_preserve_partitioning(preserve_partitioning))
+    }
+
+    pub fn with_fetch(&self, fetch: Option<usize>) -> Self {
+        Self::from_external(self.external.with_fetch(fetch))
+    }
+
+    pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
+        self.external.input()
+    }
+
+    pub fn expr(&self) -> &LexOrdering {
+        self.external.expr()
+    }
+
+    pub fn fetch(&self) -> Option<usize> {
+        self.external.fetch()
+    }
+
+    pub fn preserve_partitioning(&self) -> bool {
+        self.external.preserve_partitioning()
+    }
+}
+
+impl DisplayAs for SortExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        self.external.fmt_as(t, f)
+    }
+}
+
+impl ExecutionPlan for SortExec {
+    fn name(&self) -> &str {
+        "SortExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.external.properties()
+    }
+
+    fn input_distribution_requirements(&self) -> InputDistributionRequirements {
+        self.external.input_distribution_requirements()
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        self.external.benefits_from_input_partitioning()
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![self.input()]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        self.external.apply_expressions(f)
+    }
+
+    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        let external = ExternalSortExec::new(self.expr().clone(), children.swap_remove(0))
+            .with_preserve_partitioning(self.preserve_partitioning())
+            .with_fetch(self.fetch());
+        Ok(Arc::new(Self::from_external(external)))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        if self.fetch().is_some() {
+            return self.external.execute(partition, context);
+        }
+        let input = self.input().execute(partition, Arc::clone(&context))?;
+        let sort = PartitionSort {
+            expr: self.expr().clone(),
+            metrics: SortMetrics::new(&self.metrics, partition),
+            handed_over: Arc::clone(&self.handed_over),
+            reservation: MemoryConsumer::new(format!("SortExec[{partition}]"))
+                .with_can_spill(true)
+                .register(context.memory_pool()),
+            context,
+            schema: self.schema(),
+        };
+        let stream = futures::stream::once(sort.run(input)).try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        let mut metrics = self.metrics.clone_inner();
+        let handed_over = self.handed_over.lock().clone();
+        let others = std::iter::once(Arc::clone(&self.external) as Arc<dyn ExecutionPlan>).chain(handed_over);
+        for set in others.filter_map(|plan| plan.metrics()) {
+            set.iter().for_each(|metric| metrics.push(Arc::clone(metric)));
+        }
+        Some(metrics)
+    }
+
+    fn child_stats_requests(&self, partition: Option<usize>) -> Vec<ChildStats> {
+        self.external.child_stats_requests(partition)
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> Result<Arc<Statistics>> {
+        self.external.statistics_from_inputs(input_stats, args)
+    }
+
+    fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
+        Some(Arc::new(SortExec::with_fetch(self, limit)))
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        SortExec::fetch(self)
+    }
+
+    fn cardinality_effect(&self) -> CardinalityEffect {
+        self.external.cardinality_effect()
+    }
+}
+
+/// What a sort's partitions measured: Spark's sort time, and which way each partition took.
+struct SortMetrics {
+    baseline: BaselineMetrics,
+    in_order: Count,
+    radix_sorted: Count,
+    handed_over: Count,
+}
+
+impl SortMetrics {
+    fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        let count = |name: &'static str| MetricBuilder::new(metrics).counter(name, partition);
+        SortMetrics {
+            baseline: BaselineMetrics::new(metrics, partition),
+            in_order: count("partitions_in_order"),
+            radix_sorted: count("partitions_radix_sorted"),
+            handed_over: count("partitions_sorted_externally"),
+        }
+    }
+}
+
+/// One partition's sort: buffers the rows, noting whether they arrive in order, then passes
+/// them on, radix-sorts them or hands them to DataFusion's external sort.
+struct PartitionSort {
+    expr: LexOrdering,
+    metrics: SortMetrics,
+    handed_over: Arc<Mutex<Vec<Arc<dyn ExecutionPlan>>>>,
+    reservation: MemoryReservation,
+    context: Arc<TaskContext>,
+    schema: SchemaRef,
+}
+
+/// How the order of arriving rows is checked: by their normalized keys where every key has a
+/// fixed width, else by Arrow's row format.
+enum OrderCheck {
+    Normalized { keys: Vec<BatchKeys>, spans: Vec<Span> },
+    Rows { converter: RowConverter, last: Option<OwnedRow> },
+}
+
+impl PartitionSort {
+    async fn run(self, mut input: SendableRecordBatchStream) -> Result<SendableRecordBatchStream> {
+        let options: Vec<SortOptions> = self.expr.iter().map(|e| e.options).collect();
+        let schema = Arc::clone(&self.schema);
+        let normalizable = self
+            .expr
+            .iter()
+            .map(|e| e.expr.data_type(&schema))
+            .collect::<Result<Vec<_>>>()?
+            .iter()
+            .all(keys::normalizable);
+        let mut check = if normalizable {
+            OrderCheck::Normalized { keys: Vec::new(), spans: vec![Span::default(); options.len()] }
+        } else {
+            let fields = self
+                .expr
+                .iter()
+                .map(|e| Ok(SortField::new_with_options(e.expr.data_type(&schema)?, e.options)))
+                .collect::<Result<Vec<_>>>()?;
+            OrderCheck::Rows { converter: RowConverter::new(fields)?, last: None }
+        };
+        let mut batches = Vec::new();
+        let mut in_order = true;
+        while let Some(batch) = input.next().await.transpose()? {
+            let timer = self.metrics.baseline.elapsed_compute().timer();
+            let mut bytes = batch.get_array_memory_size();
+            let columns = self.expr.iter().map(|e| e.evaluate_to_sort_column(&batch)).collect::<Result<Vec<_>>>()?;
+            match &mut check {
+                OrderCheck::Normalized { keys, spans } => {
+                    let normalized = columns.iter().map(|c| keys::normalize(&c.values, c.options.unwrap_or_default()));
+                    let batch_keys = BatchKeys::new(
+                        normalized.collect::<Option<Vec<_>>>().expect("fixed-width keys"),
+                        batch.num_rows(),
+                    );
+                    in_order = in_order && batch_keys.in_order_after(keys.last(), &options);
+                    Span::widen(spans, &batch_keys);
+                    bytes += batch_keys.memory_size();
+                    keys.push(batch_keys);
+                }
+                OrderCheck::Rows { converter, last } => {
+                    let values: Vec<_> = columns.into_iter().map(|c| c.values).collect();
+                    let rows = converter.convert_columns(&values)?;
+                    in_order = in_order
+                        && last.as_ref().is_none_or(|l| rows.num_rows() == 0 || l.row() <= rows.row(0))
+                        && rows.iter().zip(rows.iter().skip(1)).all(|(a, b)| a <= b);
+                    *last = rows.num_rows().checked_sub(1).map(|i| rows.row(i).owned()).or(last.take());
+                }
+            }
+            timer.done();
+            batches.push(batch);
+            let unsortable_here = !in_order && matches!(check, OrderCheck::Rows { .. });
+            if unsortable_here || self.reservation.try_grow(bytes).is_err() {
+                return self.hand_over(batches, input);
+            }
+        }
+        if in_order {
+            self.metrics.in_order.add(1);
+            return Ok(self.emit(futures::stream::iter(batches.into_iter().map(Ok))));
+        }
+        let OrderCheck::Normalized { keys, spans } = check else { unreachable!("handed over when out of order") };
+        let radix = self.context.session_config().get_extension::<SparkConf>().is_none_or(|conf| conf.radix_sort);
+        let Some(packing) = Packing::new(&spans, &options).filter(|_| radix) else {
+            return self.hand_over(batches, empty(schema));
+        };
+        let row_bits = bits_for(batches.iter().map(|b| b.num_rows()).max().unwrap_or(0));
+        let position_bits = bits_for(batches.len()) + row_bits;
+        if packing.bits + position_bits <= 64 {
+            self.radix_sort::<u64>(batches, keys, &packing, row_bits, position_bits)
+        } else {
+            self.radix_sort::<u128>(batches, keys, &packing, row_bits, position_bits)
+        }
+    }
+
+    /// Sorts the rows of `batches` by their packed keys and emits them in batches of the
+    /// session's size.
+    fn radix_sort<T: Packed>(
+        self,
+        batches: Vec<RecordBatch>,
+        keys: Vec<BatchKeys>,
+        packing: &Packing,
+        row_bits: u32,
+        position_bits: u32,
+    ) -> Result<SendableRecordBatchStream> {
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        let elapsed = self.metrics.baseline.elapsed_compute().clone();
+        let timer = elapsed.timer();
+        let keys_bytes: usize = keys.iter().map(|k| k.memory_size()).sum();
+        let packed_bytes = rows * size_of::<T>();
+        if self.reservation.try_grow(2 * packed_bytes).is_err() {
+            let schema = Arc::clone(&self.schema);
+            return self.hand_over(batches, empty(schema));
+        }
+        let mut packed = Vec::with_capacity(rows);
+        for (index, batch_keys) in keys.iter().enumerate() {
+            let positions = (0..).map(|row: u64| ((index as u64) << row_bits) | row);
+            packed
+                .extend(packing.pack(batch_keys).into_iter().zip(positions).map(|(k, p)| T::new(k, p, position_bits)));
+        }
+        drop(keys);
+        let mut scratch = Vec::new();
+        radix::sort(&mut packed, &mut scratch, position_bits, packing.bits);
+        drop(scratch);
+        self.reservation.shrink(packed_bytes + keys_bytes);
+        timer.done();
+        self.metrics.radix_sorted.add(1);
+
+        let batch_size = self.context.session_config().batch_size().max(1);
+        let row_mask = radix::low_bits(row_bits);
+        let chunks = (0..rows.div_ceil(batch_size)).map(move |chunk| {
+            let _timer = elapsed.timer();
+            let end = ((chunk + 1) * batch_size).min(packed.len());
+            let indices: Vec<(usize, usize)> = packed[chunk * batch_size..end]
+                .iter()
+                .map(|p| {
+                    let position = p.position(position_bits);
+                    ((position >> row_bits) as usize, (position & row_mask) as usize)
+                })
+                .collect();
+            let sources: Vec<&RecordBatch> = batches.iter().collect();
+            Ok(interleave_record_batch(&sources, &indices)?)
+        });
+        Ok(self.emit(futures::stream::iter(chunks)))
+    }
+
+    /// A stream of `batches` that counts their rows and holds this sort's memory until done.
+    fn emit(
+        self,
+        batches: impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static,
+    ) -> SendableRecordBatchStream {
+        let PartitionSort { metrics, reservation, schema, .. } = self;
+        let stream = batches.inspect_ok(move |batch| {
+            let _held = &reservation;
+            metrics.baseline.record_output(batch.num_rows());
+        });
+        Box::pin(RecordBatchStreamAdapter::new(schema, stream))
+    }
+
+    /// Hands `buffered` and the rest of `input` to DataFusion's external sort.
+    fn hand_over(
+        self,
+        buffered: Vec<RecordBatch>,
+        rest: SendableRecordBatchStream,
+    ) -> Result<SendableRecordBatchStream> {
+        self.reservation.free();
+        self.metrics.handed_over.add(1);
+        let schema = self.schema;
+        let stream = futures::stream::iter(buffered.into_iter().map(Ok)).chain(rest);
+        let source = OneShotStream {
+            schema: Arc::clone(&schema),
+            stream: Mutex::new(Some(Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), stream)))),
+        };
+        let source =
+            StreamingTableExec::try_new(schema, vec![Arc::new(source)], None, Vec::<LexOrdering>::new(), false, None)?;
+        let sort = Arc::new(ExternalSortExec::new(self.expr, Arc::new(source)).with_preserve_partitioning(true));
+        self.handed_over.lock().push(Arc::clone(&sort) as Arc<dyn ExecutionPlan>);
+        sort.execute(0, self.context)
+    }
+}
+
+/// The bits that number `count` things from 0.
+fn bits_for(count: usize) -> u32 {
+    usize::BITS - count.saturating_sub(1).leading_zeros()
+}
+
+/// A stream already under way, as the one partition DataFusion's sort reads.
+struct OneShotStream {
+    schema: SchemaRef,
+    stream: Mutex<Option<SendableRecordBatchStream>>,
+}
+
+impl fmt::Debug for OneShotStream {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("OneShotStream")
+    }
+}
+
+impl PartitionStream for OneShotStream {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        self.stream.lock().take().unwrap_or_else(|| empty(Arc::clone(&self.schema)))
+    }
+}
+
+fn empty(schema: SchemaRef) -> SendableRecordBatchStream {
+    Box::pin(datafusion::physical_plan::EmptyRecordBatchStream::new(schema))
+}
