@@ -3,9 +3,10 @@
 //! and plain, checks the bucketed layout against Spark's bucket function, then times a join
 //! with count/sum, a GROUP BY with top-5 and a point lookup on each — with as many shuffle
 //! partitions as buckets and broadcasts off (adaptive execution on, then off), then at
-//! Spark's defaults (200 shuffle partitions, adaptive execution) — reporting medians, rows/s,
-//! peak memory, the most descriptors held, shuffled bytes, the exchanges of each plan and the
-//! partitions read after each.
+//! Spark's defaults (200 shuffle partitions, adaptive execution) — reporting medians, the
+//! bytes the scans read and their rows per second, each query's own peak memory, the most
+//! descriptors held, shuffled bytes, the exchanges of each plan and the partitions read after
+//! each.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, collect}
 
 use crate::error::SqlError;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
+use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::sql::engine::{Engine, EngineOptions};
 use crate::sql::session::Session;
@@ -46,13 +48,16 @@ struct Measurement {
     /// The settings it ran under.
     settings: &'static str,
     median: Duration,
+    /// Rows the scans read (after bucket and row-group pruning) per second of the median.
     rows_per_second: f64,
+    /// The most resident memory while this query ran, from a baseline with freed memory
+    /// handed back to the system first.
     peak_rss: u64,
     /// The most file descriptors the process held while the query ran.
     peak_fds: u64,
     /// Process CPU time over wall time: how many cores were busy on average.
     cores_busy: f64,
-    shuffles: Shuffles,
+    figures: PlanFigures,
 }
 
 /// CPU time this process has used (user + system), from `/proc/self/stat`.
@@ -76,6 +81,15 @@ struct RssSampler {
 /// Descriptors this process holds, from `/proc/self/fd`.
 fn open_descriptors() -> u64 {
     std::fs::read_dir("/proc/self/fd").map_or(0, |entries| entries.count() as u64)
+}
+
+/// Hands memory freed by earlier queries back to the system, so that a query's peak is its own.
+fn return_freed_memory() {
+    // SAFETY: `malloc_trim` only releases free heap memory; it has no preconditions.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 fn rss_bytes() -> u64 {
@@ -110,24 +124,33 @@ impl RssSampler {
     }
 }
 
-/// The exchanges a run's plan ended with: how many, the bytes they moved, and for each the
-/// partitions its reader read (after adaptive coalescing, when it ran).
+/// What a run's plan measured: the rows and bytes its scans read, the exchanges it ended
+/// with, the bytes they moved, and for each the partitions its reader read (after adaptive
+/// coalescing, when it ran).
 #[derive(Default)]
-struct Shuffles {
+struct PlanFigures {
+    rows_scanned: usize,
+    bytes_scanned: usize,
     exchanges: usize,
     bytes: usize,
     partitions_read: Vec<usize>,
 }
 
-impl Shuffles {
+impl PlanFigures {
     fn of(plan: &Arc<dyn ExecutionPlan>) -> Self {
-        let mut shuffles = Shuffles::default();
-        shuffles.visit(plan, None);
-        shuffles
+        let mut figures = PlanFigures::default();
+        figures.visit(plan, None);
+        figures
     }
 
     /// `read_by` is the partition count of the adaptive read above, if `plan` is under one.
     fn visit(&mut self, plan: &Arc<dyn ExecutionPlan>, read_by: Option<usize>) {
+        if plan.downcast_ref::<FileSourceScanExec>().is_some()
+            && let Some(metrics) = plan.metrics()
+        {
+            self.rows_scanned += metrics.output_rows().unwrap_or(0);
+            self.bytes_scanned += metrics.sum_by_name("bytes_scanned").map_or(0, |v| v.as_usize());
+        }
         let read_by = match plan.downcast_ref::<AqeShuffleReadExec>() {
             Some(read) => Some(read.specs().len()),
             None if plan.downcast_ref::<ShuffleExchangeExec>().is_some() => {
@@ -166,10 +189,10 @@ async fn time_query(
     name: &str,
     (layout, settings): (&'static str, &'static str),
     sql: &str,
-    input_rows: u64,
     runs: usize,
 ) -> Result<Measurement, SqlError> {
     let mut timings = Vec::with_capacity(runs);
+    return_freed_memory();
     let sampler = RssSampler::start();
     let mut last_plan = None;
     let mut busy = Vec::with_capacity(runs);
@@ -189,17 +212,17 @@ async fn time_query(
     let cores_busy = busy.iter().sum::<f64>() / busy.len() as f64;
     timings.sort();
     let median = timings[timings.len() / 2];
-    let shuffles = Shuffles::of(last_plan.as_ref().expect("ran at least once"));
+    let figures = PlanFigures::of(last_plan.as_ref().expect("ran at least once"));
     Ok(Measurement {
         name: name.to_string(),
         layout,
         settings,
         median,
-        rows_per_second: input_rows as f64 / median.as_secs_f64(),
+        rows_per_second: figures.rows_scanned as f64 / median.as_secs_f64(),
         peak_rss,
         peak_fds,
         cores_busy,
-        shuffles,
+        figures,
     })
 }
 
@@ -310,7 +333,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         for (name, template) in &queries[..if settings == FIXED { 3 } else { 2 }] {
             for (layout, tx, acc) in [("bucketed", "tx", "acc"), ("plain", "tx_plain", "acc_plain")] {
                 let sql = template.replace("{tx}", tx).replace("{acc}", acc);
-                results.push(time_query(&session, name, (layout, settings), &sql, rows, runs).await?);
+                results.push(time_query(&session, name, (layout, settings), &sql, runs).await?);
             }
         }
         if settings == FIXED {
@@ -318,7 +341,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
             // order and the sort-merge join needs no sort at all (Spark's default keeps them).
             execute(&session, "SET spark.sql.legacy.bucketedTableScan.outputOrdering = true").await?;
             let join = queries[0].1.replace("{tx}", "tx").replace("{acc}", "acc");
-            results.insert(1, time_query(&session, queries[0].0, ("sorted", settings), &join, rows, runs).await?);
+            results.insert(1, time_query(&session, queries[0].0, ("sorted", settings), &join, runs).await?);
         }
     }
 
@@ -326,11 +349,12 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {FIXED_STATIC} = the same without adaptive execution; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off"
     );
     println!(
-        "{:<16} {:<9} {:<12} {:>10} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14} {:>15}",
+        "{:<16} {:<9} {:<12} {:>10} {:>11} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14} {:>15}",
         "query",
         "layout",
         "settings",
         "median ms",
+        "read MiB",
         "rows/s",
         "peak MiB",
         "max fds",
@@ -341,36 +365,39 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     );
     for m in &results {
         println!(
-            "{:<16} {:<9} {:<12} {:>10.1} {:>14.0} {:>10.1} {:>8} {:>11.2} {:>9} {:>14.1} {:>15}",
+            "{:<16} {:<9} {:<12} {:>10.1} {:>11.1} {:>14.0} {:>10.1} {:>8} {:>11.2} {:>9} {:>14.1} {:>15}",
             m.name,
             m.layout,
             m.settings,
             m.median.as_secs_f64() * 1000.0,
+            m.figures.bytes_scanned as f64 / 1048576.0,
             m.rows_per_second,
             m.peak_rss as f64 / 1048576.0,
             m.peak_fds,
             m.cores_busy,
-            m.shuffles.exchanges,
-            m.shuffles.bytes as f64 / 1048576.0,
-            m.shuffles.partitions_read_text()
+            m.figures.exchanges,
+            m.figures.bytes as f64 / 1048576.0,
+            m.figures.partitions_read_text()
         );
     }
     let entries: Vec<String> = results
         .iter()
         .map(|m| {
             format!(
-                "{{\"query\":\"{}\",\"layout\":\"{}\",\"settings\":\"{}\",\"median_ms\":{:.3},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"peak_fds\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{},\"partitions_read\":{:?}}}",
+                "{{\"query\":\"{}\",\"layout\":\"{}\",\"settings\":\"{}\",\"median_ms\":{:.3},\"rows_scanned\":{},\"bytes_scanned\":{},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"peak_fds\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{},\"partitions_read\":{:?}}}",
                 m.name,
                 m.layout,
                 m.settings,
                 m.median.as_secs_f64() * 1000.0,
+                m.figures.rows_scanned,
+                m.figures.bytes_scanned,
                 m.rows_per_second,
                 m.peak_rss,
                 m.peak_fds,
                 m.cores_busy,
-                m.shuffles.exchanges,
-                m.shuffles.bytes,
-                m.shuffles.partitions_read
+                m.figures.exchanges,
+                m.figures.bytes,
+                m.figures.partitions_read
             )
         })
         .collect();
