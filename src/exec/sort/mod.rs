@@ -3,15 +3,17 @@
 //!
 //! Spark's sorter radix-sorts 8-byte key prefixes when one integral, date or timestamp key
 //! decides the order (`spark.sql.sort.enableRadixSort`, on by default). This sort goes further
-//! where it can, in memory:
+//! where it can:
 //! - rows already in order pass through after a check made as they arrive. Bucket files are
 //!   written sorted and a bucketed scan reads each bucket's file in order, so the `Sort` that
-//!   Spark's plan keeps above it costs one pass over the keys;
+//!   Spark's plan keeps above it costs one pass over the keys. When memory runs out while the
+//!   rows are still in order, those so far go to disk as one run and the check goes on; runs
+//!   in order are read back one after the other, with no merge;
 //! - rows whose keys all have fixed-width types are packed into one integer per row, each key
 //!   in the bits its values span in the partition, and radix-sorted when the keys fit in 64 bits
 //!   (a bucketed write's bucket id and sort column do);
-//! - everything else (a limit, wider keys, keys of other types, a partition that outgrows its
-//!   memory, or `spark.sql.sort.enableRadixSort=false`) goes to DataFusion's external sort,
+//! - everything else (a limit, wider keys, keys of other types, rows out of order in a
+//!   partition that outgrows its memory, or `spark.sql.sort.enableRadixSort=false`) goes to DataFusion's external sort,
 //!   which compares rows and spills.
 //!
 //! EXPLAIN ANALYZE counts the partitions that took each way.
@@ -31,11 +33,15 @@ use arrow::row::{OwnedRow, RowConverter, SortField};
 use datafusion::common::Statistics;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::Result;
+use datafusion::execution::SpillFile;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_plan::SpillManager;
 use datafusion::physical_plan::execution_plan::CardinalityEffect;
-use datafusion::physical_plan::metrics::{BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, SpillMetrics,
+};
 use datafusion::physical_plan::sorts::sort::SortExec as ExternalSortExec;
 use datafusion::physical_plan::statistics::{ChildStats, StatisticsArgs};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -149,9 +155,12 @@ impl ExecutionPlan for SortExec {
             return self.external.execute(partition, context);
         }
         let input = self.input().execute(partition, Arc::clone(&context))?;
+        let metrics = SortMetrics::new(&self.metrics, partition);
         let sort = PartitionSort {
             expr: self.expr().clone(),
-            metrics: SortMetrics::new(&self.metrics, partition),
+            spill: SpillManager::new(context.runtime_env(), metrics.spill.clone(), self.schema()),
+            runs: Vec::new(),
+            metrics,
             handed_over: Arc::clone(&self.handed_over),
             reservation: MemoryConsumer::new(format!("SortExec[{partition}]"))
                 .with_can_spill(true)
@@ -204,6 +213,7 @@ struct SortMetrics {
     in_order: Count,
     radix_sorted: Count,
     handed_over: Count,
+    spill: SpillMetrics,
 }
 
 impl SortMetrics {
@@ -214,6 +224,7 @@ impl SortMetrics {
             in_order: count("partitions_in_order"),
             radix_sorted: count("partitions_radix_sorted"),
             handed_over: count("partitions_sorted_externally"),
+            spill: SpillMetrics::new(metrics, partition),
         }
     }
 }
@@ -225,6 +236,9 @@ struct PartitionSort {
     metrics: SortMetrics,
     handed_over: Arc<Mutex<Vec<Arc<dyn ExecutionPlan>>>>,
     reservation: MemoryReservation,
+    /// Writes runs of rows that arrived in order when memory runs out before the end.
+    spill: SpillManager,
+    runs: Vec<Arc<dyn SpillFile>>,
     context: Arc<TaskContext>,
     schema: SchemaRef,
 }
@@ -237,7 +251,7 @@ enum OrderCheck {
 }
 
 impl PartitionSort {
-    async fn run(self, mut input: SendableRecordBatchStream) -> Result<SendableRecordBatchStream> {
+    async fn run(mut self, mut input: SendableRecordBatchStream) -> Result<SendableRecordBatchStream> {
         let options: Vec<SortOptions> = self.expr.iter().map(|e| e.options).collect();
         let schema = Arc::clone(&self.schema);
         let normalizable = self
@@ -287,13 +301,29 @@ impl PartitionSort {
             timer.done();
             batches.push(batch);
             let unsortable_here = !in_order && matches!(check, OrderCheck::Rows { .. });
-            if unsortable_here || self.reservation.try_grow(bytes).is_err() {
+            if unsortable_here {
                 return self.hand_over(batches, input);
+            }
+            if self.reservation.try_grow(bytes).is_err() {
+                if !in_order {
+                    return self.hand_over(batches, input);
+                }
+                // The rows so far are in order: they go to disk as one run, and the check goes on.
+                self.runs.extend(self.spill.spill_record_batch_and_finish(&batches, "SortExec in-order run")?);
+                batches.clear();
+                if let OrderCheck::Normalized { keys, .. } = &mut check {
+                    keys.drain(..keys.len() - 1);
+                }
+                self.reservation.free();
             }
         }
         if in_order {
             self.metrics.in_order.add(1);
-            return Ok(self.emit(futures::stream::iter(batches.into_iter().map(Ok))));
+            let spilled = self.read_runs();
+            return Ok(self.emit(spilled.chain(futures::stream::iter(batches.into_iter().map(Ok)))));
+        }
+        if !self.runs.is_empty() {
+            return self.hand_over(batches, empty(schema));
         }
         let OrderCheck::Normalized { keys, spans } = check else { unreachable!("handed over when out of order") };
         let radix = self.context.session_config().get_extension::<SparkConf>().is_none_or(|conf| conf.radix_sort);
@@ -373,16 +403,24 @@ impl PartitionSort {
         Box::pin(RecordBatchStreamAdapter::new(schema, stream))
     }
 
-    /// Hands `buffered` and the rest of `input` to DataFusion's external sort.
+    /// The rows of the runs written so far, run after run.
+    fn read_runs(&mut self) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
+        let spill = self.spill.clone();
+        let runs = std::mem::take(&mut self.runs);
+        futures::stream::iter(runs).map(move |run| spill.read_spill_as_stream(run, None)).try_flatten()
+    }
+
+    /// Hands the runs written so far, `buffered` and the rest of `input` to DataFusion's
+    /// external sort.
     fn hand_over(
-        self,
+        mut self,
         buffered: Vec<RecordBatch>,
         rest: SendableRecordBatchStream,
     ) -> Result<SendableRecordBatchStream> {
         self.reservation.free();
         self.metrics.handed_over.add(1);
+        let stream = self.read_runs().chain(futures::stream::iter(buffered.into_iter().map(Ok))).chain(rest);
         let schema = self.schema;
-        let stream = futures::stream::iter(buffered.into_iter().map(Ok)).chain(rest);
         let source = OneShotStream {
             schema: Arc::clone(&schema),
             stream: Mutex::new(Some(Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), stream)))),

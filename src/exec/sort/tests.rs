@@ -120,6 +120,7 @@ async fn sort_and_check(
         .iter()
         .filter_map(|m| match m.value() {
             MetricValue::Count { name, count } => Some((name.to_string(), count.value())),
+            MetricValue::SpillCount(count) => Some(("spills".to_string(), count.value())),
             _ => None,
         })
         .collect()
@@ -195,6 +196,33 @@ async fn rows_already_in_order_pass_through_unsorted() {
         let counters = sort_and_check(input, &keys, None).await;
         assert_eq!(count(&counters, "partitions_in_order"), 1, "{keys:?}: {counters:?}");
     }
+}
+
+/// `batches(…)` sorted by `keys` with Arrow's sort, cut into `pieces` batches again.
+fn sorted_input(keys: &[(&str, SortOptions)], pieces: usize) -> Vec<RecordBatch> {
+    let all = concat_batches(&schema(), &batches(40, 1000, 3)).unwrap();
+    let columns: Vec<SortColumn> = keys
+        .iter()
+        .map(|(name, o)| SortColumn { values: all.column_by_name(name).unwrap().clone(), options: Some(*o) })
+        .collect();
+    let order = lexsort_to_indices(&columns, None).unwrap();
+    let size = order.len() / pieces;
+    // Each piece its own arrays, so that it accounts for its own memory only.
+    (0..pieces).map(|i| arrow::compute::take_record_batch(&all, &order.slice(i * size, size)).unwrap()).collect()
+}
+
+#[tokio::test]
+async fn rows_in_order_beyond_memory_go_to_disk_in_runs_and_still_pass_through() {
+    for keys in [vec![("wide", ASC)], vec![("text", DESC)]] {
+        let counters = sort_and_check(sorted_input(&keys, 80), &keys, Some(512 << 10)).await;
+        assert_eq!(count(&counters, "partitions_in_order"), 1, "{keys:?}: {counters:?}");
+        assert!(count(&counters, "spills") > 1, "{keys:?}: {counters:?}");
+    }
+    // Out of order after some runs were written: everything goes to the external sort.
+    let mut input = sorted_input(&[("wide", ASC)], 80);
+    input.swap(10, 70);
+    let counters = sort_and_check(input, &[("wide", ASC)], Some(512 << 10)).await;
+    assert_eq!(count(&counters, "partitions_sorted_externally"), 1, "{counters:?}");
 }
 
 #[tokio::test]
