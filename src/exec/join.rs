@@ -6,7 +6,9 @@
 //! DataFusion's hash and nested-loop joins always build their left input, so a Spark
 //! `BuildRight` join runs as DataFusion's join with the inputs swapped and a projection that
 //! restores the column order. The children seen by the planner and EXPLAIN are always
-//! Spark's (left, right); the DataFusion join is rebuilt from them whenever they change.
+//! Spark's (left, right); the DataFusion join is rebuilt from them whenever they change. An
+//! inner sort-merge join on one integral key with no condition runs on our own merge loop
+//! (`merge_join`) instead.
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,9 +24,10 @@ use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec,
 };
-use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 
+use super::merge_join;
 use super::null_aware_anti_join::NullAwareAntiJoinExec;
 use super::query_stage::BroadcastQueryStageExec;
 use super::reused_exchange::ReusedExchangeExec;
@@ -112,6 +115,10 @@ pub struct SparkJoinExec {
     left: Arc<dyn ExecutionPlan>,
     right: Arc<dyn ExecutionPlan>,
     inner: Arc<dyn ExecutionPlan>,
+    /// Whether the join runs on our merge loop (`merge_join`) rather than `inner`, which
+    /// still gives the plan's properties.
+    merges: bool,
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl SparkJoinExec {
@@ -119,7 +126,8 @@ impl SparkJoinExec {
     /// already be a `BroadcastExchangeExec` (or, under adaptive execution, its stage).
     pub fn try_new(spec: JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn ExecutionPlan>) -> Result<Self> {
         let inner = build(&spec, Arc::clone(&left), Arc::clone(&right))?;
-        Ok(SparkJoinExec { spec, left, right, inner })
+        let merges = merge_join::applies(&spec, &left.schema(), &right.schema());
+        Ok(SparkJoinExec { spec, left, right, inner, merges, metrics: ExecutionPlanMetricsSet::new() })
     }
 
     pub fn spec(&self) -> &JoinSpec {
@@ -282,10 +290,17 @@ impl ExecutionPlan for SparkJoinExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        self.inner.execute(partition, context)
+        if !self.merges {
+            return self.inner.execute(partition, context);
+        }
+        let keys = self.spec.on.first().cloned().expect("one key");
+        let batch_size = context.session_config().batch_size();
+        let left = self.left.execute(partition, Arc::clone(&context))?;
+        let right = self.right.execute(partition, context)?;
+        Ok(merge_join::merge_inner_join(left, right, keys, self.schema(), batch_size, (&self.metrics, partition)))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
-        self.inner.metrics()
+        if self.merges { Some(self.metrics.clone_inner()) } else { self.inner.metrics() }
     }
 }

@@ -10,6 +10,7 @@ pub mod executor;
 pub mod expand;
 pub mod file_source_scan;
 pub mod join;
+pub mod merge_join;
 pub mod null_aware_anti_join;
 pub mod query_stage;
 pub mod range;

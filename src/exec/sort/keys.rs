@@ -14,14 +14,14 @@ use arrow::datatypes::DataType;
 
 /// One key of one batch: each value as a `u64` whose unsigned order is the key's order under
 /// its sort options, and the key's nulls.
-pub(super) struct NormalizedKey {
+pub(crate) struct NormalizedKey {
     values: Vec<u64>,
     nulls: Option<NullBuffer>,
 }
 
 /// The normalized form of `array` sorted with `options`, if its type has a fixed width of at
 /// most 64 bits.
-pub(super) fn normalize(array: &ArrayRef, options: SortOptions) -> Option<NormalizedKey> {
+pub(crate) fn normalize(array: &ArrayRef, options: SortOptions) -> Option<NormalizedKey> {
     const SIGN: u64 = 1 << 63;
     let data = array.to_data();
     let mut values: Vec<u64> = match array.data_type() {
@@ -50,7 +50,7 @@ pub(super) fn normalize(array: &ArrayRef, options: SortOptions) -> Option<Normal
 }
 
 /// Whether keys of `data_type` can be normalized.
-pub(super) fn normalizable(data_type: &DataType) -> bool {
+pub(crate) fn normalizable(data_type: &DataType) -> bool {
     normalize(&new_empty_array(data_type), SortOptions::default()).is_some()
 }
 
@@ -59,7 +59,15 @@ fn total_order(bits: u64) -> u64 {
 }
 
 impl NormalizedKey {
-    fn is_null(&self, row: usize) -> bool {
+    pub(crate) fn values(&self) -> &[u64] {
+        &self.values
+    }
+
+    pub(crate) fn has_nulls(&self) -> bool {
+        self.nulls.is_some()
+    }
+
+    pub(crate) fn is_null(&self, row: usize) -> bool {
         self.nulls.as_ref().is_some_and(|n| n.is_null(row))
     }
 

@@ -54,6 +54,7 @@ use parking_lot::Mutex;
 
 use crate::config::SparkConf;
 use keys::{BatchKeys, Packing, Span};
+pub(crate) use keys::{NormalizedKey, normalizable, normalize};
 use radix::Packed;
 
 #[derive(Debug)]
@@ -276,20 +277,29 @@ impl PartitionSort {
         while let Some(batch) = input.next().await.transpose()? {
             let timer = self.metrics.baseline.elapsed_compute().timer();
             let mut bytes = batch.get_array_memory_size();
-            let columns = self.expr.iter().map(|e| e.evaluate_to_sort_column(&batch)).collect::<Result<Vec<_>>>()?;
             match &mut check {
                 OrderCheck::Normalized { keys, spans } => {
-                    let normalized = columns.iter().map(|c| keys::normalize(&c.values, c.options.unwrap_or_default()));
-                    let batch_keys = BatchKeys::new(
-                        normalized.collect::<Option<Vec<_>>>().expect("fixed-width keys"),
-                        batch.num_rows(),
-                    );
+                    let batch_keys = self.normalized_keys(&batch)?;
+                    let was_in_order = in_order;
                     in_order = in_order && batch_keys.in_order_after(keys.last(), &options);
-                    Span::widen(spans, &batch_keys);
-                    bytes += batch_keys.memory_size();
+                    if in_order {
+                        // Only the last batch's keys are needed while the rows are in order.
+                        keys.clear();
+                    } else {
+                        if was_in_order {
+                            // The first row out of order: the earlier batches' keys, for the sort.
+                            *keys = batches.iter().map(|b| self.normalized_keys(b)).collect::<Result<_>>()?;
+                            keys.iter().for_each(|k| Span::widen(spans, k));
+                            bytes += keys.iter().map(BatchKeys::memory_size).sum::<usize>();
+                        }
+                        Span::widen(spans, &batch_keys);
+                        bytes += batch_keys.memory_size();
+                    }
                     keys.push(batch_keys);
                 }
                 OrderCheck::Rows { converter, last } => {
+                    let columns =
+                        self.expr.iter().map(|e| e.evaluate_to_sort_column(&batch)).collect::<Result<Vec<_>>>()?;
                     let values: Vec<_> = columns.into_iter().map(|c| c.values).collect();
                     let rows = converter.convert_columns(&values)?;
                     in_order = in_order
@@ -401,6 +411,19 @@ impl PartitionSort {
             metrics.baseline.record_output(batch.num_rows());
         });
         Box::pin(RecordBatchStreamAdapter::new(schema, stream))
+    }
+
+    /// The normalized sort keys of `batch`.
+    fn normalized_keys(&self, batch: &RecordBatch) -> Result<BatchKeys> {
+        let keys = self
+            .expr
+            .iter()
+            .map(|e| {
+                let column = e.evaluate_to_sort_column(batch)?;
+                Ok(keys::normalize(&column.values, e.options).expect("fixed-width keys"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BatchKeys::new(keys, batch.num_rows()))
     }
 
     /// The rows of the runs written so far, run after run.
