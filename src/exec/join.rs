@@ -296,8 +296,9 @@ impl ExecutionPlan for SparkJoinExec {
         let keys = self.spec.on.first().cloned().expect("one key");
         let batch_size = context.session_config().batch_size();
         let left = self.left.execute(partition, Arc::clone(&context))?;
-        let right = self.right.execute(partition, context)?;
-        Ok(merge_join::merge_inner_join(left, right, keys, self.schema(), batch_size, (&self.metrics, partition)))
+        let right = self.right.execute(partition, Arc::clone(&context))?;
+        let metrics = (&self.metrics, partition);
+        Ok(merge_join::merge_inner_join(left, right, keys, self.schema(), batch_size, metrics, context.memory_pool()))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

@@ -20,6 +20,7 @@ use arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::{JoinType, NullEquality};
 use datafusion::error::Result;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, Time};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -55,11 +56,13 @@ pub(super) fn merge_inner_join(
     schema: SchemaRef,
     batch_size: usize,
     metrics: (&ExecutionPlanMetricsSet, usize),
+    pool: &Arc<dyn MemoryPool>,
 ) -> SendableRecordBatchStream {
     let (set, partition) = metrics;
+    let reservation = |side: &str| MemoryConsumer::new(format!("SortMergeJoin[{partition}] {side} run")).register(pool);
     let join = MergeJoin {
-        left: Side::new(left, left_key),
-        right: Side::new(right, right_key),
+        left: Side::new(left, left_key, reservation("left")),
+        right: Side::new(right, right_key, reservation("right")),
         left_run: None,
         right_run: None,
         pending: None,
@@ -133,14 +136,17 @@ struct Side {
     key: Arc<dyn PhysicalExpr>,
     /// Time spent waiting for this side's input, which the join's time leaves out.
     waited: Duration,
+    /// The batches a run holds beyond its first: a key with more rows than memory allows
+    /// fails the query (53200) instead of taking the process's memory.
+    reservation: MemoryReservation,
     current: Option<Arc<Source>>,
     row: usize,
     exhausted: bool,
 }
 
 impl Side {
-    fn new(input: SendableRecordBatchStream, key: Arc<dyn PhysicalExpr>) -> Self {
-        Side { input, key, waited: Duration::ZERO, current: None, row: 0, exhausted: false }
+    fn new(input: SendableRecordBatchStream, key: Arc<dyn PhysicalExpr>, reservation: MemoryReservation) -> Self {
+        Side { input, key, waited: Duration::ZERO, reservation, current: None, row: 0, exhausted: false }
     }
 
     /// Makes `current` a batch with rows left, if the input has one.
@@ -170,6 +176,7 @@ impl Side {
 
     /// The next run of rows with a non-null key, which may continue into later batches.
     async fn next_run(&mut self) -> Result<Option<Run>> {
+        self.reservation.free();
         loop {
             if !self.ensure_rows().await? {
                 return Ok(None);
@@ -194,6 +201,7 @@ impl Side {
                 match &mut run {
                     None => run = Some(Run { key, first: segment, more: Vec::new(), rows: len }),
                     Some(run) => {
+                        self.reservation.try_grow(segment.source.batch.get_array_memory_size())?;
                         run.more.push(segment);
                         run.rows += len;
                     }
@@ -426,6 +434,7 @@ mod tests {
         let schema = Arc::new(Schema::new(fields));
         let context = Arc::new(TaskContext::default());
         let keys = (Arc::new(Column::new("l_key", 0)) as _, Arc::new(Column::new("r_key", 0)) as _);
+        let pool = Arc::clone(context.memory_pool());
         let metrics = ExecutionPlanMetricsSet::new();
         let stream = merge_inner_join(
             left_plan.execute(0, Arc::clone(&context)).unwrap(),
@@ -434,6 +443,7 @@ mod tests {
             schema,
             batch_size,
             (&metrics, 0),
+            &pool,
         );
         let output = collect(stream).await.unwrap();
         assert!(output.iter().all(|b| b.num_rows() <= batch_size));
@@ -478,5 +488,30 @@ mod tests {
         joined(&[Some(1); 30], &[Some(1); 25], (&[4], &[6]), 7).await;
         joined(&[], &[Some(1)], (&[4], &[6]), 7).await;
         joined(&[None, None], &[None], (&[1], &[1]), 7).await;
+    }
+
+    #[tokio::test]
+    async fn a_key_with_more_rows_than_memory_allows_fails_the_query() {
+        let (left, _) = side("l", &[Some(4); 5000], &[100]);
+        let (right, _) = side("r", &[Some(4); 3], &[1]);
+        let runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+            .with_memory_limit(64 << 10, 1.0)
+            .build_arc()
+            .unwrap();
+        let context = Arc::new(TaskContext::default().with_runtime(runtime));
+        let fields: Vec<Field> =
+            side_schema("l").fields().iter().chain(side_schema("r").fields()).map(|f| f.as_ref().clone()).collect();
+        let keys = (Arc::new(Column::new("l_key", 0)) as _, Arc::new(Column::new("r_key", 0)) as _);
+        let stream = merge_inner_join(
+            left.execute(0, Arc::clone(&context)).unwrap(),
+            right.execute(0, Arc::clone(&context)).unwrap(),
+            keys,
+            Arc::new(Schema::new(fields)),
+            1024,
+            (&ExecutionPlanMetricsSet::new(), 0),
+            context.memory_pool(),
+        );
+        let error = collect(stream).await.unwrap_err();
+        assert!(error.to_string().contains("Resources exhausted"), "{error}");
     }
 }
