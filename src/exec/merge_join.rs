@@ -181,14 +181,13 @@ impl Side {
             if !self.ensure_rows().await? {
                 return Ok(None);
             }
-            let source = Arc::clone(self.current.as_ref().expect("rows left"));
+            let mut source = Arc::clone(self.current.as_ref().expect("rows left"));
             if source.keys.is_null(self.row) {
                 self.row += 1;
                 continue;
             }
             let key = source.keys.values()[self.row];
             let mut run: Option<Run> = None;
-            let mut source = source;
             loop {
                 let values = &source.keys.values()[self.row..];
                 let len = if source.keys.has_nulls() {
@@ -238,9 +237,6 @@ struct Output {
 /// The index of `source` in `sources`, added if new; runs cross few batches, so the search
 /// looks only at the last ones.
 fn source_index(sources: &mut Vec<Arc<Source>>, source: &Arc<Source>) -> usize {
-    if sources.last().is_some_and(|last| Arc::ptr_eq(last, source)) {
-        return sources.len() - 1;
-    }
     if let Some(found) = sources.iter().rev().take(4).position(|s| Arc::ptr_eq(s, source)) {
         return sources.len() - 1 - found;
     }

@@ -38,7 +38,6 @@ pub mod unwrap_cast_in_binary_comparison;
 
 use std::sync::Arc;
 
-use crate::exec::sort::SortExec;
 use datafusion::error::Result;
 use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::LogicalPlan;
@@ -50,6 +49,7 @@ use datafusion::physical_optimizer::limit_pushdown::LimitPushdown;
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::config::SparkConf;
+use crate::exec::sort::SortExec;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use cooperative_joins::cooperative_joins;

@@ -7,12 +7,13 @@
 //! gives each union the nullability of its children again, and the plan above it schemas
 //! derived from that.
 
+use std::sync::Arc;
+
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, DFSchemaRef};
 use datafusion::error::Result;
 use datafusion::logical_expr::{LogicalPlan, Union};
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
-use std::sync::Arc;
 
 #[derive(Debug, Default)]
 pub struct UnionOutputNullability;

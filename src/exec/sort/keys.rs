@@ -124,7 +124,7 @@ impl BatchKeys {
     }
 }
 
-/// What one key's values span in a partition so far.
+/// What one key's values span in a partition.
 #[derive(Clone, Copy)]
 pub(super) struct Span {
     min: u64,
@@ -139,19 +139,24 @@ impl Default for Span {
 }
 
 impl Span {
-    pub(super) fn widen(spans: &mut [Span], batch: &BatchKeys) {
-        for (span, key) in spans.iter_mut().zip(&batch.keys) {
-            span.nulls |= key.nulls.is_some();
-            let values = key.values.iter().enumerate().filter(|(row, _)| !key.is_null(*row)).map(|(_, v)| *v);
-            let (min, max) = values.fold((span.min, span.max), |(min, max), v| (min.min(v), max.max(v)));
-            (span.min, span.max) = (min, max);
+    /// What each of the `keys` keys spans over `batches`.
+    pub(super) fn of(batches: &[BatchKeys], keys: usize) -> Vec<Span> {
+        let mut spans = vec![Span::default(); keys];
+        for batch in batches {
+            for (span, key) in spans.iter_mut().zip(&batch.keys) {
+                span.nulls |= key.nulls.is_some();
+                let values = key.values.iter().enumerate().filter(|(row, _)| !key.is_null(*row)).map(|(_, v)| *v);
+                let (min, max) = values.fold((span.min, span.max), |(min, max), v| (min.min(v), max.max(v)));
+                (span.min, span.max) = (min, max);
+            }
         }
+        spans
     }
 }
 
 /// How the keys of a partition pack into one integer: each key as its offset from the
-/// partition's least value (with a place for null before or after the values), in as many bits as its
-/// values span, the first key highest.
+/// partition's least value (with a place for null before or after the values), in as many
+/// bits as its values span, the first key highest.
 pub(super) struct Packing {
     keys: Vec<KeyPacking>,
     /// Bits the packed keys take.
@@ -174,7 +179,9 @@ impl Packing {
             .iter()
             .zip(options)
             .map(|(span, options)| {
-                let width = if span.min > span.max { 0 } else { u128::from(span.max - span.min) };
+                // No value at all (every key null) spans nothing.
+                let (min, width) =
+                    if span.min > span.max { (0, 0) } else { (span.min, u128::from(span.max - span.min)) };
                 // Offsets run 0..=width, one more for null.
                 let top = width + u128::from(span.nulls);
                 let bits = 128 - top.leading_zeros();
@@ -183,7 +190,7 @@ impl Packing {
                     (true, false) => (top as u64, 0),
                     (false, _) => (0, 0),
                 };
-                KeyPacking { min: if span.min > span.max { 0 } else { span.min }, null_offset, value_shift, bits }
+                KeyPacking { min, null_offset, value_shift, bits }
             })
             .collect();
         let bits = keys.iter().map(|k| k.bits).sum();

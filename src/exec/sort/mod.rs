@@ -13,8 +13,8 @@
 //!   in the bits its values span in the partition, and radix-sorted when the keys fit in 64 bits
 //!   (a bucketed write's bucket id and sort column do);
 //! - everything else (a limit, wider keys, keys of other types, rows out of order in a
-//!   partition that outgrows its memory, or `spark.sql.sort.enableRadixSort=false`) goes to DataFusion's external sort,
-//!   which compares rows and spills.
+//!   partition that outgrows its memory, or `spark.sql.sort.enableRadixSort=false`) goes to
+//!   DataFusion's external sort, which compares rows and spills.
 //!
 //! EXPLAIN ANALYZE counts the partitions that took each way.
 
@@ -247,29 +247,25 @@ struct PartitionSort {
 /// How the order of arriving rows is checked: by their normalized keys where every key has a
 /// fixed width, else by Arrow's row format.
 enum OrderCheck {
-    Normalized { keys: Vec<BatchKeys>, spans: Vec<Span> },
-    Rows { converter: RowConverter, last: Option<OwnedRow> },
+    /// The last batch's keys while the rows are in order, every batch's once they are not.
+    Normalized {
+        keys: Vec<BatchKeys>,
+    },
+    Rows {
+        converter: RowConverter,
+        last: Option<OwnedRow>,
+    },
 }
 
 impl PartitionSort {
     async fn run(mut self, mut input: SendableRecordBatchStream) -> Result<SendableRecordBatchStream> {
         let options: Vec<SortOptions> = self.expr.iter().map(|e| e.options).collect();
         let schema = Arc::clone(&self.schema);
-        let normalizable = self
-            .expr
-            .iter()
-            .map(|e| e.expr.data_type(&schema))
-            .collect::<Result<Vec<_>>>()?
-            .iter()
-            .all(keys::normalizable);
-        let mut check = if normalizable {
-            OrderCheck::Normalized { keys: Vec::new(), spans: vec![Span::default(); options.len()] }
+        let types = self.expr.iter().map(|e| e.expr.data_type(&schema)).collect::<Result<Vec<_>>>()?;
+        let mut check = if types.iter().all(keys::normalizable) {
+            OrderCheck::Normalized { keys: Vec::new() }
         } else {
-            let fields = self
-                .expr
-                .iter()
-                .map(|e| Ok(SortField::new_with_options(e.expr.data_type(&schema)?, e.options)))
-                .collect::<Result<Vec<_>>>()?;
+            let fields = types.into_iter().zip(&options).map(|(t, o)| SortField::new_with_options(t, *o)).collect();
             OrderCheck::Rows { converter: RowConverter::new(fields)?, last: None }
         };
         let mut batches = Vec::new();
@@ -278,7 +274,7 @@ impl PartitionSort {
             let timer = self.metrics.baseline.elapsed_compute().timer();
             let mut bytes = batch.get_array_memory_size();
             match &mut check {
-                OrderCheck::Normalized { keys, spans } => {
+                OrderCheck::Normalized { keys } => {
                     let batch_keys = self.normalized_keys(&batch)?;
                     let was_in_order = in_order;
                     in_order = in_order && batch_keys.in_order_after(keys.last(), &options);
@@ -289,10 +285,8 @@ impl PartitionSort {
                         if was_in_order {
                             // The first row out of order: the earlier batches' keys, for the sort.
                             *keys = batches.iter().map(|b| self.normalized_keys(b)).collect::<Result<_>>()?;
-                            keys.iter().for_each(|k| Span::widen(spans, k));
                             bytes += keys.iter().map(BatchKeys::memory_size).sum::<usize>();
                         }
-                        Span::widen(spans, &batch_keys);
                         bytes += batch_keys.memory_size();
                     }
                     keys.push(batch_keys);
@@ -321,9 +315,6 @@ impl PartitionSort {
                 // The rows so far are in order: they go to disk as one run, and the check goes on.
                 self.runs.extend(self.spill.spill_record_batch_and_finish(&batches, "SortExec in-order run")?);
                 batches.clear();
-                if let OrderCheck::Normalized { keys, .. } = &mut check {
-                    keys.drain(..keys.len() - 1);
-                }
                 self.reservation.free();
             }
         }
@@ -335,9 +326,9 @@ impl PartitionSort {
         if !self.runs.is_empty() {
             return self.hand_over(batches, empty(schema));
         }
-        let OrderCheck::Normalized { keys, spans } = check else { unreachable!("handed over when out of order") };
+        let OrderCheck::Normalized { keys } = check else { unreachable!("handed over when out of order") };
         let radix = self.context.session_config().get_extension::<SparkConf>().is_none_or(|conf| conf.radix_sort);
-        let Some(packing) = Packing::new(&spans, &options).filter(|_| radix) else {
+        let Some(packing) = Packing::new(&Span::of(&keys, options.len()), &options).filter(|_| radix) else {
             return self.hand_over(batches, empty(schema));
         };
         let row_bits = bits_for(batches.iter().map(|b| b.num_rows()).max().unwrap_or(0));
@@ -375,9 +366,7 @@ impl PartitionSort {
                 .extend(packing.pack(batch_keys).into_iter().zip(positions).map(|(k, p)| T::new(k, p, position_bits)));
         }
         drop(keys);
-        let mut scratch = Vec::new();
-        radix::sort(&mut packed, &mut scratch, position_bits, packing.bits);
-        drop(scratch);
+        radix::sort(&mut packed, position_bits, packing.bits);
         self.reservation.shrink(packed_bytes + keys_bytes);
         timer.done();
         self.metrics.radix_sorted.add(1);

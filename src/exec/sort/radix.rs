@@ -43,9 +43,9 @@ pub(super) fn low_bits(bits: u32) -> u64 {
     1u64.checked_shl(bits).map_or(u64::MAX, |b| b - 1)
 }
 
-/// Sorts `rows` by their bits `from..from + bits`, stably, using `scratch` (resized to
-/// `rows`' length) for the passes. A byte every row shares costs no pass.
-pub(super) fn sort<T: Packed>(rows: &mut Vec<T>, scratch: &mut Vec<T>, from: u32, bits: u32) {
+/// Sorts `rows` by their bits `from..from + bits`, stably. A byte every row shares costs no
+/// pass.
+pub(super) fn sort<T: Packed>(rows: &mut Vec<T>, from: u32, bits: u32) {
     let digits = bits.div_ceil(8) as usize;
     let mut counts = vec![[0usize; 256]; digits];
     for row in rows.iter() {
@@ -53,7 +53,7 @@ pub(super) fn sort<T: Packed>(rows: &mut Vec<T>, scratch: &mut Vec<T>, from: u32
             count[row.byte(from + 8 * digit as u32)] += 1;
         }
     }
-    scratch.resize(rows.len(), T::default());
+    let mut scratch = vec![T::default(); rows.len()];
     for (digit, count) in counts.iter().enumerate() {
         if count.contains(&rows.len()) {
             continue;
@@ -70,6 +70,6 @@ pub(super) fn sort<T: Packed>(rows: &mut Vec<T>, scratch: &mut Vec<T>, from: u32
             scratch[*slot] = *row;
             *slot += 1;
         }
-        std::mem::swap(rows, scratch);
+        std::mem::swap(rows, &mut scratch);
     }
 }
