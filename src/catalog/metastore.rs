@@ -41,6 +41,17 @@ pub struct BucketSpec {
     pub sort_columns: Vec<String>,
 }
 
+/// Spark's catalog keys for a table's statistics, kept among its properties.
+pub const STATISTICS_PREFIX: &str = "spark.sql.statistics.";
+pub const STATISTICS_SIZE: &str = "spark.sql.statistics.totalSize";
+pub const STATISTICS_ROWS: &str = "spark.sql.statistics.numRows";
+
+/// The key of one column statistic (`distinctCount`, `nullCount`, `min`, `max`, `avgLen`,
+/// `maxLen`, `version`), as Spark's `CatalogColumnStat.toMap` names it.
+pub fn column_statistic_key(column: &str, statistic: &str) -> String {
+    format!("{STATISTICS_PREFIX}colStats.{column}.{statistic}")
+}
+
 /// The bucket function recorded with every bucketed table.
 pub const BUCKET_HASH: &str = "spark_murmur3_x86_32";
 pub const BUCKET_HASH_VERSION: i64 = 1;
@@ -391,8 +402,7 @@ impl Metastore {
                     ],
                 )?;
             }
-            tx.execute("UPDATE tables SET version = version + 1 WHERE id = ?1", [table_id])?;
-            Ok(())
+            new_version(tx, table_id)
         })
     }
 
@@ -405,6 +415,16 @@ impl Metastore {
                      ON CONFLICT (table_id, key) DO UPDATE SET value = excluded.value",
                     params![table_id, key, value],
                 )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Removes table properties; keys the table does not have are ignored.
+    pub fn unset_properties(&self, table_id: i64, keys: &[String]) -> Result<(), SqlError> {
+        self.in_transaction(|tx| {
+            for key in keys {
+                tx.execute("DELETE FROM table_properties WHERE table_id = ?1 AND key = ?2", params![table_id, key])?;
             }
             Ok(())
         })
@@ -615,7 +635,18 @@ fn commit_files(
         }
         tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string_lossy()])?;
     }
+    new_version(tx, table_id)
+}
+
+/// A committed change of a table's files: its version moves on and its statistics go, as
+/// Spark drops a table's statistics after a write
+/// (`spark.sql.statistics.size.autoUpdate.enabled=false`), so that no plan uses stale ones.
+fn new_version(tx: &Transaction, table_id: i64) -> Result<(), SqlError> {
     tx.execute("UPDATE tables SET version = version + 1 WHERE id = ?1", [table_id])?;
+    tx.execute(
+        "DELETE FROM table_properties WHERE table_id = ?1 AND substr(key, 1, length(?2)) = ?2",
+        params![table_id, STATISTICS_PREFIX],
+    )?;
     Ok(())
 }
 

@@ -30,7 +30,7 @@ use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSe
 use datafusion::physical_plan::sorts::streaming_merge::StreamingMergeBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
-use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
+use crate::catalog::metastore::{BucketSpec, DataFile, STATISTICS_SIZE, TableMeta};
 use crate::storage::partition_path::partition_values;
 
 /// Whether the scan reads by bucket, and if not, why not (Spark's EXPLAIN wording).
@@ -184,8 +184,25 @@ impl FileSourceScanExec {
         self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).count()
     }
 
-    /// Bytes of the files read: Spark's size estimate of a file relation.
+    /// Spark's size estimate of a file relation: the table's catalog statistics
+    /// (`spark.sql.statistics.totalSize`, from `ANALYZE TABLE` or declared with `ALTER TABLE
+    /// .. SET TBLPROPERTIES`) when the scan reads the whole table, else the bytes of the files
+    /// read (as Spark's `PruneFileSourcePartitions` replaces the statistics of a pruned scan).
     pub fn size_in_bytes(&self) -> u64 {
+        self.declared_size().unwrap_or_else(|| self.bytes_read())
+    }
+
+    /// The catalog statistics' size, where it is the scan's estimate.
+    pub fn declared_size(&self) -> Option<u64> {
+        let table = &self.request.table;
+        let whole_table = self.request.files.len() == table.files.len()
+            && self.request.selected_buckets.as_ref().is_none_or(|selected| selected.iter().all(|b| *b));
+        let declared = table.properties.get(STATISTICS_SIZE)?.parse().ok()?;
+        whole_table.then_some(declared)
+    }
+
+    /// Bytes of the files read, after partition and bucket pruning.
+    pub fn bytes_read(&self) -> u64 {
         self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.byte_size).sum()
     }
 

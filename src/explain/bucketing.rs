@@ -2,6 +2,7 @@
 //! Spark's extended explain providers, why each remaining exchange moves rows and why a
 //! scan of a bucketed table does not read by bucket.
 
+use super::cost::bytes_to_string;
 use super::expressions::join;
 use super::plan::{Node, Role};
 use super::tree::post_order;
@@ -29,6 +30,7 @@ pub(super) fn section(root: &Node, v2_bucketing_enabled: bool) -> Option<String>
     if let Some(initial) = initial {
         lines.extend(removed_exchanges(shown, initial, root));
     }
+    lines.extend(post_order(shown).into_iter().filter_map(declared_size));
     if v2_bucketing_enabled {
         lines.push(
             "spark.sql.sources.v2.bucketing.enabled applies to DataSource V2 sources only (storage-partitioned \
@@ -55,7 +57,7 @@ fn line(node: &Node, ancestors: &[&Node]) -> Option<String> {
             let why = consumer.map_or_else(String::new, |c| format!(" for {}", label(c)));
             Some(format!("{} {what}{why}.", label(node)))
         }
-        Role::Scan { status, bucket_columns } => {
+        Role::Scan { status, bucket_columns, .. } => {
             let why = match status {
                 BucketedStatus::Bucketed | BucketedStatus::NotBucketedTable => return None,
                 BucketedStatus::DisabledByConfiguration => {
@@ -88,6 +90,20 @@ fn line(node: &Node, ancestors: &[&Node]) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// A scan planned with its table's catalog size rather than its files' (what-if planning
+/// with `ALTER TABLE .. SET TBLPROPERTIES ('spark.sql.statistics.totalSize' = ..)`).
+fn declared_size(node: &Node) -> Option<String> {
+    let Role::Scan { declared_size: Some((declared, read)), .. } = &node.role else { return None };
+    Some(format!(
+        "{} ({}) was planned with its table's statistics, spark.sql.statistics.totalSize = {declared} ({}), not the \
+         {} its files hold.",
+        node.outline,
+        node.id,
+        bytes_to_string(u128::from(*declared)),
+        bytes_to_string(u128::from(*read))
+    ))
 }
 
 /// What adaptive execution did to an exchange of the final plan, from the stage and read

@@ -64,7 +64,7 @@ fn row_count_to_string(rows: u64) -> String {
 }
 
 /// Spark's `Utils.bytesToString`: one decimal in the largest binary unit that is at least 2.
-fn bytes_to_string(size: u128) -> String {
+pub(super) fn bytes_to_string(size: u128) -> String {
     const UNITS: [&str; 6] = ["EiB", "PiB", "TiB", "GiB", "MiB", "KiB"];
     for (i, unit) in UNITS.iter().enumerate() {
         let scale = 1u128 << (10 * (6 - i));

@@ -8,10 +8,10 @@ use chrono::DateTime;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use super::dml::{STATISTICS_ROWS, STATISTICS_SIZE};
 use super::output::{Output, rows_output};
 use super::session::Session;
-use crate::catalog::metastore::TableMeta;
+use crate::catalog::bucket_summary::BucketSummary;
+use crate::catalog::metastore::{STATISTICS_ROWS, STATISTICS_SIZE, TableMeta};
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
 
@@ -71,6 +71,13 @@ pub fn describe(session: &Session, schema: &str, name: &str, extended: bool) -> 
             rows.push(detail("Num Buckets", spec.num_buckets.to_string()));
             rows.push(detail("Bucket Columns", backticked(&spec.bucket_columns)));
             rows.push(detail("Sort Columns", backticked(&spec.sort_columns)));
+            // Ours, not Spark's: how evenly the committed files spread the rows.
+            let summary = BucketSummary::of(spec.num_buckets, &meta.files);
+            if let (Some(skew), Some(mean)) = (summary.skew(), summary.mean_file_bytes()) {
+                rows.push(detail("Bucket Skew", format!("{skew:.2} (largest bucket / mean bucket, by rows)")));
+                rows.push(detail("Empty Buckets", summary.empty_buckets().to_string()));
+                rows.push(detail("Mean Bucket File Size", format!("{mean} bytes")));
+            }
         }
         if let Some(comment) = &meta.comment {
             rows.push(detail("Comment", comment.clone()));

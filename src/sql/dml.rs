@@ -109,18 +109,3 @@ pub async fn optimize(session: &Session, schema: &str, table: &str) -> Result<Ou
     session.engine.janitor.files_retired()?;
     Ok(Output::Command { tag: "OPTIMIZE", rows: Some(files.len()) })
 }
-
-/// `ANALYZE TABLE t COMPUTE STATISTICS`: the table's size and row count, from the committed
-/// file list, stored as Spark stores them.
-pub fn analyze(session: &Session, schema: &str, table: &str) -> Result<Output, SqlError> {
-    let metastore = &session.engine.metastore;
-    let meta = existing_table(session, schema, table)?;
-    let bytes: u64 = meta.files.iter().map(|f| f.byte_size).sum();
-    let rows: u64 = meta.files.iter().map(|f| f.row_count).sum();
-    metastore.set_properties(meta.id, &[(STATISTICS_SIZE, bytes.to_string()), (STATISTICS_ROWS, rows.to_string())])?;
-    Ok(Output::Command { tag: "ANALYZE", rows: None })
-}
-
-/// Spark's catalog keys for table statistics.
-pub const STATISTICS_SIZE: &str = "spark.sql.statistics.totalSize";
-pub const STATISTICS_ROWS: &str = "spark.sql.statistics.numRows";

@@ -18,5 +18,6 @@ pub mod rewrite;
 pub mod session;
 pub mod statement;
 pub mod static_partitions;
+pub mod table_statistics;
 pub mod table_writer;
 pub mod variables;

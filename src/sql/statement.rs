@@ -13,12 +13,12 @@ use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::sql::sqlparser::ast::{DescribeAlias, HiveDescribeFormat, ObjectName, ShowCreateObject, Statement};
 use futures::StreamExt;
 
-use super::dialect::{BucketSqlStatement, explain_mode, parse_sql};
+use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode, parse_sql};
 use super::output::{Output, Prepared, rows_output};
 use super::session::Session;
 use super::static_partitions::{self, StaticPartitions};
 use super::variables::variables_schema;
-use super::{copy, ddl, describe, dml, interrupt, refresh};
+use super::{copy, ddl, describe, dml, interrupt, refresh, table_statistics};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
 use crate::exec::executor;
@@ -145,6 +145,21 @@ impl Session {
                 describe::show_partitions(self, &schema, &name)?
             }
             BucketSqlStatement::RefreshTable { table } => refresh::refresh_table(self, table)?,
+            BucketSqlStatement::ShowBuckets { table, partition_spec } => {
+                table_statistics::show_buckets(self, table, partition_spec).await?
+            }
+            BucketSqlStatement::AnalyzeTable { table, partition_spec, columns } => {
+                table_statistics::analyze_table(self, table, partition_spec, columns).await?
+            }
+            BucketSqlStatement::SetTableProperties { table, properties } => {
+                table_statistics::set_table_properties(self, table, properties)?
+            }
+            BucketSqlStatement::UnsetTableProperties { table, keys, if_exists } => {
+                table_statistics::unset_table_properties(self, table, keys, *if_exists)?
+            }
+            BucketSqlStatement::DescribeColumn { table, column, extended } => {
+                table_statistics::describe_column(self, table, column, *extended)?
+            }
         };
         Ok(match output {
             Output::Rows { schema, stream } => {
@@ -215,8 +230,7 @@ impl Session {
             }
             Statement::Analyze(analyze) => {
                 let name = analyze.table_name.as_ref().ok_or_else(|| SqlError::syntax("ANALYZE needs TABLE name"))?;
-                let (schema, table) = table_name(name)?;
-                dml::analyze(self, &schema, &table)
+                table_statistics::analyze_table(self, name, &[], &AnalyzedColumns::Table).await
             }
             Statement::Msck(msck) => refresh::repair_table(self, msck),
             Statement::Copy { .. } => copy::copy(self, stmt).await,
@@ -311,6 +325,8 @@ impl Session {
             | BucketSqlStatement::SetVariable { value: None, .. }
             | BucketSqlStatement::Sql(Statement::ShowVariable { .. }) => Some(variables_schema()),
             BucketSqlStatement::ShowPartitions { .. } => Some(describe::show_partitions_schema()),
+            BucketSqlStatement::ShowBuckets { .. } => Some(table_statistics::show_buckets_schema()),
+            BucketSqlStatement::DescribeColumn { .. } => Some(table_statistics::describe_column_schema()),
             BucketSqlStatement::Sql(Statement::ExplainTable { .. }) => Some(describe::describe_schema()),
             BucketSqlStatement::Sql(Statement::ShowCreate { .. }) => Some(describe::show_create_schema()),
             BucketSqlStatement::Sql(Statement::Explain { .. }) => {

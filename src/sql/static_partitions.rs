@@ -75,20 +75,35 @@ impl StaticPartitions {
     /// The directory of the static columns' values (`d=x`, `a=1/b=2`), each cast to its
     /// column's type and rendered as the writer renders it.
     pub async fn directory(&self, session: &Session, meta: &TableMeta) -> Result<String, SqlError> {
-        let casts: Vec<String> = self
-            .values
-            .iter()
-            .map(|(name, value)| {
-                let ty = meta.columns.iter().find(|c| &c.name == name).expect("a partition column").ty.ddl_name();
-                format!("CAST({value} AS {ty})")
-            })
-            .collect();
-        let batches = session.ctx.sql(&format!("SELECT {}", casts.join(", "))).await?.collect().await?;
-        let batch = batches.first().ok_or_else(|| SqlError::internal("partition values returned no row"))?;
-        let columns: Vec<(&str, _)> =
-            self.values.iter().zip(batch.columns()).map(|((name, _), array)| (name.as_str(), array.clone())).collect();
-        partition_path(&columns)
+        let segments = partition_segments(session, meta, &self.values).await?;
+        Ok(segments.join("/"))
     }
+}
+
+/// The `column=value` directory name of each partition value, cast to its column's type and
+/// rendered as the writer renders it.
+pub async fn partition_segments(
+    session: &Session,
+    meta: &TableMeta,
+    values: &[(String, Expr)],
+) -> Result<Vec<String>, SqlError> {
+    if values.is_empty() {
+        return Ok(Vec::new());
+    }
+    let casts: Vec<String> = values
+        .iter()
+        .map(|(name, value)| {
+            let ty = meta.columns.iter().find(|c| &c.name == name).expect("a partition column").ty.ddl_name();
+            format!("CAST({value} AS {ty})")
+        })
+        .collect();
+    let batches = session.ctx.sql(&format!("SELECT {}", casts.join(", "))).await?.collect().await?;
+    let batch = batches.first().ok_or_else(|| SqlError::internal("partition values returned no row"))?;
+    values
+        .iter()
+        .zip(batch.columns())
+        .map(|((name, _), array)| partition_path(&[(name.as_str(), array.clone())]))
+        .collect()
 }
 
 /// The table an INSERT writes to.

@@ -103,8 +103,10 @@ pub async fn write_table(
     .expect("at least one partition or bucket key");
     let sorted = Arc::new(SortExec::new(ordering, distributed).with_preserve_partitioning(true));
 
+    let sorted_by = layout.bucket_spec.map(|spec| spec.sort_columns.clone()).unwrap_or_default();
     let layout = WriteLayout {
         file_schema: file_schema(&data_columns, &schema),
+        sorted_by,
         partition_columns,
         bucket_column,
         data_columns,

@@ -150,13 +150,13 @@ fn same_values(stored: &SparkType, declared: &SparkType) -> bool {
     stored == declared || (timestamp(stored) && timestamp(declared))
 }
 
-fn open(path: &Path) -> Result<SerializedFileReader<std::fs::File>, SqlError> {
+pub(super) fn open(path: &Path) -> Result<SerializedFileReader<std::fs::File>, SqlError> {
     let file = std::fs::File::open(path)?;
     SerializedFileReader::new(file)
         .map_err(|e| SqlError::invalid_parameter(format!("{} is not a Parquet file: {e}", path.display())))
 }
 
-fn arrow_schema(reader: &SerializedFileReader<std::fs::File>) -> Result<SchemaRef, SqlError> {
+pub(super) fn arrow_schema(reader: &SerializedFileReader<std::fs::File>) -> Result<SchemaRef, SqlError> {
     let metadata = reader.metadata().file_metadata();
     let schema = parquet_to_arrow_schema(metadata.schema_descr(), metadata.key_value_metadata())?;
     Ok(std::sync::Arc::new(schema))

@@ -11,11 +11,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::kernels::partition::partition;
-use datafusion::arrow::datatypes::{Int32Type, SchemaRef};
+use datafusion::arrow::datatypes::{Int32Type, Schema, SchemaRef};
 use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::parquet::arrow::AsyncArrowWriter;
+use datafusion::parquet::arrow::{ArrowSchemaConverter, AsyncArrowWriter, parquet_column};
 use datafusion::parquet::basic::Compression;
+use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
@@ -49,6 +50,10 @@ pub struct WriteLayout {
     /// live in directory names, nor the bucket id).
     pub data_columns: Vec<usize>,
     pub file_schema: SchemaRef,
+    /// Names of the file columns each file is sorted by (ascending, nulls first), declared in
+    /// every row group's metadata (Parquet's `sorting_columns`) so that readers, `SHOW
+    /// BUCKETS` among them, can tell a sorted file without reading it.
+    pub sorted_by: Vec<String>,
 }
 
 impl WriteLayout {
@@ -59,6 +64,7 @@ impl WriteLayout {
             bucket_column: None,
             data_columns: (0..schema.fields().len()).collect(),
             file_schema: schema,
+            sorted_by: Vec::new(),
         }
     }
 
@@ -72,11 +78,30 @@ const ROW_GROUP_BYTES: usize = 128 << 20;
 
 /// Snappy is what Spark writes by default, and what its file names announce. A row group
 /// closes at `row_group_bytes` encoded (or Parquet's million rows).
-fn writer_properties(row_group_bytes: usize) -> WriterProperties {
+fn writer_properties(row_group_bytes: usize, layout: &WriteLayout) -> WriterProperties {
+    let sorting_columns = sorting_columns(&layout.file_schema, &layout.sorted_by);
     WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_bytes(Some(row_group_bytes))
+        .set_sorting_columns((!sorting_columns.is_empty()).then_some(sorting_columns))
         .build()
+}
+
+/// Parquet's declaration that rows are sorted by `columns`: their leaf column indices, for
+/// the longest prefix of them that are leaves (a nested column has no single leaf to name).
+pub(super) fn sorting_columns(schema: &Schema, columns: &[String]) -> Vec<SortingColumn> {
+    let Ok(leaves) = ArrowSchemaConverter::new().convert(schema) else { return Vec::new() };
+    columns
+        .iter()
+        .map_while(|name| {
+            let (leaf, field) = parquet_column(&leaves, schema, name)?;
+            (!field.data_type().is_nested()).then_some(SortingColumn {
+                column_idx: leaf as i32,
+                descending: false,
+                nulls_first: true,
+            })
+        })
+        .collect()
 }
 
 /// A writer holds its open row group in memory, outside the memory pool, until the group
@@ -100,7 +125,7 @@ pub async fn write_partitions(
     tokio::fs::create_dir_all(staging_dir).await?;
     let layout = Arc::new(layout);
     let partitions = plan.properties().output_partitioning().partition_count();
-    let properties = writer_properties(row_group_bytes(task_ctx.memory_pool().memory_limit(), partitions));
+    let properties = writer_properties(row_group_bytes(task_ctx.memory_pool().memory_limit(), partitions), &layout);
     let mut tasks = tokio::task::JoinSet::new();
     for task in 0..partitions {
         let plan = Arc::clone(&plan);

@@ -26,6 +26,9 @@ pub(super) enum Role {
     Scan {
         status: BucketedStatus,
         bucket_columns: Vec<String>,
+        /// The table's catalog size the planner used, where it is not its files' size:
+        /// (declared bytes, bytes of the files read).
+        declared_size: Option<(u64, u64)>,
     },
     Shuffle {
         partitioning: String,

@@ -215,7 +215,7 @@ fn parse_dotted_name(parser: &mut Parser) -> Result<Ident, ParserError> {
 }
 
 /// Spark's property list: `( key [=] value, ... )` with identifier, dotted or string keys.
-fn parse_property_list(parser: &mut Parser) -> Result<Vec<SqlOption>, ParserError> {
+pub(super) fn parse_property_list(parser: &mut Parser) -> Result<Vec<SqlOption>, ParserError> {
     parser.expect_token(&Token::LParen)?;
     let properties = parser.parse_comma_separated(|p| {
         let key = parse_property_key(p)?;

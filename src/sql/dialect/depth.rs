@@ -50,13 +50,20 @@ pub(super) fn check_statement(statement: &BucketSqlStatement) -> Result<(), Pars
     let mut probe = DepthProbe { depth: 0, budget: usize::MAX, too_deep: false };
     let _ = match statement {
         BucketSqlStatement::Sql(statement) => statement.visit(&mut probe),
-        BucketSqlStatement::ShowPartitions { partition_spec, .. } => {
+        BucketSqlStatement::ShowPartitions { partition_spec, .. }
+        | BucketSqlStatement::ShowBuckets { partition_spec, .. }
+        | BucketSqlStatement::AnalyzeTable { partition_spec, .. } => {
             partition_spec.iter().try_for_each(|(_, value)| value.visit(&mut probe))
+        }
+        BucketSqlStatement::SetTableProperties { properties, .. } => {
+            properties.iter().try_for_each(|property| property.visit(&mut probe))
         }
         BucketSqlStatement::SetVariable { .. }
         | BucketSqlStatement::ShowVariable { .. }
         | BucketSqlStatement::Reset { .. }
-        | BucketSqlStatement::RefreshTable { .. } => ControlFlow::Continue(()),
+        | BucketSqlStatement::RefreshTable { .. }
+        | BucketSqlStatement::UnsetTableProperties { .. }
+        | BucketSqlStatement::DescribeColumn { .. } => ControlFlow::Continue(()),
     };
     probe.result()
 }

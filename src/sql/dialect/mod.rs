@@ -16,11 +16,15 @@
 //! | `RESET`, `RESET ALL`, `RESET key` | [`BucketSqlStatement::Reset`] |
 //! | `SHOW PARTITIONS t [PARTITION (..)]` | [`BucketSqlStatement::ShowPartitions`] |
 //! | `REFRESH TABLE t` | [`BucketSqlStatement::RefreshTable`] |
+//! | `SHOW BUCKETS t [PARTITION (..)]` (ours) | [`BucketSqlStatement::ShowBuckets`] |
+//! | `ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN \| FOR COLUMNS .. \| FOR ALL COLUMNS]` | [`BucketSqlStatement::AnalyzeTable`] |
+//! | `ALTER TABLE t SET/UNSET TBLPROPERTIES (..)` | [`BucketSqlStatement::SetTableProperties`], [`BucketSqlStatement::UnsetTableProperties`] |
+//! | `DESCRIBE [TABLE] [EXTENDED] t column` | [`BucketSqlStatement::DescribeColumn`] |
 //! | `MSCK REPAIR TABLE t [ADD/DROP/SYNC PARTITIONS]` (stock sqlparser) | [`Statement::Msck`] |
 //! | `ALTER TABLE t RECOVER PARTITIONS` | [`Statement::Msck`] as for `MSCK REPAIR TABLE t ADD PARTITIONS` |
 //!
 //! Other forms that stock sqlparser already parses (`INSERT OVERWRITE`, `SHOW TABLES`,
-//! `SHOW CREATE TABLE`, `ANALYZE TABLE`, `OPTIMIZE`, transactions, PostgreSQL's other `SET`
+//! `SHOW CREATE TABLE`, PostgreSQL's `ANALYZE t`, `OPTIMIZE`, transactions, PostgreSQL's other `SET`
 //! statements, ...) keep the AST of the default parser.
 //!
 //! [`UtilityOption`]: datafusion::sql::sqlparser::ast::UtilityOption
@@ -31,6 +35,7 @@ mod describe;
 mod explain;
 mod refresh;
 mod show_partitions;
+mod table_statistics;
 #[cfg(test)]
 mod tests;
 mod variables;
@@ -38,7 +43,7 @@ mod variables;
 use std::any::TypeId;
 use std::fmt;
 
-use datafusion::sql::sqlparser::ast::{Expr, Ident, ObjectName, Reset, ResetStatement, Set, Statement};
+use datafusion::sql::sqlparser::ast::{Expr, Ident, ObjectName, Reset, ResetStatement, Set, SqlOption, Statement};
 use datafusion::sql::sqlparser::dialect::{Dialect, GenericDialect};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -50,6 +55,8 @@ pub use explain::explain_mode;
 use explain::{parse_spark_explain, spark_explain_mode};
 use refresh::{parse_recover_partitions, parse_refresh_table};
 use show_partitions::parse_show_partitions;
+pub use table_statistics::{AnalyzedColumns, property_pairs};
+use table_statistics::{parse_analyze_table, parse_describe_column, parse_show_buckets, parse_table_properties};
 use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable};
 
 /// sqlparser dialect for bucketsql.
@@ -291,6 +298,16 @@ pub enum BucketSqlStatement {
     },
     /// `REFRESH TABLE table`: the table's file list becomes what its directory holds.
     RefreshTable { table: ObjectName },
+    /// `SHOW BUCKETS table [PARTITION (col = value, ...)]`: one row per bucket.
+    ShowBuckets { table: ObjectName, partition_spec: Vec<(Ident, Expr)> },
+    /// `ANALYZE TABLE table [PARTITION (..)] COMPUTE STATISTICS [NOSCAN | FOR [ALL] COLUMNS ..]`.
+    AnalyzeTable { table: ObjectName, partition_spec: Vec<(Ident, Expr)>, columns: AnalyzedColumns },
+    /// `ALTER TABLE table SET TBLPROPERTIES (key = value, ...)`.
+    SetTableProperties { table: ObjectName, properties: Vec<SqlOption> },
+    /// `ALTER TABLE table UNSET TBLPROPERTIES [IF EXISTS] (key, ...)`.
+    UnsetTableProperties { table: ObjectName, keys: Vec<String>, if_exists: bool },
+    /// `DESCRIBE [TABLE] [EXTENDED|FORMATTED] table column`.
+    DescribeColumn { table: ObjectName, column: Ident, extended: bool },
 }
 
 impl fmt::Display for BucketSqlStatement {
@@ -304,16 +321,50 @@ impl fmt::Display for BucketSqlStatement {
             BucketSqlStatement::Reset { name: None } => write!(f, "RESET"),
             BucketSqlStatement::Reset { name: Some(name) } => write!(f, "RESET {name}"),
             BucketSqlStatement::ShowPartitions { table, partition_spec } => {
-                write!(f, "SHOW PARTITIONS {table}")?;
-                if !partition_spec.is_empty() {
-                    let spec: Vec<String> =
-                        partition_spec.iter().map(|(column, value)| format!("{column} = {value}")).collect();
-                    write!(f, " PARTITION ({})", spec.join(", "))?;
-                }
-                Ok(())
+                write!(f, "SHOW PARTITIONS {table}{}", PartitionSpec(partition_spec))
             }
             BucketSqlStatement::RefreshTable { table } => write!(f, "REFRESH TABLE {table}"),
+            BucketSqlStatement::ShowBuckets { table, partition_spec } => {
+                write!(f, "SHOW BUCKETS {table}{}", PartitionSpec(partition_spec))
+            }
+            BucketSqlStatement::AnalyzeTable { table, partition_spec, columns } => {
+                write!(f, "ANALYZE TABLE {table}{} COMPUTE STATISTICS", PartitionSpec(partition_spec))?;
+                match columns {
+                    AnalyzedColumns::Table => Ok(()),
+                    AnalyzedColumns::NoScan => write!(f, " NOSCAN"),
+                    AnalyzedColumns::All => write!(f, " FOR ALL COLUMNS"),
+                    AnalyzedColumns::Listed(columns) => {
+                        let names: Vec<String> = columns.iter().map(Ident::to_string).collect();
+                        write!(f, " FOR COLUMNS {}", names.join(", "))
+                    }
+                }
+            }
+            BucketSqlStatement::SetTableProperties { table, properties } => {
+                let properties: Vec<String> = properties.iter().map(SqlOption::to_string).collect();
+                write!(f, "ALTER TABLE {table} SET TBLPROPERTIES ({})", properties.join(", "))
+            }
+            BucketSqlStatement::UnsetTableProperties { table, keys, if_exists } => {
+                let keys: Vec<String> = keys.iter().map(|k| format!("'{}'", k.replace('\'', "''"))).collect();
+                let if_exists = if *if_exists { "IF EXISTS " } else { "" };
+                write!(f, "ALTER TABLE {table} UNSET TBLPROPERTIES {if_exists}({})", keys.join(", "))
+            }
+            BucketSqlStatement::DescribeColumn { table, column, extended } => {
+                write!(f, "DESCRIBE {}{table} {column}", if *extended { "EXTENDED " } else { "" })
+            }
         }
+    }
+}
+
+/// ` PARTITION (col = value, ...)`, or nothing for an empty spec.
+struct PartitionSpec<'a>(&'a [(Ident, Expr)]);
+
+impl fmt::Display for PartitionSpec<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let spec: Vec<String> = self.0.iter().map(|(column, value)| format!("{column} = {value}")).collect();
+        write!(f, " PARTITION ({})", spec.join(", "))
     }
 }
 
@@ -356,6 +407,23 @@ fn parse_statement(parser: &mut Parser) -> Result<BucketSqlStatement, ParserErro
     }
     if parser.parse_keywords(&[Keyword::REFRESH, Keyword::TABLE]) {
         return parse_refresh_table(parser);
+    }
+    if parser.parse_keywords(&[Keyword::SHOW, Keyword::BUCKETS]) {
+        return parse_show_buckets(parser);
+    }
+    if parser.parse_keywords(&[Keyword::ANALYZE, Keyword::TABLE]) {
+        return parse_analyze_table(parser);
+    }
+    if parser.peek_keyword(Keyword::ALTER)
+        && next_is_keyword(parser, 1, Keyword::TABLE)
+        && let Some(properties) = parse_table_properties(parser)?
+    {
+        return Ok(properties);
+    }
+    if (parser.peek_keyword(Keyword::DESCRIBE) || parser.peek_keyword(Keyword::DESC))
+        && let Some(describe) = parse_describe_column(parser)?
+    {
+        return Ok(describe);
     }
     Ok(match parser.parse_statement()? {
         Statement::Set(Set::SetTimeZone { value, .. }) => set_time_zone(value),

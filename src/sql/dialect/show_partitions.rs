@@ -1,6 +1,7 @@
 //! Spark's `SHOW PARTITIONS t [PARTITION (col = value, ...)]`, which sqlparser does not parse:
 //! becomes [`BucketSqlStatement::ShowPartitions`].
 
+use datafusion::sql::sqlparser::ast::{Expr, Ident};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
@@ -10,17 +11,23 @@ use super::BucketSqlStatement;
 /// `SHOW PARTITIONS` (already consumed) `table [PARTITION (col = value, ...)]`.
 pub(super) fn parse_show_partitions(parser: &mut Parser) -> Result<BucketSqlStatement, ParserError> {
     let table = parser.parse_object_name(false)?;
-    let mut partition_spec = Vec::new();
-    if parser.parse_keyword(Keyword::PARTITION) {
-        parser.expect_token(&Token::LParen)?;
-        partition_spec = parser.parse_comma_separated(|p| {
-            let column = p.parse_identifier()?;
-            p.expect_token(&Token::Eq)?;
-            Ok((column, p.parse_expr()?))
-        })?;
-        parser.expect_token(&Token::RParen)?;
-    }
+    let partition_spec = parse_partition_spec(parser)?;
     Ok(BucketSqlStatement::ShowPartitions { table, partition_spec })
+}
+
+/// An optional `PARTITION (col = value, ...)`; empty when absent.
+pub(super) fn parse_partition_spec(parser: &mut Parser) -> Result<Vec<(Ident, Expr)>, ParserError> {
+    if !parser.parse_keyword(Keyword::PARTITION) {
+        return Ok(Vec::new());
+    }
+    parser.expect_token(&Token::LParen)?;
+    let spec = parser.parse_comma_separated(|p| {
+        let column = p.parse_identifier()?;
+        p.expect_token(&Token::Eq)?;
+        Ok((column, p.parse_expr()?))
+    })?;
+    parser.expect_token(&Token::RParen)?;
+    Ok(spec)
 }
 
 #[cfg(test)]

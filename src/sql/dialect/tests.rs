@@ -92,25 +92,6 @@ fn show_forms() {
 }
 
 #[test]
-fn analyze_forms() {
-    for (sql, noscan, for_columns, columns) in [
-        ("ANALYZE TABLE t COMPUTE STATISTICS", false, false, vec![]),
-        ("ANALYZE TABLE t COMPUTE STATISTICS NOSCAN", true, false, vec![]),
-        ("ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS a, b", false, true, vec!["a", "b"]),
-    ] {
-        let Statement::Analyze(analyze) = parse_one(sql) else {
-            panic!("expected ANALYZE for {sql}");
-        };
-        assert_eq!(analyze.table_name.expect("table").to_string(), "t", "{sql}");
-        assert!(analyze.compute_statistics, "{sql}");
-        assert_eq!(analyze.noscan, noscan, "{sql}");
-        assert_eq!(analyze.for_columns, for_columns, "{sql}");
-        let analyzed: Vec<&str> = analyze.columns.iter().map(|c| c.value.as_str()).collect();
-        assert_eq!(analyzed, columns, "{sql}");
-    }
-}
-
-#[test]
 fn dialect_parses_bare_reset() {
     assert_eq!(
         Parser::parse_sql(&BucketSqlDialect, "RESET").unwrap(),

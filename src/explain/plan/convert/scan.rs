@@ -90,9 +90,15 @@ impl Converter {
                 .map(|(k, v)| if k == "Location" { format!("{k}: {formatted_location}") } else { format!("{k}: {v}") }),
         );
         let bucket_columns = scan.bucket_spec().map(|s| s.bucket_columns.clone()).unwrap_or_default();
-        Node::new(name, simple, output, Vec::new())
-            .details(details)
-            .role(Role::Scan { status: scan.status(), bucket_columns })
+        let declared_size = scan
+            .declared_size()
+            .map(|declared| (declared, scan.bytes_read()))
+            .filter(|(declared, read)| declared != read);
+        Node::new(name, simple, output, Vec::new()).details(details).role(Role::Scan {
+            status: scan.status(),
+            bucket_columns,
+            declared_size,
+        })
     }
 }
 
