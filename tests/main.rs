@@ -21,4 +21,5 @@ mod reliability;
 mod safety;
 mod security;
 mod spark;
+mod table_statistics;
 mod wire;

@@ -8,6 +8,7 @@
 //! query stage by query stage, and the plan it started from. Other plans get `ColumnarToRow`
 //! and their codegen stages as Spark's `QueryExecution.preparations` would add them.
 
+mod advice;
 pub mod analyze;
 mod bucketing;
 mod codegen;
@@ -24,6 +25,8 @@ use std::sync::Arc;
 
 use datafusion::physical_plan::ExecutionPlan;
 
+use crate::config::SparkConf;
+
 use expressions::{join, spark_type};
 pub use mode::ExplainMode;
 use plan::{Codegen, Converter, Node, Position, Role};
@@ -31,8 +34,9 @@ use plan::{Codegen, Converter, Node, Position, Role};
 /// What the rendering depends on besides the physical plan.
 #[derive(Debug, Clone, Default)]
 pub struct ExplainContext {
-    /// `spark.sql.sources.v2.bucketing.enabled`, which users often expect to affect bucketed tables.
-    pub v2_bucketing_enabled: bool,
+    /// The session's settings: `spark.sql.sources.v2.bucketing.enabled`, which users often
+    /// expect to affect bucketed tables, and those the advice weighs.
+    pub conf: SparkConf,
     /// The logical plans EXTENDED and COST print.
     pub logical: Option<LogicalStages>,
 }
@@ -62,7 +66,8 @@ pub fn render(plan: &Arc<dyn ExecutionPlan>, mode: ExplainMode, ctx: &ExplainCon
         ExplainMode::Simple | ExplainMode::Analyze => format!("== Physical Plan ==\n{physical}\n"),
         ExplainMode::Formatted => {
             let mut text = format!("== Physical Plan ==\n{}\n", tree::formatted(&root));
-            text.extend(bucketing::section(&root, ctx.v2_bucketing_enabled));
+            text.extend(bucketing::section(&root, ctx.conf.v2_bucketing_enabled));
+            text.extend(advice::section(plan, &root, &ctx.conf));
             text
         }
         ExplainMode::Extended => {

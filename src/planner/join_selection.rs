@@ -93,7 +93,7 @@ impl LogicalJoin {
 }
 
 /// `canBuildBroadcastLeft` / `canBuildBroadcastRight`.
-fn can_broadcast(side: BuildSide, join_type: JoinType) -> bool {
+pub fn can_broadcast(side: BuildSide, join_type: JoinType) -> bool {
     match side {
         BuildSide::Left => matches!(join_type, JoinType::Inner | JoinType::Right),
         BuildSide::Right => {

@@ -284,10 +284,7 @@ impl Session {
         let physical = self.physical_plan(statement, &plan).await?;
         let conf = self.spark_conf();
         let prints_logical = matches!(mode, ExplainMode::Extended | ExplainMode::Cost);
-        let context = ExplainContext {
-            v2_bucketing_enabled: conf.v2_bucketing_enabled,
-            logical: prints_logical.then(|| self.logical_stages(&plan)).transpose()?,
-        };
+        let context = ExplainContext { conf, logical: prints_logical.then(|| self.logical_stages(&plan)).transpose()? };
         let text = if mode == ExplainMode::Analyze {
             let started = std::time::Instant::now();
             // Rows are counted as they stream past, never held.

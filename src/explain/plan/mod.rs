@@ -7,7 +7,7 @@ mod convert;
 
 use super::expressions::{Attr, list};
 use crate::exec::file_source_scan::BucketedStatus;
-pub(super) use convert::{Converter, Position};
+pub(super) use convert::{Converter, Position, address};
 
 /// How an operator takes part in whole-stage code generation (`CollapseCodegenStages`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

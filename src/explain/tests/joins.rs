@@ -32,7 +32,8 @@ fn the_bucketing_section_explains_exchanges_and_unbucketed_scans() {
     let right = not_null(acc6.build(), "account_id");
     let key = column(&right, "account_id");
     let plan = sort_merge(tx(), shuffle(right, key, 8, None));
-    let context = ExplainContext { v2_bucketing_enabled: true, logical: None };
+    let context =
+        ExplainContext { conf: SparkConf { v2_bucketing_enabled: true, ..SparkConf::default() }, logical: None };
     let section = "\n== Extended Information (Bucketing) ==\n\
         Scan parquet spark_catalog.default.acc6 (5) is not bucketed: disabled by query planner \
         (Exchange (8) above it redistributes its rows anyway).\n\

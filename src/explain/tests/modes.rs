@@ -36,7 +36,7 @@ fn extended_prints_each_logical_stage_and_cost_the_optimized_one() {
             .into(),
         optimized: "Filter: tx.account_id IS NOT NULL\n  TableScan: tx projection=[account_id, amount, event_date]".into(),
     };
-    let context = ExplainContext { v2_bucketing_enabled: false, logical: Some(logical.clone()) };
+    let context = ExplainContext { conf: SparkConf::default(), logical: Some(logical.clone()) };
     let physical = "*(1) Filter isnotnull(account_id#1L)\n+- *(1) ColumnarToRow\n   +- FileScan parquet";
     let extended = render(&plan, ExplainMode::Extended, &context);
     let expected = format!(

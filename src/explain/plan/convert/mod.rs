@@ -210,7 +210,7 @@ fn transparent(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>>
 }
 
 /// An operator's identity while it is being converted.
-fn address<T: ?Sized>(value: &T) -> usize {
+pub(in crate::explain) fn address<T: ?Sized>(value: &T) -> usize {
     value as *const T as *const () as usize
 }
 
