@@ -40,7 +40,7 @@ fn the_bucketing_section_explains_exchanges_and_unbucketed_scans() {
         Exchange (8) shuffles its input by hashpartitioning(account_id#4L, 8) for SortMergeJoin Inner (10).\n\
         spark.sql.sources.v2.bucketing.enabled applies to DataSource V2 sources only (storage-partitioned joins); \
         it does not change how CLUSTERED BY tables are read.\n";
-    assert_eq!(render(&plan, ExplainMode::Formatted, &context), format!("{A5}{section}"));
+    assert_eq!(spark_text(render(&plan, ExplainMode::Formatted, &context)), format!("{A5}{section}"));
 }
 
 #[test]
