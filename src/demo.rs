@@ -8,6 +8,8 @@
 
 use std::fmt::Write as _;
 
+use anyhow::Context;
+
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
 use crate::progress::Phase;
@@ -230,8 +232,23 @@ fn drop_statement(table: &str) -> String {
     format!("DROP TABLE IF EXISTS {table}")
 }
 
+/// Lessons are wrapped to this many characters, comment marks aside.
+const LESSON_WIDTH: usize = 96;
+
+fn title(rows: u64) -> String {
+    format!(
+        "bucketsql demo: Spark's bucketing step by step, over {rows} transactions and {} accounts",
+        accounts_for(rows)
+    )
+}
+
 impl Step {
-    /// What the step sends, in order.
+    /// `Step 3 of 11: 8 buckets against 6`, of the step at `index` in `STEPS`.
+    fn heading(&self, index: usize) -> String {
+        format!("Step {} of {}: {}", index + 1, STEPS.len(), self.title)
+    }
+
+    /// What the step sends, in order; the last one's answer is the lesson.
     fn statements(&self) -> Vec<String> {
         let query = match self.action {
             Action::Analyze(query) => format!("EXPLAIN ANALYZE {query}"),
@@ -247,10 +264,14 @@ impl Step {
 /// The lesson as a psql script: the tables, then each step with its lesson as comments.
 pub fn script(rows: u64) -> String {
     let mut script = format!(
-        "-- bucketsql demo: Spark's bucketing step by step, over {rows} transactions and {} accounts.\n\
+        "-- {}.\n\
          -- Run it with psql, e.g. `bucketsql demo --sql | psql -h 127.0.0.1 -p 5433 -U postgres`.\n\
          -- It replaces the tables named demo_*.\n\n",
-        accounts_for(rows)
+        title(rows)
+    );
+    let _ = writeln!(
+        script,
+        "-- The lesson's tables: plain, bucketed into 8, 6 and 4 buckets, partitioned by day over buckets, skewed."
     );
     let tables = tables(rows);
     for (table, _) in &tables {
@@ -259,9 +280,9 @@ pub fn script(rows: u64) -> String {
     for (_, create) in &tables {
         let _ = writeln!(script, "{create};");
     }
-    for (number, step) in STEPS.iter().enumerate() {
-        let _ = writeln!(script, "\n-- Step {} of {}: {}", number + 1, STEPS.len(), step.title);
-        for line in wrap(step.lesson, 96) {
+    for (index, step) in STEPS.iter().enumerate() {
+        let _ = writeln!(script, "\n-- {}", step.heading(index));
+        for line in wrap(step.lesson, LESSON_WIDTH) {
             let _ = writeln!(script, "-- {line}");
         }
         for statement in step.statements() {
@@ -273,16 +294,14 @@ pub fn script(rows: u64) -> String {
 
 /// Runs the lesson against the server at `url` (`postgres://user@host:port/`).
 pub async fn run(url: &str, rows: u64) -> anyhow::Result<()> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
+    let (client, connection) =
+        tokio_postgres::connect(url, NoTls).await.with_context(|| format!("cannot connect to {url}"))?;
     tokio::spawn(async move {
         if let Err(error) = connection.await {
             eprintln!("connection to the server ended: {error}");
         }
     });
-    println!(
-        "bucketsql demo: Spark's bucketing step by step, over {rows} transactions and {} accounts",
-        accounts_for(rows)
-    );
+    println!("{}", title(rows));
     let tables = tables(rows);
     for (table, _) in &tables {
         client.simple_query(&drop_statement(table)).await?;
@@ -295,31 +314,27 @@ pub async fn run(url: &str, rows: u64) -> anyhow::Result<()> {
     }
     phase.finish();
 
-    for (number, step) in STEPS.iter().enumerate() {
-        println!("\n== Step {} of {}: {} ==", number + 1, STEPS.len(), step.title);
-        for line in wrap(step.lesson, 96) {
+    for (index, step) in STEPS.iter().enumerate() {
+        println!("\n== {} ==", step.heading(index));
+        for line in wrap(step.lesson, LESSON_WIDTH) {
             println!("{line}");
         }
         println!();
-        let statements = step.statements();
-        for statement in &statements {
+        let mut answer = Vec::new();
+        for statement in step.statements() {
             println!("  {statement};");
+            answer = client.simple_query(&statement).await?;
         }
-        let (answer, settings) = statements.split_last().expect("a step runs its query");
-        for statement in settings {
-            client.simple_query(statement).await?;
-        }
-        let messages = client.simple_query(answer).await?;
         println!();
         match step.action {
             Action::Analyze(_) => {
-                let text = first_value(&messages).unwrap_or_default();
+                let text = first_value(&answer).ok_or_else(|| anyhow::anyhow!("EXPLAIN ANALYZE returned no plan"))?;
                 print!("{}", AnalyzedPlan::read(text).summary());
                 if let Some(verdict) = &step.verdict {
                     println!("{}", if text.contains(verdict.sign) { verdict.seen } else { verdict.unseen });
                 }
             }
-            Action::Rows(_) => print!("{}", table_text(&messages)),
+            Action::Rows(_) => print!("{}", table_text(&answer)),
         }
     }
     Ok(())
