@@ -9,7 +9,6 @@
 use std::fmt::Write as _;
 
 use anyhow::Context;
-
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
 use crate::progress::Phase;
@@ -41,6 +40,7 @@ struct Verdict {
     unseen: &'static str,
 }
 
+/// Broadcasts off, so that a join stays a sort-merge join whatever its tables' sizes.
 const NO_BROADCAST: &str = "SET spark.sql.autoBroadcastJoinThreshold = -1";
 
 /// Rows per bucket of the skewed bucketed table, from the bucket id Spark gives each row.
@@ -406,8 +406,9 @@ const TELLING_OPERATORS: &[&str] = &[
     "CartesianProduct",
 ];
 
-/// Lines under an operator that carry the lesson; the label is dropped where the operator's
-/// name says enough (`Arguments: ` of an Exchange is its partitioning).
+/// Lines under an operator that carry the lesson, each with whether its label is kept: it is
+/// dropped where the operator's name says enough (`Arguments: ` of an Exchange is its
+/// partitioning).
 const TELLING_DETAILS: &[(&str, bool)] = &[
     ("Arguments: ", false),
     ("Join type: ", false),
@@ -444,6 +445,8 @@ impl<'a> AnalyzedPlan<'a> {
         plan
     }
 
+    /// The telling operators with their telling lines, the bucketing notes and what was
+    /// measured, as a step prints them.
     fn summary(&self) -> String {
         let mut text = String::from("plan:\n");
         for (header, details) in &self.nodes {
