@@ -16,15 +16,19 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::{Array, Int64Array};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, collect};
+use futures::StreamExt;
 
 use crate::error::SqlError;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::progress::Phase;
 use crate::sql::engine::{Engine, EngineOptions};
+use crate::sql::output::Output;
 use crate::sql::session::Session;
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::file_naming::bucket_id_of;
+use crate::workload::{accounts_for, create_accounts, create_bucketed_copy, create_transactions};
 
 /// The settings a query runs under, as the report names them.
 const FIXED: &str = "fixed";
@@ -172,25 +176,33 @@ impl PlanFigures {
     }
 }
 
-async fn execute(session: &Arc<Session>, sql: &str) -> Result<(), SqlError> {
+/// Runs `sql`'s statements to their end; the rows they wrote.
+async fn execute(session: &Arc<Session>, sql: &str) -> Result<usize, SqlError> {
+    let mut written = 0;
     for output in session.execute_sql(sql).await {
-        if let crate::sql::output::Output::Rows { mut stream, .. } = output? {
-            use futures::StreamExt;
-            while let Some(batch) = stream.next().await {
-                batch?;
+        match output? {
+            Output::Rows { mut stream, .. } => {
+                while let Some(batch) = stream.next().await {
+                    batch?;
+                }
             }
+            Output::Command { rows, .. } => written += rows.unwrap_or(0),
+            _ => {}
         }
     }
-    Ok(())
+    Ok(written)
 }
 
+/// Times `sql` as an item of `phase`: a warm-up run, then `runs` timed ones.
 async fn time_query(
     session: &Session,
+    phase: &mut Phase,
     name: &str,
     (layout, settings): (&'static str, &'static str),
     sql: &str,
     runs: usize,
 ) -> Result<Measurement, SqlError> {
+    phase.begin(format!("{name}, {layout}, {settings}"));
     let mut timings = Vec::with_capacity(runs);
     return_freed_memory();
     let sampler = RssSampler::start();
@@ -213,6 +225,7 @@ async fn time_query(
     timings.sort();
     let median = timings[timings.len() / 2];
     let figures = PlanFigures::of(last_plan.as_ref().expect("ran at least once"));
+    phase.end(&format!("median {:.1} ms", median.as_secs_f64() * 1000.0));
     Ok(Measurement {
         name: name.to_string(),
         layout,
@@ -226,20 +239,34 @@ async fn time_query(
     })
 }
 
+/// Writes `table` with its `CREATE TABLE … AS` as an item of `phase`; how long it took.
+async fn write_table(session: &Arc<Session>, phase: &mut Phase, table: &str, sql: &str) -> Result<Duration, SqlError> {
+    phase.begin(table);
+    let started = Instant::now();
+    let written = execute(session, sql).await?;
+    let took = started.elapsed();
+    phase.end(&format!("{written} rows"));
+    Ok(took)
+}
+
 /// Every file of a bucketed table holds only rows of the bucket its name gives, sorted.
 fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
-    let mut files = 0;
-    let mut rows = 0u64;
+    let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        if !name.ends_with(".parquet") {
-            continue;
+        if name.ends_with(".parquet") {
+            files.push((path, name));
         }
-        files += 1;
-        let bucket = bucket_id_of(&name).ok_or_else(|| SqlError::internal(format!("{name} names no bucket")))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path)?)?.build()?;
+    }
+    let mut phase = Phase::start("check", files.len() as u64);
+    let mut rows = 0u64;
+    for (path, name) in &files {
+        let bucket = bucket_id_of(name).ok_or_else(|| SqlError::internal(format!("{name} names no bucket")))?;
+        phase.begin(format!("bucket {bucket}"));
+        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path)?)?.build()?;
         let mut previous = i64::MIN;
+        let mut bucket_rows = 0u64;
         for batch in reader {
             let batch = batch?;
             let keys = batch.column_by_name("account_id").ok_or_else(|| SqlError::internal("no account_id"))?;
@@ -258,15 +285,18 @@ fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
                 }
                 previous = *v;
             }
-            rows += values.len() as u64;
+            bucket_rows += values.len() as u64;
         }
+        rows += bucket_rows;
+        phase.end(&format!("{bucket_rows} rows, all in their bucket, sorted"));
     }
-    Ok((files, rows))
+    phase.finish();
+    Ok((files.len(), rows))
 }
 
 pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json } = options;
-    let accounts = (rows / 10).max(1);
+    let accounts = accounts_for(rows);
     let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit })?;
     let session = Arc::new(Session::new(Arc::clone(&engine))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -275,20 +305,14 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     );
 
     execute(&session, "DROP TABLE IF EXISTS tx; DROP TABLE IF EXISTS acc; DROP TABLE IF EXISTS tx_plain; DROP TABLE IF EXISTS acc_plain").await?;
-    let started = Instant::now();
-    execute(
-        &session,
-        &format!(
-            "CREATE TABLE tx_plain USING parquet AS SELECT id AS tx_id, id % {accounts} AS account_id, CAST(id % 1000 AS DOUBLE) AS amount FROM range({rows})"
-        ),
-    )
-    .await?;
-    let plain_write = started.elapsed();
-    execute(&session, &format!("CREATE TABLE acc_plain USING parquet AS SELECT id AS account_id, concat('name', CAST(id AS STRING)) AS name FROM range({accounts})")).await?;
-    let started = Instant::now();
-    execute(&session, &format!("CREATE TABLE tx USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO {buckets} BUCKETS AS SELECT * FROM tx_plain")).await?;
-    let bucketed_write = started.elapsed();
-    execute(&session, &format!("CREATE TABLE acc USING parquet CLUSTERED BY (account_id) SORTED BY (account_id) INTO {buckets} BUCKETS AS SELECT * FROM acc_plain")).await?;
+    let mut phase = Phase::start("write", 4);
+    let plain_write =
+        write_table(&session, &mut phase, "tx_plain", &create_transactions("tx_plain", rows, accounts)).await?;
+    write_table(&session, &mut phase, "acc_plain", &create_accounts("acc_plain", accounts)).await?;
+    let bucketed_write =
+        write_table(&session, &mut phase, "tx", &create_bucketed_copy("tx", "tx_plain", buckets)).await?;
+    write_table(&session, &mut phase, "acc", &create_bucketed_copy("acc", "acc_plain", buckets)).await?;
+    phase.finish();
 
     let tx_dir = engine.managed_location("default", "tx")?;
     let (files, checked) = check_layout(&tx_dir, buckets)?;
@@ -308,12 +332,11 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         ),
         ("point lookup", "SELECT * FROM {tx} WHERE account_id = 42"),
     ];
-    let mut results = Vec::new();
     // Both joins by sort-merge with as many shuffle partitions as buckets, so the comparison
     // is exchange against none, with adaptive execution and without; then Spark's defaults as
     // a user leaves them (200 shuffle partitions, adaptive execution), with and without
     // broadcasts.
-    for (settings, setup) in [
+    let bundles = [
         (
             FIXED,
             format!(
@@ -328,22 +351,31 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         ),
         (DEFAULTS, "RESET ALL".to_string()),
         (DEFAULTS_NO_BROADCAST, "RESET ALL; SET spark.sql.autoBroadcastJoinThreshold = -1".to_string()),
-    ] {
-        execute(&session, &setup).await?;
-        for (name, template) in &queries[..if settings == FIXED { 3 } else { 2 }] {
-            for (layout, tx, acc) in [("bucketed", "tx", "acc"), ("plain", "tx_plain", "acc_plain")] {
+    ];
+    // The point lookup is timed once, under the first bundle.
+    let queries_under = |settings: &str| &queries[..if settings == FIXED { 3 } else { 2 }];
+    let layouts = [("bucketed", "tx", "acc"), ("plain", "tx_plain", "acc_plain")];
+    // Each query on each layout under its bundles, and the sorted join once.
+    let timed = bundles.iter().map(|(settings, _)| queries_under(settings).len() * layouts.len()).sum::<usize>() + 1;
+    let mut phase = Phase::start("time", timed as u64);
+    let mut results = Vec::new();
+    for (settings, setup) in &bundles {
+        execute(&session, setup).await?;
+        for (name, template) in queries_under(settings) {
+            for (layout, tx, acc) in layouts {
                 let sql = template.replace("{tx}", tx).replace("{acc}", acc);
-                results.push(time_query(&session, name, (layout, settings), &sql, runs).await?);
+                results.push(time_query(&session, &mut phase, name, (layout, settings), &sql, runs).await?);
             }
         }
-        if settings == FIXED {
+        if *settings == FIXED {
             // Each bucket was written as one sorted file, so a bucketed scan may report its
             // order and the sort-merge join needs no sort at all (Spark's default keeps them).
             execute(&session, "SET spark.sql.legacy.bucketedTableScan.outputOrdering = true").await?;
             let join = queries[0].1.replace("{tx}", "tx").replace("{acc}", "acc");
-            results.insert(1, time_query(&session, queries[0].0, ("sorted", settings), &join, runs).await?);
+            results.insert(1, time_query(&session, &mut phase, queries[0].0, ("sorted", settings), &join, runs).await?);
         }
     }
+    phase.finish();
 
     println!(
         "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {FIXED_STATIC} = the same without adaptive execution; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off"

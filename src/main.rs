@@ -8,6 +8,8 @@ use bucketsql::server::connection_limit::DEFAULT_MAX_CONNECTIONS;
 use bucketsql::server::{ClientLimits, Server};
 use bucketsql::sql::engine::{Engine, EngineOptions};
 
+const DEFAULT_MAX_MESSAGE_SIZE: &str = "64MiB";
+
 #[derive(Parser)]
 #[command(name = "bucketsql", version, about = "A PostgreSQL-wire SQL server with Apache Spark's table bucketing")]
 struct Cli {
@@ -37,6 +39,19 @@ enum Command {
         /// Also write the results as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Learn bucketing step by step: plans, exchanges and what they cost, on generated tables.
+    Demo {
+        /// Transactions to generate (accounts are a tenth of them).
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+        /// Run on the server at this URL (`postgres://postgres@127.0.0.1:5433/`), replacing its
+        /// tables named demo_*, instead of on one started on a temporary data directory.
+        #[arg(long, value_name = "URL")]
+        connect: Option<String>,
+        /// Print the lesson's statements as a script for psql instead of running them.
+        #[arg(long, conflicts_with = "connect")]
+        sql: bool,
     },
     /// Serve SQL over the PostgreSQL wire protocol.
     Serve {
@@ -72,7 +87,7 @@ enum Command {
         max_connections: u32,
         /// Largest message a client may send (a query, a statement's parameters, a piece of
         /// COPY data); a larger one ends its connection with SQLSTATE 08P01.
-        #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
+        #[arg(long, default_value = DEFAULT_MAX_MESSAGE_SIZE, value_parser = parse_bytes)]
         max_message_size: usize,
     },
 }
@@ -87,10 +102,13 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run() -> anyhow::Result<()> {
+    let command = Cli::parse().command;
+    // The demo's own server would log between the steps it prints.
+    let default_level = if matches!(command, Command::Demo { .. }) { "warn" } else { "info" };
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)))
         .init();
-    match Cli::parse().command {
+    match command {
         Command::Bench { rows, buckets, runs, data_dir, memory_limit, json } => {
             if buckets == 0 || runs == 0 || rows == 0 {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
@@ -98,6 +116,35 @@ async fn run() -> anyhow::Result<()> {
             let memory_limit = shared_memory_limit(memory_limit);
             bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, memory_limit, json })
                 .await?;
+        }
+        Command::Demo { rows, connect, sql } => {
+            if rows == 0 {
+                anyhow::bail!("--rows must be positive");
+            }
+            if sql {
+                print!("{}", bucketsql::demo::script(rows));
+                return Ok(());
+            }
+            match connect {
+                Some(url) => bucketsql::demo::run(&url, rows).await?,
+                None => {
+                    let data_dir = tempfile::Builder::new().prefix("bucketsql-demo").tempdir()?;
+                    let engine = Engine::open(
+                        data_dir.path(),
+                        EngineOptions { allowed_locations: Vec::new(), memory_limit: shared_memory_limit(None) },
+                    )?;
+                    let limits = ClientLimits {
+                        max_connections: DEFAULT_MAX_CONNECTIONS as usize,
+                        max_message_bytes: parse_bytes(DEFAULT_MAX_MESSAGE_SIZE).map_err(anyhow::Error::msg)?,
+                    };
+                    // Trusting clients is safe: the server listens on loopback only, for this run.
+                    let server =
+                        Server::bind("127.0.0.1:0", engine, Authenticator::new(None, None), None, limits).await?;
+                    let url = format!("postgres://postgres@{}/", server.local_addr()?);
+                    tokio::spawn(server.run());
+                    bucketsql::demo::run(&url, rows).await?;
+                }
+            }
         }
         Command::Serve {
             listen,

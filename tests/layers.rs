@@ -1,12 +1,14 @@
-//! The layers of `src/` import only downwards: main/bench → server → sql → explain → planner
-//! → exec → storage → catalog → config → error. An import may skip layers but never point up,
-//! and only `main.rs` reaches `server`.
+//! The layers of `src/` import only downwards: main/bench/demo → progress/workload → server →
+//! sql → explain → planner → exec → storage → catalog → config → error. An import may skip
+//! layers but never point up, and only `main.rs` reaches `server`.
 
 use std::path::{Path, PathBuf};
 
 /// The layers from the top; a module may use the ones after it.
-const LAYERS: &[&str] =
-    &["bench", "server", "sql", "explain", "planner", "exec", "storage", "catalog", "config", "error"];
+const LAYERS: &[&str] = &[
+    "bench", "demo", "progress", "workload", "server", "sql", "explain", "planner", "exec", "storage", "catalog",
+    "config", "error",
+];
 
 fn rank(layer: &str) -> Option<usize> {
     LAYERS.iter().position(|l| *l == layer)

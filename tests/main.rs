@@ -8,6 +8,7 @@ mod client_input;
 mod clients;
 mod common;
 mod copy;
+mod demo;
 mod durability;
 mod executor;
 mod fixtures;
