@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures::{SinkExt, pin_mut};
+use futures::{SinkExt, StreamExt, pin_mut};
 use tokio_postgres::{Client, NoTls};
 
 use crate::common::{TestServer, sqlstate, text_rows};
@@ -146,4 +146,39 @@ async fn pg_stat_progress_copy_counts_a_copy_as_its_data_streams_in() {
     })
     .await;
     assert_eq!(text_rows(&watcher, "SELECT count(*) FROM t").await, [["3000"]]);
+}
+
+#[tokio::test]
+async fn a_copy_to_stdout_is_listed_while_its_rows_go_out() {
+    let server = TestServer::start();
+    let watcher = server.connect().await;
+    let copier = server.connect().await;
+    let copier_pid = pid(&copier).await;
+
+    // The client reads one message and no more: the server waits on the full socket.
+    let stream = copier.copy_out("COPY (SELECT * FROM range(100000000)) TO STDOUT").await.unwrap();
+    pin_mut!(stream);
+    assert!(stream.next().await.unwrap().unwrap().ends_with(b"\n"));
+    let sending = wait_for("the COPY TO to show", || async {
+        copy_progress(&watcher, &copier_pid).await.filter(|row| row[4] != "0")
+    })
+    .await;
+    assert_eq!(sending[..3], ["0", "COPY TO", "PIPE"]);
+    let (bytes, rows): (u64, u64) = (sending[3].parse().unwrap(), sending[4].parse().unwrap());
+    assert!(bytes >= rows * 2 && rows < 100000000, "{sending:?}");
+
+    copier.cancel_token().cancel_query(NoTls).await.unwrap();
+    // pgwire ends a failed COPY TO with a CopyFail message, which tokio-postgres cannot read:
+    // what matters here is that the COPY ends early.
+    let ended = loop {
+        match stream.next().await {
+            Some(Ok(_)) => continue,
+            other => break other,
+        }
+    };
+    assert!(matches!(ended, Some(Err(_))), "the COPY ended without its cancel");
+    wait_for("the cancelled COPY to leave pg_stat_progress_copy", || async {
+        copy_progress(&watcher, &copier_pid).await.is_none().then_some(())
+    })
+    .await;
 }
