@@ -1,6 +1,6 @@
 //! One connection's session: its DataFusion context, whose only catalog is the metastore,
-//! its settings, its backend in `pg_stat_activity`, and planning with our planner. Statements run in `statement`; settings
-//! are read and written in `variables`.
+//! its settings, its backend in `pg_stat_activity`, and planning with our planner. Statements
+//! run in `statement`; settings are read and written in `variables`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -27,7 +27,9 @@ use crate::planner::table_provider::CATALOG_NAME;
 
 impl Session {
     /// Runs every statement of a simple-protocol query string, stopping at the first error
-    /// (which comes last in the returned list).
+    /// (which comes last in the returned list). The backend turns active with the query's text
+    /// here, as in `prepare` (Parse) and `execute_prepared` (Execute); the wire front end turns
+    /// it idle when it answers ReadyForQuery.
     pub async fn execute_sql(self: &Arc<Self>, sql: &str) -> Vec<Result<Output, SqlError>> {
         self.backend.statement_started(sql);
         let parsed = executor::run(self.statement_deadline(), parse_off_workers(sql.to_string())).await;
