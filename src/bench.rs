@@ -23,6 +23,7 @@ use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::progress::Phase;
+use crate::sql::activity::Backend;
 use crate::sql::engine::{Engine, EngineOptions};
 use crate::sql::output::Output;
 use crate::sql::session::Session;
@@ -298,7 +299,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json } = options;
     let accounts = accounts_for(rows);
     let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit })?;
-    let session = Arc::new(Session::new(Arc::clone(&engine))?);
+    let session = Arc::new(Session::new(Arc::clone(&engine), Arc::new(Backend::new(None)))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "bucketsql bench: {rows} transactions, {accounts} accounts, {buckets} buckets, {cores} cores, median of {runs} runs after a warm-up"

@@ -1,6 +1,7 @@
 //! Integration tests: each starts the real `bucketsql` binary on an ephemeral port with its
 //! own data directory and talks to it over TCP like any PostgreSQL client.
 
+mod activity;
 mod adaptive;
 mod answers;
 mod bucketing;

@@ -2,7 +2,8 @@
 //!
 //! Without passwords every client is trusted, as PostgreSQL's `trust` method does; with them,
 //! clients authenticate with SCRAM-SHA-256 (or SCRAM-SHA-256-PLUS, bound to the server
-//! certificate, over TLS). Either way each connection is registered for CancelRequests.
+//! certificate, over TLS). Either way each connection is registered for CancelRequests, with a
+//! pid unique in the server, and, once logged in, shows in `pg_stat_activity`.
 
 use std::collections::HashMap;
 use std::fmt::{self, Debug};
@@ -16,11 +17,15 @@ use pgwire::api::auth::noop::NoopStartupHandler;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::sasl::scram::{SCRAM_ITERATIONS, ScramAuth, gen_salted_password};
 use pgwire::api::auth::{AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler};
-use pgwire::api::{ClientInfo, ConnectionManager, METADATA_USER};
+use pgwire::api::{
+    ClientInfo, ConnectionManager, METADATA_APPLICATION_NAME, METADATA_USER, PgWireConnectionState,
+    PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
+};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult, SEVERITY_FATAL};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use super::encoding::user_error;
+use crate::sql::activity::Login;
 use crate::sql::session::Session;
 
 /// The passwords clients must present, kept as PostgreSQL keeps SCRAM secrets: salted once.
@@ -97,6 +102,8 @@ impl Authenticator {
     /// SCRAM-SHA-256-PLUS, which lets the client check that no proxy sits in between.
     pub fn new(passwords: Option<Passwords>, tls_cert: Option<&[u8]>) -> Self {
         let manager = Arc::new(ConnectionManager::new());
+        // One counter for every way in: a pid names one connection in `pg_stat_activity`.
+        let pids = Arc::new(RandomPidSecretKeyGenerator::default());
         let scram = passwords.map(|passwords| {
             let source: Arc<dyn AuthSource> = Arc::new(passwords);
             let handler = |cert: Option<&[u8]>| {
@@ -109,28 +116,36 @@ impl Authenticator {
                 SASLAuthStartupHandler::new(Arc::new(DefaultServerParameterProvider::default()))
                     .with_scram(scram)
                     .with_connection_manager(Arc::clone(&manager))
+                    .with_pid_secret_key_generator(Arc::clone(&pids) as Arc<dyn PidSecretKeyGenerator>)
             };
             Scram { plain: handler(None), tls: handler(tls_cert) }
         });
-        Authenticator { trust: Trust(manager), scram }
+        Authenticator { trust: Trust { manager, pids }, scram }
     }
 
     pub fn connection_manager(&self) -> &Arc<ConnectionManager> {
-        &self.trust.0
+        &self.trust.manager
     }
 }
 
 /// PostgreSQL's `trust` method, with pgwire's default startup parameters.
-struct Trust(Arc<ConnectionManager>);
+struct Trust {
+    manager: Arc<ConnectionManager>,
+    pids: Arc<RandomPidSecretKeyGenerator>,
+}
 
 impl NoopStartupHandler for Trust {
     fn connection_manager(&self) -> Option<Arc<ConnectionManager>> {
-        Some(Arc::clone(&self.0))
+        Some(Arc::clone(&self.manager))
+    }
+
+    fn pid_secret_key_generator(&self) -> &dyn PidSecretKeyGenerator {
+        self.pids.as_ref()
     }
 }
 
 /// One connection's startup: the settings of its `options` startup parameter, then
-/// authentication.
+/// authentication, after which the connection's backend shows who logged in.
 pub struct Startup {
     auth: Arc<Authenticator>,
     session: Arc<Session>,
@@ -160,6 +175,15 @@ impl StartupHandler for Startup {
             Some(scram) => scram.plain.on_startup(client, message).await,
             None => self.auth.trust.on_startup(client, message).await,
         };
+        if result.is_ok() && matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            let metadata = client.metadata();
+            let text = |key| metadata.get(key).cloned().unwrap_or_default();
+            self.session.backend.logged_in(Login {
+                pid: client.pid_and_secret_key().0,
+                user: text(METADATA_USER),
+                application_name: text(METADATA_APPLICATION_NAME),
+            });
+        }
         result.map_err(|error| match error {
             // pgwire names the user of the SCRAM exchange, which libpq leaves empty.
             PgWireError::InvalidPassword(_) => {

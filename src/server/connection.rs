@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use pgwire::api::{ClientInfo, PgWireConnectionState};
 use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::TlsAcceptor;
 use pgwire::tokio::server::{PgWireMessageServerCodec, negotiate_tls, process_error, process_message};
@@ -22,6 +23,7 @@ use tokio_util::codec::{Framed, FramedParts};
 
 use super::frame_guard::{FrameGuard, Rejection, STARTUP_PACKET_BYTES};
 use super::handler::ConnectionHandlers;
+use crate::sql::activity::BackendState;
 use crate::sql::output::Prepared;
 
 /// How long a client may take to negotiate TLS, start up and authenticate (pgwire's bound).
@@ -119,6 +121,7 @@ pub async fn serve(
             _ => message.is_extended_query(),
         };
         let is_cancel = matches!(message, PgWireFrontendMessage::CancelRequest(_));
+        let ends_with_ready = ends_with_ready_for_query(&message);
         let handled = process_message(
             message,
             &mut socket,
@@ -148,6 +151,31 @@ pub async fn serve(
         if is_cancel {
             return Ok(());
         }
+        if ends_with_ready && matches!(socket.state(), PgWireConnectionState::ReadyForQuery) {
+            handlers.backend.ready(idle_state(socket.transaction_status()));
+        }
+    }
+}
+
+/// Messages whose handling ends with ReadyForQuery, when the connection is then ready: a
+/// simple query, a Sync, the end of a COPY FROM STDIN. PostgreSQL's backend turns idle there,
+/// so a statement of the extended protocol stays active from its Parse or Execute to the Sync.
+fn ends_with_ready_for_query(message: &PgWireFrontendMessage) -> bool {
+    matches!(
+        message,
+        PgWireFrontendMessage::Query(_)
+            | PgWireFrontendMessage::Sync(_)
+            | PgWireFrontendMessage::CopyDone(_)
+            | PgWireFrontendMessage::CopyFail(_)
+    )
+}
+
+/// The idle state of a backend whose ReadyForQuery reports `status`.
+fn idle_state(status: TransactionStatus) -> BackendState {
+    match status {
+        TransactionStatus::Idle => BackendState::Idle,
+        TransactionStatus::Transaction => BackendState::IdleInTransaction,
+        TransactionStatus::Error => BackendState::IdleInTransactionAborted,
     }
 }
 

@@ -156,17 +156,21 @@ impl CopyParser {
 
     fn extend(&mut self, data: &[u8]) {
         self.records.extend(data);
+        self.rows.copy.progress.processed(data.len(), 0);
     }
 
     /// The next [`BATCH_ROWS`] rows, once the complete records received hold them; with
-    /// `end`, the data is all there and the last rows come however few.
+    /// `end`, the data is all there and the last rows come however few. Rows count as
+    /// processed once parsed, as they reach the batch.
     fn next_batch(&mut self, end: bool) -> Result<Option<RecordBatch>, SqlError> {
+        let buffered = self.rows.len();
         while self.rows.len() < BATCH_ROWS {
             match self.records.next(end)? {
                 Some((line, fields)) => self.rows.push(line, fields)?,
                 None => break,
             }
         }
+        self.rows.copy.progress.processed(0, self.rows.len() - buffered);
         if self.rows.len() == BATCH_ROWS || (end && self.rows.len() > 0) {
             self.rows.flush().map(Some)
         } else {
@@ -684,7 +688,7 @@ fn binary_value(dt: &DataType, raw: &[u8]) -> Result<ScalarValue, String> {
 /// Answers a `COPY ... TO STDOUT`: each row rendered as the text a query would return
 /// (escaped for the text or CSV format), or as its binary send format.
 pub fn copy_out_response(copy: CopyOut, interrupt: &Interrupt) -> PgWireResult<Response> {
-    let CopyOut { options, schema, stream: batches } = copy;
+    let CopyOut { options, schema, stream: batches, progress } = copy;
     let binary = options.format == CopyFormat::Binary;
     let fields = Arc::new(field_infos(&schema, if binary { &Format::UnifiedBinary } else { &Format::UnifiedText })?);
     let columns = fields.len();
@@ -699,13 +703,15 @@ pub fn copy_out_response(copy: CopyOut, interrupt: &Interrupt) -> PgWireResult<R
     }
     // The header goes out with the first row (or alone when there is none), so that the
     // message count pgwire reports is the row count.
-    let state = (batches, Some(prefix), VecDeque::new(), false);
-    let data = stream::unfold(state, move |(mut batches, mut prefix, mut queue, mut done)| {
+    // The progress report goes with the stream: the COPY is listed until its rows are sent
+    // or the stream is dropped.
+    let state = (batches, Some(prefix), VecDeque::new(), false, progress);
+    let data = stream::unfold(state, move |(mut batches, mut prefix, mut queue, mut done, progress)| {
         let (fields, options) = (Arc::clone(&fields), options.clone());
         async move {
             loop {
                 if let Some(message) = queue.pop_front() {
-                    return Some((Ok(message), (batches, prefix, queue, done)));
+                    return Some((Ok(message), (batches, prefix, queue, done, progress)));
                 }
                 if done {
                     return None;
@@ -720,21 +726,26 @@ pub fn copy_out_response(copy: CopyOut, interrupt: &Interrupt) -> PgWireResult<R
                             } else {
                                 write_row(&mut out, &row_values(&row.data, columns), &options);
                             }
+                            progress.processed(out.len(), 1);
                             CopyData::new(out.freeze())
                         })),
                         Err(e) => {
                             done = true;
-                            return Some((Err(e), (batches, prefix, queue, done)));
+                            return Some((Err(e), (batches, prefix, queue, done, progress)));
                         }
                     },
                     Some(Err(e)) => {
                         done = true;
                         let e = SqlError::from(e);
-                        return Some((Err(user_error(e.code, e.message)), (batches, prefix, queue, done)));
+                        return Some((Err(user_error(e.code, e.message)), (batches, prefix, queue, done, progress)));
                     }
                     None => {
                         done = true;
-                        queue.extend(prefix.take().filter(|p| !p.is_empty()).map(|p| CopyData::new(p.freeze())));
+                        // No row took the header along: it goes alone.
+                        if let Some(header) = prefix.take().filter(|p| !p.is_empty()) {
+                            progress.processed(header.len(), 0);
+                            queue.push_back(CopyData::new(header.freeze()));
+                        }
                     }
                 }
             }
@@ -808,6 +819,7 @@ fn write_csv_value(out: &mut BytesMut, value: &[u8], single_column: bool, option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::activity::{Backend, CopyCommand};
     use datafusion::arrow::datatypes::{Field, Schema};
     use datafusion::arrow::util::display::array_value_to_string;
 
@@ -831,6 +843,7 @@ mod tests {
             table_schema: Arc::new(Schema::new(fields)),
             columns: (0..columns.len()).collect(),
             options,
+            progress: Arc::new(Backend::new(None)).report_copy(0, CopyCommand::From),
         }
     }
 

@@ -20,11 +20,14 @@ use super::cancel::Interrupt;
 use super::copy::{CopyState, copy_out_response};
 use super::encoding::{arrow_type, decode_parameters, encode_batch, field_infos, pg_type, user_error};
 use crate::error::SqlError;
+use crate::sql::activity::Backend;
 use crate::sql::output::{Output, Prepared};
 use crate::sql::session::Session;
 
 /// Everything pgwire asks of one connection.
 pub struct ConnectionHandlers {
+    /// The connection's row in `pg_stat_activity`, which the message loop marks idle.
+    pub(super) backend: Arc<Backend>,
     pub(super) handler: Arc<QueryHandler>,
     pub(super) startup: Arc<Startup>,
     pub(super) cancel: Arc<DefaultCancelHandler>,
@@ -36,6 +39,7 @@ impl ConnectionHandlers {
         let session = Arc::new(session);
         let copy = Arc::new(CopyState::new(Arc::clone(&session)));
         ConnectionHandlers {
+            backend: Arc::clone(&session.backend),
             startup: Arc::new(Startup::new(Arc::clone(auth), Arc::clone(&session))),
             cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(auth.connection_manager()))),
             copy: Arc::clone(&copy),

@@ -17,6 +17,7 @@ use pgwire::tokio::TlsAcceptor;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::sql::activity::Backend;
 use crate::sql::engine::Engine;
 use crate::sql::session::Session;
 use auth::Authenticator;
@@ -97,7 +98,10 @@ impl Server {
                     connection_limit::refuse(socket).await;
                     return;
                 }
-                let session = match Session::new(engine) {
+                let backend = Arc::new(Backend::new(Some(peer)));
+                // Listed in `pg_stat_activity` until this task ends, however the connection ends.
+                let _listed = engine.backends.register(Arc::clone(&backend));
+                let session = match Session::new(engine, backend) {
                     Ok(session) => session,
                     Err(e) => {
                         tracing::error!(%peer, "could not start a session: {e}");

@@ -13,8 +13,10 @@ use datafusion::sql::sqlparser::ast::{
 };
 use futures::{StreamExt, stream};
 
+use super::activity::{CopyCommand, CopyReport};
 use super::dialect::{BucketSqlStatement, parse_sql};
 use super::output::Output;
+use super::pg_catalog::table_oid;
 use super::session::Session;
 use super::statement::table_name;
 use crate::error::SqlError;
@@ -46,6 +48,8 @@ pub struct CopyIn {
     /// The table column each input field goes to; the other columns get NULL.
     pub columns: Vec<usize>,
     pub options: CopyOptions,
+    /// `pg_stat_progress_copy`'s row, counted as the data arrives, gone with the COPY.
+    pub progress: CopyReport,
 }
 
 /// The rows of a `COPY ... TO STDOUT`.
@@ -53,6 +57,8 @@ pub struct CopyOut {
     pub options: CopyOptions,
     pub schema: SchemaRef,
     pub stream: SendableRecordBatchStream,
+    /// `pg_stat_progress_copy`'s row, counted as the rows go out, gone with them.
+    pub progress: CopyReport,
 }
 
 pub async fn copy(session: &Session, stmt: &Statement) -> Result<Output, SqlError> {
@@ -83,6 +89,7 @@ fn copy_in(session: &Session, source: &CopySource, options: CopyOptions) -> Resu
         .table(&schema, &table)?
         .ok_or_else(|| SqlError::undefined_table(format!("relation \"{name}\" does not exist")))?;
     let table_schema = table_schema(&meta)?;
+    let progress = session.backend.report_copy(table_oid(&meta), CopyCommand::From);
     let columns = if columns.is_empty() {
         (0..table_schema.fields().len()).collect()
     } else {
@@ -107,7 +114,7 @@ fn copy_in(session: &Session, source: &CopySource, options: CopyOptions) -> Resu
         }
         indices
     };
-    Ok(Output::CopyIn(CopyIn { schema, table, table_schema, columns, options }))
+    Ok(Output::CopyIn(CopyIn { schema, table, table_schema, columns, options, progress }))
 }
 
 /// Plans and starts the query, and reads its first batch, so that errors are reported
@@ -115,6 +122,16 @@ fn copy_in(session: &Session, source: &CopySource, options: CopyOptions) -> Resu
 /// the files they read stay until they are sent.
 async fn copy_out(session: &Session, source: &CopySource, options: CopyOptions) -> Result<Output, SqlError> {
     let guard = session.engine.janitor.begin_statement();
+    // Not a metastore table (a catalog view, a query): 0, as PostgreSQL reports a query's
+    // COPY. Planning says what is wrong with a name that names nothing.
+    let relid = match source {
+        CopySource::Table { table_name: name, .. } => table_name(name)
+            .ok()
+            .and_then(|(schema, table)| session.engine.metastore.table(&schema, &table).ok().flatten())
+            .map_or(0, |meta| table_oid(&meta)),
+        CopySource::Query(_) => 0,
+    };
+    let progress = session.backend.report_copy(relid, CopyCommand::To);
     let query = match source {
         CopySource::Query(query) => Statement::Query(query.clone()),
         CopySource::Table { table_name, columns } => {
@@ -139,7 +156,7 @@ async fn copy_out(session: &Session, source: &CopySource, options: CopyOptions) 
         batch
     });
     let stream = Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), stream));
-    Ok(Output::CopyOut(CopyOut { options, schema, stream }))
+    Ok(Output::CopyOut(CopyOut { options, schema, stream, progress }))
 }
 
 impl CopyOptions {

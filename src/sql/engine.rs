@@ -1,5 +1,5 @@
-//! What all connections share: the data directory, the metastore, the file janitor and
-//! DataFusion's runtime (memory pool, caches).
+//! What all connections share: the data directory, the metastore, the file janitor,
+//! DataFusion's runtime (memory pool, caches) and the list of connected backends.
 
 use std::fs::{File, TryLockError};
 use std::io::{Read, Write};
@@ -14,6 +14,7 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
 use crate::planner::table_provider::MetastoreCatalog;
+use crate::sql::activity::Backends;
 use crate::sql::pg_catalog;
 use crate::storage::janitor::FileJanitor;
 
@@ -51,6 +52,8 @@ pub struct Engine {
     pub janitor: Arc<FileJanitor>,
     pub catalog: Arc<MetastoreCatalog>,
     pub runtime: Arc<RuntimeEnv>,
+    /// The connected clients, which `pg_stat_activity` lists.
+    pub backends: Arc<Backends>,
     warehouse: PathBuf,
     allowed_locations: Vec<PathBuf>,
     /// Held while the engine lives: one server per data directory.
@@ -99,6 +102,7 @@ impl Engine {
             metastore,
             janitor,
             runtime: runtime.build_arc()?,
+            backends: Arc::default(),
             warehouse,
             allowed_locations,
             _lock: lock,

@@ -1,6 +1,8 @@
 //! What was asked: our SQL dialect, per-connection sessions and statement dispatch, the
-//! PostgreSQL catalog clients query, and writing a statement's rows into a table.
+//! PostgreSQL catalog clients query, what each connection is doing, and writing a statement's
+//! rows into a table.
 
+pub mod activity;
 pub mod append_stream;
 pub mod copy;
 pub mod ddl;

@@ -39,6 +39,8 @@ impl Output {
 /// A statement parsed for the extended protocol, with what Describe reports about it.
 #[derive(Clone)]
 pub struct Prepared {
+    /// The text the client sent, which `pg_stat_activity` shows while the statement runs.
+    pub sql: String,
     pub statement: BucketSqlStatement,
     /// Types of `$1..$n` as Describe reports them: the client's where it declared one, else
     /// the statement's; `None` where nothing fixes one.

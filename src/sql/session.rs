@@ -1,6 +1,6 @@
 //! One connection's session: its DataFusion context, whose only catalog is the metastore,
-//! its settings, and planning with our planner. Statements run in `statement`; settings
-//! are read and written in `variables`.
+//! its settings, its backend in `pg_stat_activity`, and planning with our planner. Statements
+//! run in `statement`; settings are read and written in `variables`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -13,6 +13,7 @@ use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
+use super::activity::Backend;
 use super::engine::Engine;
 use super::{functions, grouping_limits, interrupt, pg_catalog, rewrite, static_partitions};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
@@ -30,10 +31,12 @@ pub struct Session {
     pub(crate) ctx: SessionContext,
     /// Shared with the `pg_catalog` functions and views that read settings.
     pub(super) variables: Arc<Mutex<BTreeMap<String, String>>>,
+    /// What `pg_stat_activity` shows of this connection.
+    pub backend: Arc<Backend>,
 }
 
 impl Session {
-    pub fn new(engine: Arc<Engine>) -> Result<Self, SqlError> {
+    pub fn new(engine: Arc<Engine>, backend: Arc<Backend>) -> Result<Self, SqlError> {
         let mut config = SessionConfig::new()
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_SCHEMA)
             .with_create_default_catalog_and_schema(false)
@@ -67,8 +70,9 @@ impl Session {
         functions::register(&mut ctx)?;
         let variables = Arc::new(Mutex::new(BTreeMap::new()));
         let settings = pg_catalog::Settings(Arc::clone(&variables));
-        pg_catalog::register_functions(&mut ctx, Arc::clone(&engine.metastore), settings)?;
-        Ok(Session { engine, ctx, variables })
+        pg_catalog::register_functions(&mut ctx, Arc::clone(&engine.metastore), settings, Arc::clone(&backend))?;
+        ctx.state_ref().write().config_mut().set_extension(Arc::clone(&engine.backends));
+        Ok(Session { engine, ctx, variables, backend })
     }
 
     pub(crate) async fn plan(&self, stmt: &Statement) -> Result<LogicalPlan, SqlError> {

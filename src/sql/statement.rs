@@ -27,8 +27,11 @@ use crate::planner::table_provider::CATALOG_NAME;
 
 impl Session {
     /// Runs every statement of a simple-protocol query string, stopping at the first error
-    /// (which comes last in the returned list).
+    /// (which comes last in the returned list). The backend turns active with the query's text
+    /// here, as in `prepare` (Parse) and `execute_prepared` (Execute); the wire front end turns
+    /// it idle when it answers ReadyForQuery.
     pub async fn execute_sql(self: &Arc<Self>, sql: &str) -> Vec<Result<Output, SqlError>> {
+        self.backend.statement_started(sql);
         let parsed = executor::run(self.statement_deadline(), parse_off_workers(sql.to_string())).await;
         let statements = match parsed.and_then(|parsed| parsed.ok_or_else(interrupt::timed_out)) {
             Ok(s) => s,
@@ -54,6 +57,7 @@ impl Session {
         sql: &str,
         declared: &[Option<DataType>],
     ) -> Result<Option<Prepared>, SqlError> {
+        self.backend.statement_started(sql);
         let (session, sql, declared) = (Arc::clone(self), sql.to_string(), declared.to_vec());
         let prepared =
             executor::run(self.statement_deadline(), async move { session.prepare_untimed(sql, &declared).await });
@@ -61,7 +65,7 @@ impl Session {
     }
 
     async fn prepare_untimed(&self, sql: String, declared: &[Option<DataType>]) -> Result<Option<Prepared>, SqlError> {
-        let mut statements = parse_off_workers(sql).await?;
+        let mut statements = parse_off_workers(sql.clone()).await?;
         if statements.len() > 1 {
             return Err(SqlError::syntax("cannot insert multiple commands into a prepared statement"));
         }
@@ -82,7 +86,7 @@ impl Session {
         let parameter_types = (0..declared.len().max(planned_types.len()))
             .map(|i| declared.get(i).cloned().flatten().or_else(|| planned_types.get(i).cloned().flatten()))
             .collect();
-        Ok(Some(Prepared { statement, parameter_types, planned_types, result_schema }))
+        Ok(Some(Prepared { sql, statement, parameter_types, planned_types, result_schema }))
     }
 
     /// Runs a prepared statement with bound parameter values. The statement is planned
@@ -92,6 +96,7 @@ impl Session {
         prepared: &Prepared,
         params: Vec<ScalarValue>,
     ) -> Result<Output, SqlError> {
+        self.backend.statement_started(&prepared.sql);
         let params = params
             .into_iter()
             .enumerate()

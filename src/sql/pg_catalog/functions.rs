@@ -24,6 +24,7 @@ use super::tables::{Relation, Scan};
 use super::*;
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::config;
+use crate::sql::activity::Backend;
 
 /// What `version()` answers: PostgreSQL's shape, so that clients parsing it (SQLAlchemy's
 /// `PostgreSQL (\d+)\.?(\d+)?`) read the version the server reports at startup.
@@ -38,9 +39,15 @@ pub fn version() -> String {
 }
 
 /// Registers the catalog functions on a session, and `settings` where `pg_settings` reads it.
-pub fn register_functions(ctx: &mut SessionContext, metastore: Arc<Metastore>, settings: Settings) -> Result<()> {
+/// `backend` is the session's connection, whose pid `pg_backend_pid()` answers.
+pub fn register_functions(
+    ctx: &mut SessionContext,
+    metastore: Arc<Metastore>,
+    settings: Settings,
+    backend: Arc<Backend>,
+) -> Result<()> {
     ctx.state_ref().write().config_mut().set_extension(Arc::new(settings.clone()));
-    for function in functions(metastore, settings) {
+    for function in functions(metastore, settings, backend) {
         ctx.register_udf(function);
     }
     Ok(())
@@ -165,7 +172,7 @@ fn per_relation<T>(
     oids(args, 0)?.into_iter().enumerate().map(|(row, oid)| oid.map_or(Ok(None), |oid| f(&scan, oid, row))).collect()
 }
 
-fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
+fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend>) -> Vec<ScalarUDF> {
     let text = DataType::Utf8;
     let oid = DataType::Int32;
     let list = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
@@ -193,8 +200,9 @@ fn functions(metastore: Arc<Metastore>, settings: Settings) -> Vec<ScalarUDF> {
             }
             Ok(Arc::new(builder.finish()))
         }),
-        function("pg_backend_pid", &[0], Volatility::Stable, DataType::Int32, |_, rows| {
-            Ok(Arc::new(Int32Array::from(vec![std::process::id() as i32; rows])))
+        // The pid of BackendKeyData and `pg_stat_activity`; NULL in a session no client opened.
+        function("pg_backend_pid", &[0], Volatility::Stable, DataType::Int32, move |_, rows| {
+            Ok(Arc::new(Int32Array::from(vec![backend.login().map(|login| login.pid); rows])))
         }),
         function("pg_is_in_recovery", &[0], Volatility::Stable, DataType::Boolean, |_, rows| {
             Ok(Arc::new(BooleanArray::from(vec![false; rows])))

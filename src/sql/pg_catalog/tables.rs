@@ -1,5 +1,5 @@
-//! `pg_catalog` and `information_schema` relations: views over the metastore, the session and
-//! the server's types and functions, built at every scan.
+//! `pg_catalog` and `information_schema` relations: views over the metastore, the session,
+//! the server's connections and its types and functions, built at every scan.
 //!
 //! Their columns are PostgreSQL 15's, in its order, so that `SELECT *` and positional
 //! clients see what they expect; `oid`, `name`, `"char"` and friends go out as the types the
@@ -9,6 +9,7 @@
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, new_empty_array};
@@ -23,6 +24,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use super::types::{self, TYPES};
 use super::*;
 use crate::catalog::metastore::TableMeta;
+use crate::sql::activity::{Backend, BackendState, Backends};
 
 /// One emulated relation: its PostgreSQL name, OID and columns (`name:type ...`), and how
 /// its rows are made.
@@ -116,6 +118,18 @@ pub const PG_CATALOG_VIEWS: &[View] = &[
         pg_tables,
     ),
     view("pg_views", 12028, "schemaname:name viewname:name viewowner:name definition:text", pg_views),
+    view(
+        "pg_stat_activity",
+        12222,
+        "datid:oid datname:name pid:int4 leader_pid:int4 usesysid:oid usename:name application_name:text client_addr:inet client_hostname:text client_port:int4 backend_start:timestamptz xact_start:timestamptz query_start:timestamptz state_change:timestamptz wait_event_type:text wait_event:text state:text backend_xid:xid backend_xmin:xid query_id:int8 query:text backend_type:text",
+        pg_stat_activity,
+    ),
+    view(
+        "pg_stat_progress_copy",
+        12421,
+        "pid:int4 datid:oid datname:name relid:oid command:text type:text bytes_processed:int8 bytes_total:int8 tuples_processed:int8 tuples_excluded:int8",
+        pg_stat_progress_copy,
+    ),
     empty(
         "pg_extension",
         3079,
@@ -313,6 +327,17 @@ impl From<&str> for Value {
 impl From<String> for Value {
     fn from(s: String) -> Self {
         Value::Text(s)
+    }
+}
+
+/// A `timestamptz`: microseconds since the epoch, which the column's type reads as such.
+impl From<SystemTime> for Value {
+    fn from(time: SystemTime) -> Self {
+        let micros = match time.duration_since(UNIX_EPOCH) {
+            Ok(after) => after.as_micros() as i64,
+            Err(before) => -(before.duration().as_micros() as i64),
+        };
+        Value::Int(micros)
     }
 }
 
@@ -538,6 +563,11 @@ impl<'a> Scan<'a> {
 
     fn settings(&self) -> Option<Arc<Settings>> {
         self.state.and_then(|s| s.config().get_extension::<Settings>())
+    }
+
+    /// The server's logged-in connections; none outside a session.
+    fn backends(&self) -> Vec<Arc<Backend>> {
+        self.state.and_then(|s| s.config().get_extension::<Backends>()).map_or_else(Vec::new, |b| b.logged_in())
     }
 }
 
@@ -912,6 +942,68 @@ fn pg_views(scan: &Scan) -> Result<Vec<Row>> {
         .iter()
         .filter(|r| r.kind == "v")
         .map(|r| row![r.schema.as_str(), r.name.as_str(), SUPERUSER, Value::Null])
+        .collect())
+}
+
+/// One row per connection. Every connection acts as the superuser, whatever name it logged
+/// in with; an idle one waits for its client, as PostgreSQL's `ClientRead`.
+fn pg_stat_activity(scan: &Scan) -> Result<Vec<Row>> {
+    Ok(scan
+        .backends()
+        .iter()
+        .filter_map(|backend| {
+            let login = backend.login()?;
+            let statement = backend.statement();
+            let waiting = statement.state != BackendState::Active;
+            Some(row![
+                DATABASE_OID,
+                DATABASE_NAME,
+                login.pid,
+                Value::Null,
+                SUPERUSER_OID,
+                login.user.as_str(),
+                login.application_name.as_str(),
+                backend.client.map(|client| client.ip().to_string()),
+                Value::Null,
+                backend.client.map(|client| i32::from(client.port())),
+                backend.started,
+                statement.transaction_start(),
+                statement.query_start,
+                statement.state_change,
+                waiting.then_some("Client"),
+                waiting.then_some("ClientRead"),
+                statement.state.name(),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                statement.query,
+                "client backend",
+            ])
+        })
+        .collect())
+}
+
+/// One row per running COPY. Its data always comes and goes over the connection (`PIPE`),
+/// whose size is not known ahead (`bytes_total` 0), and COPY has no `WHERE` to exclude rows.
+fn pg_stat_progress_copy(scan: &Scan) -> Result<Vec<Row>> {
+    Ok(scan
+        .backends()
+        .iter()
+        .filter_map(|backend| {
+            let (login, copy) = (backend.login()?, backend.copy_progress()?);
+            Some(row![
+                login.pid,
+                DATABASE_OID,
+                DATABASE_NAME,
+                copy.relid,
+                copy.command.name(),
+                "PIPE",
+                copy.bytes() as i64,
+                0,
+                copy.tuples() as i64,
+                0,
+            ])
+        })
         .collect())
 }
 

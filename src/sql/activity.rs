@@ -1,0 +1,299 @@
+//! Who is connected and what each connection is doing, for `pg_stat_activity` and
+//! `pg_stat_progress_copy`: a server-wide list of backends that the wire front end keeps (a
+//! backend is listed when its client connects and leaves the list when the connection ends,
+//! however it ends) and that the catalog views read at each scan.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::SystemTime;
+
+/// Every connected backend, in the order they connected.
+#[derive(Default)]
+pub struct Backends {
+    next_key: AtomicU64,
+    connected: Mutex<BTreeMap<u64, Arc<Backend>>>,
+}
+
+impl Backends {
+    /// Lists `backend` until the returned registration is dropped, which the connection's
+    /// task does when it ends, by a close, an error or a panic alike.
+    pub fn register(self: &Arc<Self>, backend: Arc<Backend>) -> Registration {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        lock(&self.connected).insert(key, backend);
+        Registration { backends: Arc::clone(self), key }
+    }
+
+    /// The listed backends whose client has logged in: PostgreSQL 15 shows a backend once
+    /// authentication is over.
+    pub fn logged_in(&self) -> Vec<Arc<Backend>> {
+        lock(&self.connected).values().filter(|b| b.login().is_some()).cloned().collect()
+    }
+}
+
+/// Keeps a backend in [`Backends`] while it lives.
+pub struct Registration {
+    backends: Arc<Backends>,
+    key: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        lock(&self.backends.connected).remove(&self.key);
+    }
+}
+
+/// One connection, as `pg_stat_activity` describes it.
+pub struct Backend {
+    /// `None` for a session no client opened (the benchmark's).
+    pub client: Option<SocketAddr>,
+    pub started: SystemTime,
+    login: OnceLock<Login>,
+    statement: Mutex<StatementActivity>,
+    copy: Mutex<Option<Arc<CopyProgress>>>,
+}
+
+/// What authentication established.
+pub struct Login {
+    /// The process id of BackendKeyData, which a CancelRequest names.
+    pub pid: i32,
+    pub user: String,
+    /// The `application_name` start-up parameter; empty when the client sent none.
+    pub application_name: String,
+}
+
+/// `pg_stat_activity.state`. The idle states follow the transaction status ReadyForQuery
+/// reports: after `BEGIN` the client sees a transaction block (although every statement
+/// commits on its own), and so does this view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendState {
+    Active,
+    Idle,
+    IdleInTransaction,
+    IdleInTransactionAborted,
+}
+
+impl BackendState {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendState::Active => "active",
+            BackendState::Idle => "idle",
+            BackendState::IdleInTransaction => "idle in transaction",
+            BackendState::IdleInTransactionAborted => "idle in transaction (aborted)",
+        }
+    }
+}
+
+/// The backend's running or last statement.
+#[derive(Debug, Clone)]
+pub struct StatementActivity {
+    pub state: BackendState,
+    /// The text the client sent, all of a simple query's statements together.
+    pub query: String,
+    pub query_start: Option<SystemTime>,
+    pub state_change: SystemTime,
+    /// When the client's transaction block began; `None` outside one.
+    transaction_start: Option<SystemTime>,
+}
+
+impl StatementActivity {
+    /// `xact_start`: the transaction block's start, else the running statement's, which is
+    /// a transaction of its own.
+    pub fn transaction_start(&self) -> Option<SystemTime> {
+        self.transaction_start.or(if self.state == BackendState::Active { self.query_start } else { None })
+    }
+}
+
+impl Backend {
+    pub fn new(client: Option<SocketAddr>) -> Self {
+        let started = SystemTime::now();
+        Backend {
+            client,
+            started,
+            login: OnceLock::new(),
+            statement: Mutex::new(StatementActivity {
+                state: BackendState::Idle,
+                query: String::new(),
+                query_start: None,
+                state_change: started,
+                transaction_start: None,
+            }),
+            copy: Mutex::new(None),
+        }
+    }
+
+    /// Authentication is over: from now on the backend is shown.
+    pub fn logged_in(&self, login: Login) {
+        let _ = self.login.set(login);
+        lock(&self.statement).state_change = SystemTime::now();
+    }
+
+    pub fn login(&self) -> Option<&Login> {
+        self.login.get()
+    }
+
+    /// A statement starts running (a simple query, or a Parse or Execute message).
+    pub fn statement_started(&self, query: &str) {
+        let now = SystemTime::now();
+        let mut statement = lock(&self.statement);
+        statement.query.clear();
+        statement.query.push_str(query);
+        statement.query_start = Some(now);
+        if statement.state != BackendState::Active {
+            statement.state = BackendState::Active;
+            statement.state_change = now;
+        }
+    }
+
+    /// The server answers ReadyForQuery: it waits for the client, in `state`.
+    pub fn ready(&self, state: BackendState) {
+        let now = SystemTime::now();
+        let mut statement = lock(&self.statement);
+        statement.transaction_start = match state {
+            BackendState::Active | BackendState::Idle => None,
+            // The statement that opened the block began it.
+            _ => statement.transaction_start.or(statement.query_start),
+        };
+        if statement.state != state {
+            statement.state = state;
+            statement.state_change = now;
+        }
+    }
+
+    pub fn statement(&self) -> StatementActivity {
+        lock(&self.statement).clone()
+    }
+
+    /// Shows a COPY in `pg_stat_progress_copy` until the returned report is dropped.
+    pub fn report_copy(self: &Arc<Self>, relid: i32, command: CopyCommand) -> CopyReport {
+        let progress = Arc::new(CopyProgress { relid, command, bytes: AtomicU64::new(0), tuples: AtomicU64::new(0) });
+        *lock(&self.copy) = Some(Arc::clone(&progress));
+        CopyReport { backend: Arc::clone(self), progress }
+    }
+
+    pub fn copy_progress(&self) -> Option<Arc<CopyProgress>> {
+        lock(&self.copy).clone()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyCommand {
+    From,
+    To,
+}
+
+impl CopyCommand {
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyCommand::From => "COPY FROM",
+            CopyCommand::To => "COPY TO",
+        }
+    }
+}
+
+/// A running COPY's counters, bumped as its data moves and read by other connections.
+pub struct CopyProgress {
+    /// The table's OID, 0 for a query's rows.
+    pub relid: i32,
+    pub command: CopyCommand,
+    bytes: AtomicU64,
+    tuples: AtomicU64,
+}
+
+impl CopyProgress {
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn tuples(&self) -> u64 {
+        self.tuples.load(Ordering::Relaxed)
+    }
+}
+
+/// A COPY listed in `pg_stat_progress_copy` while this lives.
+pub struct CopyReport {
+    backend: Arc<Backend>,
+    progress: Arc<CopyProgress>,
+}
+
+impl CopyReport {
+    /// `bytes` more of the COPY's data read or sent, holding `tuples` more rows.
+    pub fn processed(&self, bytes: usize, tuples: usize) {
+        self.progress.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.progress.tuples.fetch_add(tuples as u64, Ordering::Relaxed);
+    }
+}
+
+impl Drop for CopyReport {
+    fn drop(&mut self) {
+        let mut copy = lock(&self.backend.copy);
+        if copy.as_ref().is_some_and(|running| Arc::ptr_eq(running, &self.progress)) {
+            *copy = None;
+        }
+    }
+}
+
+/// The lists stay consistent under any panic: each update is one assignment.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logged_in(backends: &Arc<Backends>, pid: i32) -> (Arc<Backend>, Registration) {
+        let backend = Arc::new(Backend::new(None));
+        let registration = backends.register(Arc::clone(&backend));
+        backend.logged_in(Login { pid, user: "postgres".into(), application_name: String::new() });
+        (backend, registration)
+    }
+
+    #[test]
+    fn a_backend_is_listed_from_login_until_its_registration_drops() {
+        let backends = Arc::new(Backends::default());
+        let starting = Arc::new(Backend::new(None));
+        let _starting = backends.register(Arc::clone(&starting));
+        let (_, first) = logged_in(&backends, 7);
+        let (_, _second) = logged_in(&backends, 8);
+        let pids = |b: &Backends| b.logged_in().iter().map(|b| b.login().unwrap().pid).collect::<Vec<_>>();
+        assert_eq!(pids(&backends), [7, 8]);
+        drop(first);
+        assert_eq!(pids(&backends), [8]);
+    }
+
+    #[test]
+    fn state_follows_statements_and_transaction_blocks() {
+        let backend = Backend::new(None);
+        backend.statement_started("BEGIN");
+        let begun = backend.statement();
+        assert_eq!((begun.state, begun.query.as_str()), (BackendState::Active, "BEGIN"));
+        assert_eq!(begun.transaction_start(), begun.query_start);
+        backend.ready(BackendState::IdleInTransaction);
+        backend.statement_started("SELECT 1");
+        backend.ready(BackendState::IdleInTransaction);
+        let inside = backend.statement();
+        assert_eq!((inside.state, inside.query.as_str()), (BackendState::IdleInTransaction, "SELECT 1"));
+        assert_eq!(inside.transaction_start(), begun.query_start);
+        backend.statement_started("COMMIT");
+        backend.ready(BackendState::Idle);
+        let after = backend.statement();
+        assert_eq!((after.state, after.transaction_start()), (BackendState::Idle, None));
+        let changed = after.state_change;
+        backend.ready(BackendState::Idle);
+        assert_eq!(backend.statement().state_change, changed, "a state kept is no change");
+    }
+
+    #[test]
+    fn a_copy_is_reported_until_its_report_drops() {
+        let backend = Arc::new(Backend::new(None));
+        let report = backend.report_copy(16385, CopyCommand::From);
+        report.processed(10, 2);
+        report.processed(5, 1);
+        let progress = backend.copy_progress().unwrap();
+        assert_eq!((progress.relid, progress.bytes(), progress.tuples()), (16385, 15, 3));
+        drop(report);
+        assert!(backend.copy_progress().is_none());
+    }
+}
