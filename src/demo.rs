@@ -43,11 +43,9 @@ struct Verdict {
 /// Broadcasts off, so that a join stays a sort-merge join whatever its tables' sizes.
 const NO_BROADCAST: &str = "SET spark.sql.autoBroadcastJoinThreshold = -1";
 
-/// Rows per bucket of the skewed bucketed table, from the bucket id Spark gives each row.
-/// `SHOW BUCKETS demo_tx_skewed_b8` reports the same per bucket, with files, bytes and key
-/// ranges, once the server has it.
-const SKEWED_BUCKET_SIZES: &str =
-    "SELECT pmod(hash(account_id), 8) AS bucket, count(*) AS rows FROM demo_tx_skewed_b8 GROUP BY 1 ORDER BY 1";
+/// Files, rows, bytes and key range per bucket of the skewed bucketed table, from the
+/// metastore and the files' footers.
+const SKEWED_BUCKET_SIZES: &str = "SHOW BUCKETS demo_tx_skewed_b8";
 
 const STEPS: &[Step] = &[
     Step {
@@ -388,6 +386,8 @@ struct AnalyzedPlan<'a> {
     /// `== Extended Information (Bucketing) ==`: why each exchange is there, why a scan is not
     /// bucketed, what adaptive execution did.
     bucketing: Vec<&'a str>,
+    /// `== Advice (Bucketing) ==`: what would remove an exchange or serve the buckets better.
+    advice: Vec<&'a str>,
     metrics: Vec<&'a str>,
 }
 
@@ -425,12 +425,20 @@ impl<'a> AnalyzedPlan<'a> {
         let tree = sections.next().unwrap_or_default();
         let ran = tree.split("== Initial Plan ==").next().unwrap_or_default();
         let ran_ids: Vec<&str> = ran.lines().filter_map(operator_id).collect();
-        let mut plan = AnalyzedPlan { nodes: Vec::new(), bucketing: Vec::new(), metrics: Vec::new() };
+        let mut plan =
+            AnalyzedPlan { nodes: Vec::new(), bucketing: Vec::new(), advice: Vec::new(), metrics: Vec::new() };
         for section in sections {
             let mut lines = section.lines();
             let first = lines.next().unwrap_or_default();
-            if first.starts_with("== Extended Information (Bucketing) ==") {
-                plan.bucketing.extend(lines.take_while(|l| !l.starts_with("== ")));
+            let notes = if first.starts_with("== Extended Information (Bucketing) ==") {
+                Some(&mut plan.bucketing)
+            } else if first.starts_with("== Advice (Bucketing) ==") {
+                Some(&mut plan.advice)
+            } else {
+                None
+            };
+            if let Some(notes) = notes {
+                notes.extend(lines.take_while(|l| !l.starts_with("== ")));
                 if let Some(metrics) = section.split_once("== Metrics ==") {
                     plan.metrics.extend(metrics.1.lines().filter(|l| !l.is_empty()));
                 }
@@ -470,10 +478,12 @@ impl<'a> AnalyzedPlan<'a> {
                 let _ = writeln!(text, "  {header}: {}", details.join("; "));
             }
         }
-        if !self.bucketing.is_empty() {
-            text.push_str("bucketing:\n");
-            for line in &self.bucketing {
-                let _ = writeln!(text, "  {line}");
+        for (heading, lines) in [("bucketing", &self.bucketing), ("advice", &self.advice)] {
+            if !lines.is_empty() {
+                let _ = writeln!(text, "{heading}:");
+                for line in lines {
+                    let _ = writeln!(text, "  {line}");
+                }
             }
         }
         text.push_str("measured:\n");

@@ -54,11 +54,18 @@ fn the_demo_shows_each_step_in_its_plan() {
     let six = step(&output, "8 buckets against 6");
     assert_eq!(hash_exchanges(six), 1, "the 6-bucket side is shuffled to 8:\n{six}");
     assert!(plan_lines(six).iter().any(|l| l.contains("hashpartitioning(") && l.contains(", 8)")), "{six}");
+    assert!(six.contains("Bucket `demo_acc_b6` INTO 8 BUCKETS to drop this Exchange"), "the advice says how:\n{six}");
+    // The advice names the exchange of the plan that ran.
+    let exchange = plan_lines(six).into_iter().find(|l| l.contains("hashpartitioning(")).unwrap();
+    let id = exchange.trim().split(')').next().unwrap().trim_start_matches('(');
+    assert!(six.contains(&format!("so Exchange ({id}) shuffles `demo_acc_b6`")), "{six}");
 
     let four = step(&output, "8 buckets against 4");
     assert_eq!(hash_exchanges(four), 1, "without coalescing, the 4-bucket side is shuffled:\n{four}");
     let coalesced = step(&output, "8 buckets against 4, coalesced");
     assert_eq!(hash_exchanges(coalesced), 0, "coalesced buckets need no shuffle:\n{coalesced}");
+    assert!(four.contains("CoalesceBucketsInJoin: `demo_acc_b4` and `demo_tx_b8`"), "{four}");
+    assert!(!coalesced.contains("CoalesceBucketsInJoin:"), "{coalesced}");
     assert!(plan_lines(coalesced).iter().any(|l| l.contains("(Coalesced to 4)")), "{coalesced}");
 
     let broadcast = step(&output, "A broadcast");
@@ -83,14 +90,15 @@ fn the_demo_shows_each_step_in_its_plan() {
     // The history (ten times the current rows) is shuffled only when the union comes first.
     assert!(bytes_shuffled(join_first) * 5 < bytes_shuffled(union_first), "{union_first}\n{join_first}");
 
-    // Half of the transactions belong to one account, so one bucket holds at least half of them.
+    // Half of the transactions belong to one account, so one bucket holds at least half of them
+    // (SHOW BUCKETS: bucket, files, rows, bytes, min, max, sorted).
     let skewed = step(&output, "Skew: one hot account in one bucket");
     let bucket_rows: Vec<u64> = skewed
         .lines()
         .filter_map(|l| {
             let cells: Vec<&str> = l.split_whitespace().collect();
             match cells[..] {
-                [bucket, rows] if bucket.parse::<u32>().is_ok() => rows.parse().ok(),
+                [bucket, _, rows, _, _, _, _] if bucket.parse::<u32>().is_ok() => rows.parse().ok(),
                 _ => None,
             }
         })

@@ -74,8 +74,15 @@ fn visit<'a>(
 struct OperatorIds(BTreeMap<usize, usize>);
 
 impl OperatorIds {
+    /// An operator shown twice (in the final and the initial plan of an adaptive query that
+    /// has run) keeps its first id, the final plan's.
     fn of(root: &Node) -> Self {
-        let ids = post_order(root).into_iter().filter_map(|n| Some((n.exchange.or(n.origin)?, n.id))).collect();
+        let mut ids = BTreeMap::new();
+        for node in post_order(root) {
+            if let Some(operator) = node.exchange.or(node.origin) {
+                ids.entry(operator).or_insert(node.id);
+            }
+        }
         OperatorIds(ids)
     }
 
