@@ -64,7 +64,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     let mut columns = match (&query_plan, declared.is_empty()) {
         (None, true) if external => columns_of_files(&location)?,
         (None, true) => return Err(SqlError::syntax("CREATE TABLE needs a column list or AS query")),
-        (Some(plan), true) => columns_of(plan)?,
+        (Some(plan), true) => columns_of(session, plan)?,
         _ => declared.clone(),
     };
     // As Spark names the table in its errors.
@@ -317,9 +317,13 @@ fn check_unique(columns: &[ColumnMeta]) -> Result<(), SqlError> {
     Ok(())
 }
 
-/// The columns a CTAS creates from its query's output.
-fn columns_of(plan: &LogicalPlan) -> Result<Vec<ColumnMeta>, SqlError> {
-    columns_from(plan.schema().fields())
+/// The columns a CTAS creates from its query's output, typed after DataFusion's analyzer
+/// coerces it: before, a `CASE` of an INT and a BIGINT has its first branch's type, INT, and
+/// BIGINT values would be written under an INT column.
+fn columns_of(session: &Session, plan: &LogicalPlan) -> Result<Vec<ColumnMeta>, SqlError> {
+    let state = session.ctx.state();
+    let analyzed = state.analyzer().execute_and_check(plan.clone(), state.config_options(), |_, _| {})?;
+    columns_from(analyzed.schema().fields())
 }
 
 fn columns_from(fields: &datafusion::arrow::datatypes::Fields) -> Result<Vec<ColumnMeta>, SqlError> {
