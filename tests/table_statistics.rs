@@ -121,6 +121,8 @@ async fn show_buckets_matches_the_files_on_disk() {
     assert_eq!(sqlstate(&error), "42809");
     let error = client.simple_query("SHOW BUCKETS sb PARTITION (k = 1)").await.unwrap_err();
     assert_eq!(sqlstate(&error), "42000");
+    let error = client.simple_query("SHOW BUCKETS sb PARTITION (d = 'a', d = 'b')").await.unwrap_err();
+    assert_eq!(sqlstate(&error), "42701");
     assert_eq!(text_rows(&client, "SELECT 1").await, vec![vec!["1".to_string()]]);
 }
 
@@ -239,6 +241,9 @@ async fn a_declared_terabyte_turns_a_broadcast_into_a_sort_merge_join() {
     let error =
         client.simple_query("ALTER TABLE e2 SET TBLPROPERTIES ('spark.sql.statistics.totalSize' = '1TB')").await;
     assert_eq!(sqlstate(&error.unwrap_err()), "22023");
+    let error =
+        client.simple_query("CREATE TABLE e3 (k int) TBLPROPERTIES ('spark.sql.statistics.numRows' = 'many')").await;
+    assert_eq!(sqlstate(&error.unwrap_err()), "22023");
     let error = client.simple_query("ALTER TABLE e2 UNSET TBLPROPERTIES ('no.such.key')").await;
     assert_eq!(sqlstate(&error.unwrap_err()), "42704");
     client
@@ -299,6 +304,15 @@ async fn advice_names_the_rule_each_plan_breaks_and_only_then() {
     let partial_keys = "this join is on (k) but `ak` is bucketed by (k, j)";
     assert!(has(&advice(&client, "SELECT * FROM a8 JOIN ak ON a8.k = ak.k").await, partial_keys));
     assert!(!has(&advice(&client, "SELECT * FROM a8 JOIN ak ON a8.k = ak.k AND a8.v = ak.j").await, partial_keys));
+    // Joined on more columns than the buckets: the setting that requires all of them is named,
+    // and with it off the buckets serve and the advice goes.
+    let more_keys = "this join is on (k, v) and `b8` is bucketed by (k) only";
+    let wider = "SELECT * FROM a8 JOIN b8 ON a8.k = b8.k AND a8.v = b8.v";
+    assert!(has(&advice(&client, wider).await, more_keys));
+    client.batch_execute("SET spark.sql.requireAllClusterKeysForCoPartition = false").await.unwrap();
+    let relaxed = plan(&client, wider).await;
+    assert!(!relaxed.contains("hashpartitioning") && !relaxed.contains(more_keys), "{relaxed}");
+    client.batch_execute("RESET spark.sql.requireAllClusterKeysForCoPartition").await.unwrap();
 
     let one_plain = advice(&client, "SELECT * FROM a8 JOIN p2 ON a8.k = p2.k").await;
     assert!(has(&one_plain, "shuffles `p2`, which is not bucketed, into the 8 buckets of `a8`"), "{one_plain:?}");

@@ -6,7 +6,7 @@ use super::metastore::DataFile;
 /// Files, rows and bytes per bucket id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BucketSummary {
-    pub files: Vec<usize>,
+    pub files: Vec<u64>,
     pub rows: Vec<u64>,
     pub bytes: Vec<u64>,
 }
@@ -49,8 +49,8 @@ impl BucketSummary {
 
     /// Mean size of the table's bucket files; `None` without files.
     pub fn mean_file_bytes(&self) -> Option<u64> {
-        let files: usize = self.files.iter().sum();
-        (files > 0).then(|| self.bytes.iter().sum::<u64>() / files as u64)
+        let files: u64 = self.files.iter().sum();
+        (files > 0).then(|| self.bytes.iter().sum::<u64>() / files)
     }
 }
 

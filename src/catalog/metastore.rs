@@ -406,17 +406,22 @@ impl Metastore {
         })
     }
 
-    /// Sets table properties (e.g. the statistics `ANALYZE TABLE` computes).
+    /// Sets table properties (`ALTER TABLE .. SET TBLPROPERTIES`).
     pub fn set_properties(&self, table_id: i64, properties: &[(&str, String)]) -> Result<(), SqlError> {
+        self.in_transaction(|tx| set_properties(tx, table_id, properties))
+    }
+
+    /// Stores statistics computed from the table at `version`; fails with 40001, storing
+    /// nothing, when a write has committed since (its commit dropped the statistics, and these
+    /// would describe the table before it).
+    pub fn set_statistics(&self, table_id: i64, version: i64, statistics: &[(&str, String)]) -> Result<(), SqlError> {
         self.in_transaction(|tx| {
-            for (key, value) in properties {
-                tx.execute(
-                    "INSERT INTO table_properties (table_id, key, value) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (table_id, key) DO UPDATE SET value = excluded.value",
-                    params![table_id, key, value],
-                )?;
+            let current: i64 =
+                tx.query_row("SELECT version FROM tables WHERE id = ?1", [table_id], |row| row.get(0))?;
+            if current != version {
+                return Err(SqlError::new("40001", "the table changed while it was analyzed; run the statement again"));
             }
-            Ok(())
+            set_properties(tx, table_id, statistics)
         })
     }
 
@@ -636,6 +641,17 @@ fn commit_files(
         tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string_lossy()])?;
     }
     new_version(tx, table_id)
+}
+
+fn set_properties(tx: &Transaction, table_id: i64, properties: &[(&str, String)]) -> Result<(), SqlError> {
+    for (key, value) in properties {
+        tx.execute(
+            "INSERT INTO table_properties (table_id, key, value) VALUES (?1, ?2, ?3)
+             ON CONFLICT (table_id, key) DO UPDATE SET value = excluded.value",
+            params![table_id, key, value],
+        )?;
+    }
+    Ok(())
 }
 
 /// A committed change of a table's files: its version moves on and its statistics go, as

@@ -123,17 +123,32 @@ impl<'a> Side<'a> {
         self.scan.map(|scan| table_name(scan.table()))
     }
 
-    /// The table is bucketed by exactly the join keys (in any order).
-    fn bucketed_by_keys(&self) -> Option<bool> {
-        let spec = self.scan?.bucket_spec()?;
+    /// How the table's bucket columns compare with the join keys; `None` when the side reads
+    /// no table, or a key is not a column.
+    fn bucketing(&self) -> Option<Bucketing> {
+        let scan = self.scan?;
         let keys = self.keys.as_ref()?;
-        let mut bucket_columns: Vec<String> = spec.bucket_columns.iter().map(|c| c.to_lowercase()).collect();
-        let mut sorted_keys = keys.clone();
-        bucket_columns.sort();
-        sorted_keys.sort();
-        sorted_keys.dedup();
-        Some(bucket_columns == sorted_keys)
+        let Some(spec) = scan.bucket_spec() else { return Some(Bucketing::None) };
+        let bucket_columns: Vec<String> = spec.bucket_columns.iter().map(|c| c.to_lowercase()).collect();
+        let covered = |of: &[String], by: &[String]| of.iter().all(|c| by.contains(c));
+        Some(match (covered(&bucket_columns, keys), covered(keys, &bucket_columns)) {
+            (true, true) => Bucketing::ByKeys,
+            (true, false) => Bucketing::ByFewerColumns,
+            _ => Bucketing::ByOtherColumns,
+        })
     }
+}
+
+/// A join side's table against its join keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bucketing {
+    None,
+    /// Bucketed by exactly the join keys.
+    ByKeys,
+    /// Bucketed by some of the join keys only.
+    ByFewerColumns,
+    /// Bucketed by a column that is not a join key.
+    ByOtherColumns,
 }
 
 fn table_name(table: &TableMeta) -> String {
@@ -159,19 +174,29 @@ fn join_advice(join: &SparkJoinExec, ids: &OperatorIds, conf: &SparkConf) -> Vec
         advice.push(broadcast);
     }
     for side in [&left, &right] {
-        if let (Some(table), Some(false), Some(keys)) = (side.table(), side.bucketed_by_keys(), &side.keys)
-            && side.exchange.is_some()
-        {
-            let spec = side.scan.and_then(|s| s.bucket_spec()).expect("bucketed");
-            advice.push(format!(
-                "EnsureRequirements: this join is on ({}) but {table} is bucketed by ({}); a bucketed read only serves a \
-                 join on all of its bucket columns, so {} shuffles it. Bucket {table} by ({}), or join on ({}) too.",
-                keys.join(", "),
-                spec.bucket_columns.join(", "),
-                exchange(side),
-                keys.join(", "),
-                spec.bucket_columns.join(", ")
-            ));
+        let (Some(table), Some(keys), Some(spec)) = (side.table(), &side.keys, side.scan.and_then(|s| s.bucket_spec()))
+        else {
+            continue;
+        };
+        if side.exchange.is_none() {
+            continue;
+        }
+        let (keys, bucket_columns) = (keys.join(", "), spec.bucket_columns.join(", "));
+        match side.bucketing() {
+            Some(Bucketing::ByOtherColumns) => advice.push(format!(
+                "EnsureRequirements: this join is on ({keys}) but {table} is bucketed by ({bucket_columns}); a \
+                 bucketed read only serves a join on all of its bucket columns, so {} shuffles it. Bucket {table} by \
+                 ({keys}), or join on ({bucket_columns}) too.",
+                exchange(side)
+            )),
+            Some(Bucketing::ByFewerColumns) if conf.require_all_cluster_keys_for_co_partition => advice.push(format!(
+                "EnsureRequirements: this join is on ({keys}) and {table} is bucketed by ({bucket_columns}) only; \
+                 under spark.sql.requireAllClusterKeysForCoPartition = true a side is joined in place only when \
+                 partitioned by all of the join keys, so {} shuffles it. Bucket {table} by ({keys}), or SET \
+                 spark.sql.requireAllClusterKeysForCoPartition = false.",
+                exchange(side)
+            )),
+            _ => {}
         }
     }
     let one_sided = match (left.exchange, right.exchange) {
@@ -186,14 +211,14 @@ fn join_advice(join: &SparkJoinExec, ids: &OperatorIds, conf: &SparkConf) -> Vec
         let kept_table = kept.table().expect("a scan");
         let kept_buckets = kept_scan.coalesced_to().or(kept_scan.bucket_spec().map(|s| s.num_buckets)).unwrap_or(0);
         let keys = shuffled.keys.as_ref().map(|k| k.join(", ")).unwrap_or_default();
-        match (shuffled.bucketed_by_keys(), shuffled.scan.and_then(|s| s.bucket_spec())) {
-            (None, _) => advice.push(format!(
+        match (shuffled.bucketing(), shuffled.scan.and_then(|s| s.bucket_spec())) {
+            (Some(Bucketing::None), _) => advice.push(format!(
                 "EnsureRequirements: {} shuffles {table}, which is not bucketed, into the {kept_buckets} buckets of \
                  {kept_table}. Bucket {table} by ({keys}) INTO {kept_buckets} BUCKETS and the join reads both sides \
                  bucket to bucket, without this Exchange.",
                 exchange(shuffled)
             )),
-            (Some(true), Some(spec)) => {
+            (Some(Bucketing::ByKeys), Some(spec)) if spec.num_buckets != kept_buckets => {
                 let (more, fewer) = (spec.num_buckets.max(kept_buckets), spec.num_buckets.min(kept_buckets));
                 let coalescable = fewer > 0 && more % fewer == 0 && more / fewer <= conf.coalesce_max_bucket_ratio;
                 if coalescable && !conf.coalesce_buckets_in_join {
@@ -247,10 +272,15 @@ fn broadcast_advice(join: &SparkJoinExec, sides: [(&Side, BuildSide); 2], conf: 
         .min_by_key(|(_, size)| *size)?;
     let what = side.table().map_or_else(|| "one side".to_string(), |t| format!("the {t} side"));
     let needed = size.div_ceil(1 << 20).max(1) << 20;
+    let setting = if threshold < 0 {
+        "broadcasts are off in this session (-1)".to_string()
+    } else {
+        format!("over this session's threshold of {}", bytes_to_string(threshold as u128))
+    };
     Some(format!(
-        "JoinSelection: {what} is estimated at {}, under Spark's default spark.sql.autoBroadcastJoinThreshold of {} \
-         but over this session's {threshold}: SET spark.sql.autoBroadcastJoinThreshold = {needed} broadcasts it, and \
-         the join shuffles neither side.",
+        "JoinSelection: {what} is estimated at {}, under Spark's default spark.sql.autoBroadcastJoinThreshold of {}, \
+         but {setting}: SET spark.sql.autoBroadcastJoinThreshold = {needed} broadcasts it, and the join shuffles \
+         neither side.",
         bytes_to_string(size),
         bytes_to_string(DEFAULT_BROADCAST_THRESHOLD)
     ))

@@ -133,12 +133,13 @@ impl Backend {
         self.login.get()
     }
 
-    /// A statement starts running (a simple query, or a Parse or Execute message).
+    /// A statement starts running (a simple query, or a Parse or Execute message). Its text
+    /// is kept up to PostgreSQL's `track_activity_query_size` default of 1024 bytes.
     pub fn statement_started(&self, query: &str) {
         let now = SystemTime::now();
         let mut statement = lock(&self.statement);
         statement.query.clear();
-        statement.query.push_str(query);
+        statement.query.push_str(truncated(query, QUERY_TEXT_BYTES));
         statement.query_start = Some(now);
         if statement.state != BackendState::Active {
             statement.state = BackendState::Active;
@@ -296,4 +297,16 @@ mod tests {
         drop(report);
         assert!(backend.copy_progress().is_none());
     }
+}
+
+/// PostgreSQL's default `track_activity_query_size`: the longest statement text shown.
+const QUERY_TEXT_BYTES: usize = 1024;
+
+/// The longest prefix of `text` within `bytes`, cut at a character boundary.
+fn truncated(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }

@@ -8,14 +8,16 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, cast, col};
 use datafusion::sql::sqlparser::ast::{
     ColumnDef, ColumnOption, CreateTable, CreateTableOptions, DataType as SqlDataType, Expr as SqlExpr, FileFormat,
-    HiveDistributionStyle, HiveIOFormat, ObjectType, SqlOption, Statement, Value as SqlValue,
+    HiveDistributionStyle, HiveIOFormat, ObjectType, Statement, Value as SqlValue,
 };
 
+use super::dialect::property_pairs;
 use super::engine::valid_name;
 use super::output::{Output, bool_column, rows_output};
 use super::pg_catalog;
 use super::session::Session;
 use super::statement::table_name;
+use super::table_statistics::check_statistics_property;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
@@ -229,29 +231,19 @@ fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
     names.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
 }
 
-/// `TBLPROPERTIES (k = v, …)` and `OPTIONS (…)`, values as written without quotes.
+/// `TBLPROPERTIES (k = v, …)` and `OPTIONS (…)`, values as written without quotes; statistics
+/// the planner reads must be counts.
 fn table_properties(create: &CreateTable) -> Result<BTreeMap<String, String>, SqlError> {
     let options = match &create.table_options {
         CreateTableOptions::TableProperties(o) | CreateTableOptions::Options(o) => o.as_slice(),
         CreateTableOptions::None => &[],
         other => return Err(SqlError::feature_not_supported(format!("table options {other} are not supported"))),
     };
-    options
-        .iter()
-        .map(|o| match o {
-            SqlOption::KeyValue { key, value } => {
-                let value = match value {
-                    SqlExpr::Value(v) => match &v.value {
-                        SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => s.clone(),
-                        other => other.to_string(),
-                    },
-                    other => other.to_string(),
-                };
-                Ok((key.value.clone(), value))
-            }
-            other => Err(SqlError::syntax(format!("table property {other} is not of the form key = value"))),
-        })
-        .collect()
+    let pairs = property_pairs(options).map_err(SqlError::syntax)?;
+    for (key, value) in &pairs {
+        check_statistics_property(key, value)?;
+    }
+    Ok(pairs.into_iter().collect())
 }
 
 fn check_provider(create: &CreateTable) -> Result<(), SqlError> {

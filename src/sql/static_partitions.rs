@@ -43,12 +43,7 @@ impl StaticPartitions {
                 Expr::Identifier(column) => (column.value.to_lowercase(), None),
                 _ => return Err(SqlError::syntax(format!("invalid partition spec item {item}"))),
             };
-            if !meta.partition_columns.contains(&name) {
-                return Err(SqlError::new(
-                    "42000",
-                    format!("PARTITION clause cannot contain the non-partition column: {name} (table {table})"),
-                ));
-            }
+            check_partition_column(meta, &name)?;
             if given.insert(name.clone(), value).is_some() {
                 return Err(SqlError::duplicate_column(format!("partition column {name} specified more than once")));
             }
@@ -78,6 +73,20 @@ impl StaticPartitions {
         let segments = partition_segments(session, meta, &self.values).await?;
         Ok(segments.join("/"))
     }
+}
+
+/// Refuses a partition spec naming a column that does not partition the table.
+pub fn check_partition_column(meta: &TableMeta, name: &str) -> Result<(), SqlError> {
+    if meta.partition_columns.iter().any(|c| c == name) {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        "42000",
+        format!(
+            "PARTITION clause cannot contain the non-partition column: {name} (table {}.{})",
+            meta.schema, meta.name
+        ),
+    ))
 }
 
 /// The `column=value` directory name of each partition value, cast to its column's type and

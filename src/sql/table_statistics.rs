@@ -17,7 +17,7 @@ use super::dml::existing_table;
 use super::output::{Output, rows_output};
 use super::session::Session;
 use super::statement::table_name;
-use super::static_partitions::partition_segments;
+use super::static_partitions::{check_partition_column, partition_segments};
 use crate::catalog::bucket_summary::BucketSummary;
 use crate::catalog::metastore::{
     ColumnMeta, STATISTICS_PREFIX, STATISTICS_ROWS, STATISTICS_SIZE, TableMeta, column_statistic_key,
@@ -40,7 +40,8 @@ pub fn show_buckets_schema() -> SchemaRef {
 
 /// `SHOW BUCKETS t [PARTITION (..)]`: per bucket, the committed files' count, rows and bytes
 /// (from the metastore), the range of the first bucket column and whether every file declares
-/// its rows sorted by the SORTED BY columns (from the files' Parquet footers, not their rows).
+/// its rows sorted by the SORTED BY columns (from the files' Parquet footers, not their rows;
+/// an empty bucket of a table with SORTED BY counts as sorted, having nothing out of order).
 pub async fn show_buckets(
     session: &Session,
     table: &ObjectName,
@@ -96,10 +97,9 @@ pub async fn show_buckets(
     };
     let counts =
         |values: &[u64]| -> ArrayRef { Arc::new(Int64Array::from_iter_values(values.iter().map(|v| *v as i64))) };
-    let files_per_bucket: Vec<u64> = summary.files.iter().map(|f| *f as u64).collect();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int32Array::from_iter_values(0..buckets as i32)),
-        counts(&files_per_bucket),
+        counts(&summary.files),
         counts(&summary.rows),
         counts(&summary.bytes),
         text(min),
@@ -112,21 +112,16 @@ pub async fn show_buckets(
 
 /// A statement's partition spec as (partition column, value), checked against the table.
 fn partition_columns(meta: &TableMeta, spec: &[(Ident, Expr)]) -> Result<Vec<(String, Expr)>, SqlError> {
-    spec.iter()
-        .map(|(column, value)| {
-            let name = column.value.to_lowercase();
-            if !meta.partition_columns.contains(&name) {
-                return Err(SqlError::new(
-                    "42000",
-                    format!(
-                        "PARTITION clause cannot contain the non-partition column: {name} (table {}.{})",
-                        meta.schema, meta.name
-                    ),
-                ));
-            }
-            Ok((name, value.clone()))
-        })
-        .collect()
+    let mut columns: Vec<(String, Expr)> = Vec::new();
+    for (column, value) in spec {
+        let name = column.value.to_lowercase();
+        check_partition_column(meta, &name)?;
+        if columns.iter().any(|(seen, _)| *seen == name) {
+            return Err(SqlError::duplicate_column(format!("partition column {name} specified more than once")));
+        }
+        columns.push((name, value.clone()));
+    }
+    Ok(columns)
 }
 
 /// `ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN | FOR COLUMNS .. | FOR ALL COLUMNS]`: the
@@ -153,23 +148,15 @@ pub async fn analyze_table(
     let analyzed: Vec<&ColumnMeta> = match columns {
         AnalyzedColumns::Table | AnalyzedColumns::NoScan => Vec::new(),
         AnalyzedColumns::All => meta.columns.iter().collect(),
-        AnalyzedColumns::Listed(names) => names
-            .iter()
-            .map(|ident| {
-                meta.columns.iter().find(|c| c.name.eq_ignore_ascii_case(&ident.value)).ok_or_else(|| {
-                    SqlError::undefined_column(format!(
-                        "column `{}` does not exist in table `{schema}`.`{name}`",
-                        ident.value
-                    ))
-                })
-            })
-            .collect::<Result<_, _>>()?,
+        AnalyzedColumns::Listed(names) => {
+            names.iter().map(|ident| find_column(&meta, ident)).collect::<Result<_, _>>()?
+        }
     };
     if !analyzed.is_empty() {
         properties.extend(column_statistics(session, &meta, &analyzed).await?);
     }
     let properties: Vec<(&str, String)> = properties.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    session.engine.metastore.set_properties(meta.id, &properties)?;
+    session.engine.metastore.set_statistics(meta.id, meta.version, &properties)?;
     Ok(Output::Command { tag: "ANALYZE", rows: None })
 }
 
@@ -231,6 +218,15 @@ async fn column_statistics(
     Ok(statistics)
 }
 
+fn find_column<'a>(meta: &'a TableMeta, column: &Ident) -> Result<&'a ColumnMeta, SqlError> {
+    meta.columns.iter().find(|c| c.name.eq_ignore_ascii_case(&column.value)).ok_or_else(|| {
+        SqlError::undefined_column(format!(
+            "column `{}` does not exist in table `{}`.`{}`",
+            column.value, meta.schema, meta.name
+        ))
+    })
+}
+
 fn is_variable_width(column: &ColumnMeta) -> bool {
     matches!(column.ty.as_str(), "string" | "binary")
 }
@@ -275,9 +271,7 @@ pub fn describe_column(
 ) -> Result<Output, SqlError> {
     let (schema, name) = table_name(table)?;
     let meta = existing_table(session, &schema, &name)?;
-    let described = meta.columns.iter().find(|c| c.name.eq_ignore_ascii_case(&column.value)).ok_or_else(|| {
-        SqlError::undefined_column(format!("column `{}` does not exist in table `{schema}`.`{name}`", column.value))
-    })?;
+    let described = find_column(&meta, column)?;
     let mut rows = vec![
         ("col_name", described.name.clone()),
         ("data_type", described.ty.as_str().to_string()),
@@ -315,19 +309,25 @@ pub fn set_table_properties(
     let meta = existing_table(session, &schema, &name)?;
     let pairs = property_pairs(properties).map_err(SqlError::syntax)?;
     for (key, value) in &pairs {
-        let is_count = key == STATISTICS_SIZE
-            || key == STATISTICS_ROWS
-            || (key.starts_with(STATISTICS_PREFIX) && key.ends_with("Count"));
-        if is_count && value.parse::<u64>().is_err() {
-            return Err(SqlError::invalid_parameter(format!(
-                "table property {key} must be a whole number of {}, not '{value}'",
-                if key == STATISTICS_SIZE { "bytes" } else { "rows" }
-            )));
-        }
+        check_statistics_property(key, value)?;
     }
     let pairs: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     session.engine.metastore.set_properties(meta.id, &pairs)?;
     Ok(Output::command("ALTER TABLE"))
+}
+
+/// A statistics property the planner reads must hold a count: whole bytes or rows.
+pub fn check_statistics_property(key: &str, value: &str) -> Result<(), SqlError> {
+    let is_count = key == STATISTICS_SIZE
+        || key == STATISTICS_ROWS
+        || (key.starts_with(STATISTICS_PREFIX) && key.ends_with("Count"));
+    if is_count && value.parse::<u64>().is_err() {
+        return Err(SqlError::invalid_parameter(format!(
+            "table property {key} must be a whole number of {}, not '{value}'",
+            if key == STATISTICS_SIZE { "bytes" } else { "rows" }
+        )));
+    }
+    Ok(())
 }
 
 /// `ALTER TABLE t UNSET TBLPROPERTIES [IF EXISTS] (..)`. Without `IF EXISTS`, a key the

@@ -17,7 +17,7 @@ use crate::error::SqlError;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnRange {
     /// `None` when the file holds no non-null value of the column, or a row group holding
-    /// some has no statistics for it.
+    /// some has no exact statistics for it.
     pub min: Option<ScalarValue>,
     pub max: Option<ScalarValue>,
     /// Every row group declares its rows sorted by the given columns (an empty file is).
@@ -41,13 +41,17 @@ pub fn column_range(path: &Path, column: &str, sorted_by: &[String]) -> Result<C
     let mins = converter.row_group_mins(row_groups.iter())?;
     let maxes = converter.row_group_maxes(row_groups.iter())?;
     let nulls = converter.row_group_null_counts(row_groups.iter())?;
+    // Long strings' statistics may be truncated bounds, not values the column holds.
+    let exact_mins = converter.row_group_is_min_value_exact(row_groups.iter())?;
+    let exact_maxes = converter.row_group_is_max_value_exact(row_groups.iter())?;
     let mut range = ColumnRange { min: None, max: None, sorted };
     for (i, group) in row_groups.iter().enumerate() {
-        let values = group.num_rows() as u64 - if nulls.is_null(i) { 0 } else { nulls.value(i) };
+        let values = (group.num_rows() as u64).saturating_sub(if nulls.is_null(i) { 0 } else { nulls.value(i) });
         if values == 0 {
             continue;
         }
-        if mins.is_null(i) || maxes.is_null(i) {
+        let exact = |flags: &datafusion::arrow::array::BooleanArray| !flags.is_null(i) && flags.value(i);
+        if mins.is_null(i) || maxes.is_null(i) || !exact(&exact_mins) || !exact(&exact_maxes) {
             return Ok(ColumnRange { min: None, max: None, sorted });
         }
         let (min, max) = (ScalarValue::try_from_array(&mins, i)?, ScalarValue::try_from_array(&maxes, i)?);

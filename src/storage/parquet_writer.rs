@@ -84,6 +84,8 @@ fn writer_properties(row_group_bytes: usize, layout: &WriteLayout) -> WriterProp
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_bytes(Some(row_group_bytes))
         .set_sorting_columns((!sorting_columns.is_empty()).then_some(sorting_columns))
+        // Exact bounds for long strings too, so that a bucket's key range is real values.
+        .set_statistics_truncate_length(None)
         .build()
 }
 

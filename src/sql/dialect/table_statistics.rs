@@ -84,8 +84,13 @@ pub(super) fn parse_table_properties(parser: &mut Parser) -> Result<Option<Bucke
 pub(super) fn parse_describe_column(parser: &mut Parser) -> Result<Option<BucketSqlStatement>, ParserError> {
     parser.maybe_parse(|parser| {
         parser.expect_one_of_keywords(&[Keyword::DESCRIBE, Keyword::DESC])?;
-        let _ = parser.parse_keyword(Keyword::TABLE);
+        let table_keyword = parser.parse_keyword(Keyword::TABLE);
         let extended = parser.parse_one_of_keywords(&[Keyword::EXTENDED, Keyword::FORMATTED]).is_some();
+        // `DESCRIBE SELECT ..`, `DESCRIBE FUNCTION f`, `DESCRIBE DATABASE d` are other statements.
+        let next = parser.peek_token();
+        if !table_keyword && matches!(&next.token, Token::Word(w) if OTHER_DESCRIBES.contains(&w.keyword)) {
+            return parser.expected("a table name", next);
+        }
         let table = parser.parse_object_name(false)?;
         let column = parser.parse_identifier()?;
         if !is_statement_end(parser.peek_token_ref()) {
@@ -94,6 +99,18 @@ pub(super) fn parse_describe_column(parser: &mut Parser) -> Result<Option<Bucket
         Ok(BucketSqlStatement::DescribeColumn { table, column, extended })
     })
 }
+
+/// Words after `DESCRIBE` that start other statements than a table's description.
+const OTHER_DESCRIBES: &[Keyword] = &[
+    Keyword::SELECT,
+    Keyword::WITH,
+    Keyword::VALUES,
+    Keyword::QUERY,
+    Keyword::FUNCTION,
+    Keyword::DATABASE,
+    Keyword::SCHEMA,
+    Keyword::CATALOG,
+];
 
 /// Property keys and values as written, quotes removed (`'k' = 'v'`, `k.x = 2`).
 pub fn property_pairs(properties: &[SqlOption]) -> Result<Vec<(String, String)>, String> {
@@ -120,6 +137,7 @@ mod tests {
     use datafusion::sql::sqlparser::ast::ObjectName;
 
     use super::*;
+    use crate::sql::dialect::parse_sql;
     use crate::sql::dialect::tests::{bucket_statement, error, pairs};
 
     #[test]
@@ -202,7 +220,10 @@ mod tests {
                 "{sql}"
             );
         }
-        // Without a column, DESCRIBE is the table's.
+        // Without a column, DESCRIBE is the table's; other DESCRIBE statements stay theirs.
         assert!(matches!(bucket_statement("DESCRIBE EXTENDED t"), BucketSqlStatement::Sql(_)));
+        for other in ["DESCRIBE SELECT x", "DESCRIBE FUNCTION abs", "DESC DATABASE d"] {
+            assert!(!matches!(parse_sql(other).as_deref(), Ok([BucketSqlStatement::DescribeColumn { .. }])), "{other}");
+        }
     }
 }
