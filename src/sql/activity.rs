@@ -240,6 +240,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// PostgreSQL's default `track_activity_query_size`: the longest statement text shown.
+const QUERY_TEXT_BYTES: usize = 1024;
+
+/// The longest prefix of `text` within `bytes`, cut at a character boundary.
+fn truncated(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,16 +309,12 @@ mod tests {
         drop(report);
         assert!(backend.copy_progress().is_none());
     }
-}
 
-/// PostgreSQL's default `track_activity_query_size`: the longest statement text shown.
-const QUERY_TEXT_BYTES: usize = 1024;
-
-/// The longest prefix of `text` within `bytes`, cut at a character boundary.
-fn truncated(text: &str, bytes: usize) -> &str {
-    let mut end = bytes.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    #[test]
+    fn statement_text_is_cut_at_a_character_boundary() {
+        assert_eq!(truncated("abc", 10), "abc");
+        assert_eq!(truncated("abcdef", 4), "abcd");
+        // 'é' is two bytes: a cut inside it falls back before it.
+        assert_eq!(truncated("aé", 2), "a");
     }
-    &text[..end]
 }
