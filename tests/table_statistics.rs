@@ -112,6 +112,13 @@ async fn show_buckets_matches_the_files_on_disk() {
     let described = text_rows(&client, "DESCRIBE EXTENDED sb").await;
     let line = described.iter().find(|row| row[0] == "Bucket Skew").expect("a Bucket Skew line");
     assert!(line[1].starts_with(&format!("{skew:.2} ")), "{line:?} against {skew}");
+    let detail = |name: &str| described.iter().find(|row| row[0] == name).map(|row| row[1].clone());
+    let empty = all.iter().filter(|row| row[2] == "0").count();
+    assert_eq!(detail("Empty Buckets"), Some(empty.to_string()));
+    let (files, bytes) = all
+        .iter()
+        .fold((0u64, 0u64), |(f, b), row| (f + row[1].parse::<u64>().unwrap(), b + row[3].parse::<u64>().unwrap()));
+    assert_eq!(detail("Mean Bucket File Size"), Some(format!("{} bytes", bytes / files)));
 
     // Without SORTED BY, no file declares an order.
     let sorted: Vec<String> =
