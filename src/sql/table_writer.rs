@@ -11,7 +11,6 @@
 
 use std::sync::Arc;
 
-use crate::exec::sort::SortExec;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::logical_expr::expr::ScalarFunction;
@@ -24,6 +23,7 @@ use datafusion::prelude::SessionContext;
 
 use crate::catalog::metastore::{BucketSpec, ColumnMeta};
 use crate::error::SqlError;
+use crate::exec::sort::SortExec;
 use crate::planner::create_physical_plan;
 use crate::planner::hints::QueryHints;
 use crate::sql::functions::spark_hash::spark_hash_udf;
