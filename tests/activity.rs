@@ -88,6 +88,17 @@ async fn pg_stat_activity_shows_each_connection_and_its_statement() {
     assert_eq!(idle(&watcher, &runner_pid).await[..2], ["idle in transaction", "BEGIN"]);
     runner.batch_execute("COMMIT").await.unwrap();
     assert_eq!(idle(&watcher, &runner_pid).await[..2], ["idle", "COMMIT"]);
+    // A name set in the session replaces the start-up parameter, and RESET brings it back.
+    let name_of = |pid: String| {
+        let watcher = &watcher;
+        async move { text_rows(watcher, &format!("SELECT application_name FROM pg_stat_activity WHERE pid = {pid}")).await }
+    };
+    runner.batch_execute("SET application_name = 'nightly load'").await.unwrap();
+    assert_eq!(name_of(runner_pid.clone()).await, [["nightly load"]]);
+    runner.batch_execute("SELECT set_config('application_name', 'report', false)").await.unwrap();
+    assert_eq!(name_of(runner_pid.clone()).await, [["report"]]);
+    runner.batch_execute("RESET application_name").await.unwrap();
+    assert_eq!(name_of(runner_pid.clone()).await, [["activity_test"]]);
     // A prepared statement shows its text, as the Parse message carried it.
     runner.query("SELECT id FROM range(10) WHERE id = $1", &[&4i64]).await.unwrap();
     assert_eq!(idle(&watcher, &runner_pid).await[..2], ["idle", "SELECT id FROM range(10) WHERE id = $1"]);

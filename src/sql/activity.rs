@@ -50,6 +50,9 @@ pub struct Backend {
     pub client: Option<SocketAddr>,
     pub started: SystemTime,
     login: OnceLock<Login>,
+    /// The session's settings, whose `application_name` (`SET` since login, or `set_config`)
+    /// `pg_stat_activity` shows in place of the start-up parameter, as PostgreSQL does.
+    settings: OnceLock<Arc<Mutex<BTreeMap<String, String>>>>,
     statement: Mutex<StatementActivity>,
     copy: Mutex<Option<Arc<CopyProgress>>>,
 }
@@ -112,6 +115,7 @@ impl Backend {
             client,
             started,
             login: OnceLock::new(),
+            settings: OnceLock::new(),
             statement: Mutex::new(StatementActivity {
                 state: BackendState::Idle,
                 query: String::new(),
@@ -131,6 +135,19 @@ impl Backend {
 
     pub fn login(&self) -> Option<&Login> {
         self.login.get()
+    }
+
+    /// The session's settings, shared when its session opens.
+    pub fn share_settings(&self, settings: Arc<Mutex<BTreeMap<String, String>>>) {
+        let _ = self.settings.set(settings);
+    }
+
+    /// The session's `application_name`: as last set, else the start-up parameter; at most
+    /// PostgreSQL's `NAMEDATALEN - 1` bytes.
+    pub fn application_name(&self) -> String {
+        let set = self.settings.get().and_then(|settings| lock(settings).get(APPLICATION_NAME).cloned());
+        let name = set.or_else(|| self.login().map(|login| login.application_name.clone())).unwrap_or_default();
+        truncated(&name, APPLICATION_NAME_BYTES).to_string()
     }
 
     /// A statement starts running (a simple query, or a Parse or Execute message). Its text
@@ -239,6 +256,10 @@ impl Drop for CopyReport {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+const APPLICATION_NAME: &str = "application_name";
+/// PostgreSQL's `NAMEDATALEN - 1`: the longest `application_name` shown.
+const APPLICATION_NAME_BYTES: usize = 63;
 
 /// PostgreSQL's default `track_activity_query_size`: the longest statement text shown.
 const QUERY_TEXT_BYTES: usize = 1024;

@@ -69,6 +69,7 @@ impl Session {
         ctx.register_catalog(CATALOG_NAME, engine.catalog.clone());
         functions::register(&mut ctx)?;
         let variables = Arc::new(Mutex::new(BTreeMap::new()));
+        backend.share_settings(Arc::clone(&variables));
         let settings = pg_catalog::Settings(Arc::clone(&variables));
         pg_catalog::register_functions(&mut ctx, Arc::clone(&engine.metastore), settings, Arc::clone(&backend))?;
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&engine.backends));

@@ -962,7 +962,7 @@ fn pg_stat_activity(scan: &Scan) -> Result<Vec<Row>> {
                 Value::Null,
                 SUPERUSER_OID,
                 login.user.as_str(),
-                login.application_name.as_str(),
+                backend.application_name(),
                 backend.client.map(|client| client.ip().to_string()),
                 Value::Null,
                 backend.client.map(|client| i32::from(client.port())),
