@@ -40,6 +40,12 @@ impl Interrupt {
         Interrupt(cancelled.boxed().shared())
     }
 
+    /// For output sent while `do_query` still runs (a COPY TO): pgwire's own race against
+    /// `do_query` cancels it there, so the signal is left to pgwire and this never fires.
+    pub fn left_to_pgwire() -> Self {
+        Interrupt(pending().boxed().shared())
+    }
+
     /// `items` until the client cancels, then the 57014 error.
     pub fn guard<T: Send + 'static>(
         &self,

@@ -21,7 +21,7 @@ use pgwire::api::portal::Format;
 use pgwire::api::results::{CopyResponse, Response, Tag};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
-use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 
 use super::cancel::Interrupt;
 use super::encoding::{
@@ -752,6 +752,40 @@ pub fn copy_out_response(copy: CopyOut, interrupt: &Interrupt) -> PgWireResult<R
         }
     });
     Ok(Response::CopyOut(CopyResponse::new(i8::from(binary), columns, interrupt.clone().guard(data))))
+}
+
+/// Sends a `COPY ... TO STDOUT` (`response`, as [`copy_out_response`] made it) from within
+/// `do_query`, as PostgreSQL does: CopyOutResponse, the CopyData messages and CopyDone, then
+/// its `COPY n` tag as the response.
+/// pgwire's own sender answers a failure part way (a cancel, a timeout, a runtime error) with
+/// CopyFail, a message only clients send, which leaves clients unable to read the connection;
+/// here the data stops and the error goes out as an ErrorResponse, as from PostgreSQL.
+pub async fn send_copy_out<C>(client: &mut C, response: Response) -> PgWireResult<Response>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let Response::CopyOut(copy) = response else { return Ok(response) };
+    let column_formats = copy.column_formats();
+    let CopyResponse { format, columns, mut data_stream, .. } = copy;
+    client
+        .send(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(format, columns as i16, column_formats)))
+        .await?;
+    let mut rows = 0;
+    while let Some(data) = data_stream.next().await {
+        let data = data?;
+        if data.data.is_empty() {
+            continue;
+        }
+        // The binary format's trailer is not a row.
+        if data.data.as_ref() != [0xFF, 0xFF] {
+            rows += 1;
+        }
+        client.feed(PgWireBackendMessage::CopyData(data)).await?;
+    }
+    client.send(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
+    Ok(Response::Execution(Tag::new("COPY").with_rows(rows)))
 }
 
 /// The values of an encoded DataRow: each a length (-1 for NULL) and its bytes.

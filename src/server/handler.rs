@@ -17,7 +17,7 @@ use pgwire::messages::PgWireBackendMessage;
 
 use super::auth::{Authenticator, Startup};
 use super::cancel::Interrupt;
-use super::copy::{CopyState, copy_out_response};
+use super::copy::{CopyState, copy_out_response, send_copy_out};
 use super::encoding::{arrow_type, decode_parameters, encode_batch, field_infos, pg_type, user_error};
 use crate::error::SqlError;
 use crate::sql::activity::Backend;
@@ -110,10 +110,28 @@ impl SimpleQueryHandler for QueryHandler {
             // Only comments or semicolons: PostgreSQL answers EmptyQueryResponse.
             return Ok(vec![Response::EmptyQuery]);
         }
-        let interrupt = Interrupt::take(client).await;
+        let mut interrupt = None;
         let mut responses = Vec::with_capacity(outputs.len());
         for output in outputs {
-            match output.map_err(to_pgwire).and_then(|o| respond(o, &Format::UnifiedText, &interrupt, &self.copy)) {
+            let response = match output {
+                // pgwire sends the responses once all are made; a COPY TO that comes first goes
+                // out now, in order. One after other statements of the same query string is
+                // left to pgwire, which answers a failure part way with CopyFail.
+                Ok(Output::CopyOut(copy)) if responses.is_empty() => {
+                    match copy_out_response(copy, &Interrupt::left_to_pgwire()) {
+                        Ok(response) => send_copy_out(client, response).await,
+                        Err(e) => Err(e),
+                    }
+                }
+                output => {
+                    let interrupt = match &interrupt {
+                        Some(interrupt) => interrupt,
+                        None => interrupt.insert(Interrupt::take(client).await),
+                    };
+                    output.map_err(to_pgwire).and_then(|o| respond(o, &Format::UnifiedText, interrupt, &self.copy))
+                }
+            };
+            match response {
                 Ok(response) => responses.push(response),
                 Err(PgWireError::UserError(info)) => {
                     responses.push(Response::Error(info));
@@ -192,6 +210,9 @@ impl ExtendedQueryHandler for QueryHandler {
         let types = self.parser.get_parameter_types(prepared)?;
         let params = decode_parameters(portal, &types)?;
         let output = self.session.execute_prepared(prepared, params).await.map_err(to_pgwire)?;
+        if let Output::CopyOut(copy) = output {
+            return send_copy_out(client, copy_out_response(copy, &Interrupt::left_to_pgwire())?).await;
+        }
         let interrupt = Interrupt::take(client).await;
         respond(output, &portal.result_column_format, &interrupt, &self.copy)
     }
