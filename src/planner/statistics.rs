@@ -25,7 +25,7 @@ use crate::exec::join::SparkJoinExec;
 use crate::exec::range::range_splits;
 
 /// Spark's `DataType.defaultSize`.
-fn default_size(data_type: &DataType) -> u128 {
+pub fn default_size(data_type: &DataType) -> u128 {
     match data_type {
         DataType::Boolean | DataType::Int8 | DataType::UInt8 => 1,
         DataType::Int16 | DataType::UInt16 => 2,

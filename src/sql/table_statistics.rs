@@ -23,6 +23,7 @@ use crate::catalog::metastore::{
     ColumnMeta, STATISTICS_PREFIX, STATISTICS_ROWS, STATISTICS_SIZE, TableMeta, column_statistic_key,
 };
 use crate::error::SqlError;
+use crate::planner::statistics::default_size;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::storage::footer::column_range;
 
@@ -47,12 +48,11 @@ pub async fn show_buckets(
     table: &ObjectName,
     partition_spec: &[(Ident, Expr)],
 ) -> Result<Output, SqlError> {
-    let (schema, name) = table_name(table)?;
-    let meta = existing_table(session, &schema, &name)?;
+    let meta = named_table(session, table)?;
     let Some(spec) = meta.bucket_spec.clone() else {
         return Err(SqlError::new(
             "42809",
-            format!("SHOW BUCKETS is not allowed on a table that is not bucketed: `{schema}`.`{name}`"),
+            format!("SHOW BUCKETS is not allowed on a table that is not bucketed: `{}`.`{}`", meta.schema, meta.name),
         ));
     };
     let segments = partition_segments(session, &meta, &partition_columns(&meta, partition_spec)?).await?;
@@ -137,8 +137,7 @@ pub async fn analyze_table(
     if !partition_spec.is_empty() {
         return Err(SqlError::feature_not_supported("ANALYZE TABLE with a PARTITION spec"));
     }
-    let (schema, name) = table_name(table)?;
-    let meta = existing_table(session, &schema, &name)?;
+    let meta = named_table(session, table)?;
     let bytes: u64 = meta.files.iter().map(|f| f.byte_size).sum();
     let rows: u64 = meta.files.iter().map(|f| f.row_count).sum();
     let mut properties = vec![(STATISTICS_SIZE.to_string(), bytes.to_string())];
@@ -218,6 +217,12 @@ async fn column_statistics(
     Ok(statistics)
 }
 
+/// The table `table` names, as the metastore holds it.
+fn named_table(session: &Session, table: &ObjectName) -> Result<TableMeta, SqlError> {
+    let (schema, name) = table_name(table)?;
+    existing_table(session, &schema, &name)
+}
+
 fn find_column<'a>(meta: &'a TableMeta, column: &Ident) -> Result<&'a ColumnMeta, SqlError> {
     meta.columns.iter().find(|c| c.name.eq_ignore_ascii_case(&column.value)).ok_or_else(|| {
         SqlError::undefined_column(format!(
@@ -229,19 +234,6 @@ fn find_column<'a>(meta: &'a TableMeta, column: &Ident) -> Result<&'a ColumnMeta
 
 fn is_variable_width(column: &ColumnMeta) -> bool {
     matches!(column.ty.as_str(), "string" | "binary")
-}
-
-/// Spark's `DataType.defaultSize` for the types a table column can have.
-fn default_size(ty: &DataType) -> u64 {
-    match ty {
-        DataType::Boolean | DataType::Int8 => 1,
-        DataType::Int16 => 2,
-        DataType::Int32 | DataType::Float32 | DataType::Date32 => 4,
-        DataType::Decimal128(p, _) if *p > 18 => 16,
-        DataType::Utf8 => 20,
-        DataType::Binary => 100,
-        _ => 8,
-    }
 }
 
 /// A bound as Spark's `CatalogColumnStat.toExternalString` writes it: timestamps as
@@ -269,8 +261,7 @@ pub fn describe_column(
     column: &Ident,
     extended: bool,
 ) -> Result<Output, SqlError> {
-    let (schema, name) = table_name(table)?;
-    let meta = existing_table(session, &schema, &name)?;
+    let meta = named_table(session, table)?;
     let described = find_column(&meta, column)?;
     let mut rows = vec![
         ("col_name", described.name.clone()),
@@ -305,8 +296,7 @@ pub fn set_table_properties(
     table: &ObjectName,
     properties: &[SqlOption],
 ) -> Result<Output, SqlError> {
-    let (schema, name) = table_name(table)?;
-    let meta = existing_table(session, &schema, &name)?;
+    let meta = named_table(session, table)?;
     let pairs = property_pairs(properties).map_err(SqlError::syntax)?;
     for (key, value) in &pairs {
         check_statistics_property(key, value)?;
@@ -338,16 +328,17 @@ pub fn unset_table_properties(
     keys: &[String],
     if_exists: bool,
 ) -> Result<Output, SqlError> {
-    let (schema, name) = table_name(table)?;
-    let meta = existing_table(session, &schema, &name)?;
+    let meta = named_table(session, table)?;
     let missing: Vec<String> =
         keys.iter().filter(|k| !meta.properties.contains_key(*k)).map(|k| format!("`{k}`")).collect();
     if !if_exists && !missing.is_empty() {
         return Err(SqlError::new(
             "42704",
             format!(
-                "Attempted to unset non-existent properties [{}] in table `{CATALOG_NAME}`.`{schema}`.`{name}`.",
-                missing.join(", ")
+                "Attempted to unset non-existent properties [{}] in table `{CATALOG_NAME}`.`{}`.`{}`.",
+                missing.join(", "),
+                meta.schema,
+                meta.name
             ),
         ));
     }
