@@ -25,7 +25,7 @@ use crate::catalog::metastore::{
 use crate::error::SqlError;
 use crate::planner::statistics::default_size;
 use crate::planner::table_provider::CATALOG_NAME;
-use crate::storage::footer::column_range;
+use crate::storage::footer::{Bounds, column_range};
 
 pub fn show_buckets_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -76,24 +76,15 @@ pub async fn show_buckets(
     .map_err(|e| SqlError::internal(format!("reading footers failed: {e}")))??;
 
     let buckets = spec.num_buckets as usize;
-    let (mut min, mut max) = (vec![None::<ScalarValue>; buckets], vec![None::<ScalarValue>; buckets]);
+    let mut bounds = vec![Bounds::Empty; buckets];
     let mut sorted = vec![!spec.sort_columns.is_empty(); buckets];
     for (bucket, range) in ranges {
         let Some(b) = bucket.map(|b| b as usize).filter(|b| *b < buckets) else { continue };
         sorted[b] &= range.sorted;
-        if let Some(low) = range.min
-            && min[b].as_ref().is_none_or(|m| low < *m)
-        {
-            min[b] = Some(low);
-        }
-        if let Some(high) = range.max
-            && max[b].as_ref().is_none_or(|m| high > *m)
-        {
-            max[b] = Some(high);
-        }
+        bounds[b] = std::mem::replace(&mut bounds[b], Bounds::Empty).widen(range.bounds);
     }
-    let text = |values: Vec<Option<ScalarValue>>| -> ArrayRef {
-        Arc::new(StringArray::from_iter(values.into_iter().map(|v| v.map(|v| v.to_string()))))
+    let text = |bound: fn(&Bounds) -> Option<&ScalarValue>| -> ArrayRef {
+        Arc::new(StringArray::from_iter(bounds.iter().map(|b| bound(b).map(ScalarValue::to_string))))
     };
     let counts =
         |values: &[u64]| -> ArrayRef { Arc::new(Int64Array::from_iter_values(values.iter().map(|v| *v as i64))) };
@@ -102,8 +93,8 @@ pub async fn show_buckets(
         counts(&summary.files),
         counts(&summary.rows),
         counts(&summary.bytes),
-        text(min),
-        text(max),
+        text(Bounds::min),
+        text(Bounds::max),
         Arc::new(BooleanArray::from(sorted)),
     ];
     let batch = RecordBatch::try_new(show_buckets_schema(), columns)?;

@@ -13,13 +13,50 @@ use super::existing_files::{arrow_schema, open};
 use super::parquet_writer::sorting_columns;
 use crate::error::SqlError;
 
+/// What statistics say about a column's values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bounds {
+    /// No non-null value.
+    Empty,
+    /// The smallest and largest values.
+    Within(ScalarValue, ScalarValue),
+    /// Some values lie outside what the statistics tell (missing or inexact bounds).
+    Unknown,
+}
+
+impl Bounds {
+    /// The smallest value, where the statistics tell it.
+    pub fn min(&self) -> Option<&ScalarValue> {
+        match self {
+            Bounds::Within(min, _) => Some(min),
+            _ => None,
+        }
+    }
+
+    pub fn max(&self) -> Option<&ScalarValue> {
+        match self {
+            Bounds::Within(_, max) => Some(max),
+            _ => None,
+        }
+    }
+
+    /// The bounds of both sets of values together.
+    pub fn widen(self, other: Bounds) -> Bounds {
+        match (self, other) {
+            (Bounds::Unknown, _) | (_, Bounds::Unknown) => Bounds::Unknown,
+            (Bounds::Empty, bounds) | (bounds, Bounds::Empty) => bounds,
+            (Bounds::Within(min, max), Bounds::Within(other_min, other_max)) => Bounds::Within(
+                if other_min < min { other_min } else { min },
+                if other_max > max { other_max } else { max },
+            ),
+        }
+    }
+}
+
 /// A file's footer facts about one column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnRange {
-    /// `None` when the file holds no non-null value of the column, or a row group holding
-    /// some has no exact statistics for it.
-    pub min: Option<ScalarValue>,
-    pub max: Option<ScalarValue>,
+    pub bounds: Bounds,
     /// Every row group declares its rows sorted by the given columns (an empty file is).
     pub sorted: bool,
 }
@@ -44,23 +81,34 @@ pub fn column_range(path: &Path, column: &str, sorted_by: &[String]) -> Result<C
     // Long strings' statistics may be truncated bounds, not values the column holds.
     let exact_mins = converter.row_group_is_min_value_exact(row_groups.iter())?;
     let exact_maxes = converter.row_group_is_max_value_exact(row_groups.iter())?;
-    let mut range = ColumnRange { min: None, max: None, sorted };
+    let mut bounds = Bounds::Empty;
     for (i, group) in row_groups.iter().enumerate() {
         let values = (group.num_rows() as u64).saturating_sub(if nulls.is_null(i) { 0 } else { nulls.value(i) });
         if values == 0 {
             continue;
         }
         let exact = |flags: &datafusion::arrow::array::BooleanArray| !flags.is_null(i) && flags.value(i);
-        if mins.is_null(i) || maxes.is_null(i) || !exact(&exact_mins) || !exact(&exact_maxes) {
-            return Ok(ColumnRange { min: None, max: None, sorted });
-        }
-        let (min, max) = (ScalarValue::try_from_array(&mins, i)?, ScalarValue::try_from_array(&maxes, i)?);
-        if range.min.as_ref().is_none_or(|m| min < *m) {
-            range.min = Some(min);
-        }
-        if range.max.as_ref().is_none_or(|m| max > *m) {
-            range.max = Some(max);
-        }
+        let group_bounds = if mins.is_null(i) || maxes.is_null(i) || !exact(&exact_mins) || !exact(&exact_maxes) {
+            Bounds::Unknown
+        } else {
+            Bounds::Within(ScalarValue::try_from_array(&mins, i)?, ScalarValue::try_from_array(&maxes, i)?)
+        };
+        bounds = bounds.widen(group_bounds);
     }
-    Ok(range)
+    Ok(ColumnRange { bounds, sorted })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_widen_and_unknown_wins() {
+        let within = |a: i64, b: i64| Bounds::Within(ScalarValue::from(a), ScalarValue::from(b));
+        assert_eq!(within(3, 5).widen(within(1, 4)), within(1, 5));
+        assert_eq!(Bounds::Empty.widen(within(2, 2)), within(2, 2));
+        assert_eq!(within(2, 2).widen(Bounds::Empty), within(2, 2));
+        assert_eq!(within(2, 2).widen(Bounds::Unknown), Bounds::Unknown);
+        assert_eq!(Bounds::Unknown.widen(Bounds::Empty), Bounds::Unknown);
+    }
 }
