@@ -23,11 +23,9 @@ use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
 use crate::exec::join::{BuildSide, SparkJoinExec};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::join_selection::can_broadcast;
-use crate::planner::scan_lineage::scan_below;
+use crate::planner::scan_lineage::{first_below, scan_below};
 use crate::planner::statistics::size_in_bytes;
 
-/// Spark's default `spark.sql.autoBroadcastJoinThreshold`.
-const DEFAULT_BROADCAST_THRESHOLD: u128 = 10 << 20;
 /// The low end of Spark's guidance on bucket file sizes (roughly 128 MB to 1 GB each).
 const SMALLEST_GOOD_BUCKET_FILE: u64 = 128 << 20;
 /// A bucket holding this many times the mean bucket's rows is called skewed.
@@ -105,18 +103,8 @@ struct Side<'a> {
 
 impl<'a> Side<'a> {
     fn of(plan: &'a Arc<dyn ExecutionPlan>, keys: &[Arc<dyn PhysicalExpr>]) -> Self {
-        let mut below = plan;
-        let exchange = loop {
-            if let Some(exchange) = below.downcast_ref::<ShuffleExchangeExec>() {
-                break Some(exchange);
-            }
-            match below.children().as_slice() {
-                [only] if below.downcast_ref::<FileSourceScanExec>().is_none() => below = only,
-                _ => break None,
-            }
-        };
         let keys = keys.iter().map(|k| k.downcast_ref::<Column>().map(|c| c.name().to_lowercase())).collect();
-        Side { plan, exchange, scan: scan_below(plan), keys }
+        Side { plan, exchange: first_below(plan), scan: scan_below(plan), keys }
     }
 
     fn table(&self) -> Option<String> {
@@ -264,11 +252,12 @@ fn join_advice(join: &SparkJoinExec, ids: &OperatorIds, conf: &SparkConf) -> Vec
 /// keeps from being broadcast.
 fn broadcast_advice(join: &SparkJoinExec, sides: [(&Side, BuildSide); 2], conf: &SparkConf) -> Option<String> {
     let threshold = conf.auto_broadcast_join_threshold;
+    let default_threshold = SparkConf::default().auto_broadcast_join_threshold as u128;
     let (side, size) = sides
         .into_iter()
         .filter(|(_, build)| can_broadcast(*build, join.spec().join_type))
         .map(|(side, _)| (side, size_in_bytes(side.plan.as_ref())))
-        .filter(|(_, size)| *size <= DEFAULT_BROADCAST_THRESHOLD && (threshold < 0 || *size > threshold as u128))
+        .filter(|(_, size)| *size <= default_threshold && (threshold < 0 || *size > threshold as u128))
         .min_by_key(|(_, size)| *size)?;
     let what = side.table().map_or_else(|| "one side".to_string(), |t| format!("the {t} side"));
     let needed = size.div_ceil(1 << 20).max(1) << 20;
@@ -282,7 +271,7 @@ fn broadcast_advice(join: &SparkJoinExec, sides: [(&Side, BuildSide); 2], conf: 
          but {setting}: SET spark.sql.autoBroadcastJoinThreshold = {needed} broadcasts it, and the join shuffles \
          neither side.",
         bytes_to_string(size),
-        bytes_to_string(DEFAULT_BROADCAST_THRESHOLD)
+        bytes_to_string(default_threshold)
     ))
 }
 

@@ -9,15 +9,21 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
 
-/// The scan an operator reads through a chain of single-input operators, if any.
-pub fn scan_below(plan: &Arc<dyn ExecutionPlan>) -> Option<&FileSourceScanExec> {
-    if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
-        return Some(scan);
+/// The first `T` an operator reads through a chain of single-input operators (the operator
+/// itself included), if any.
+pub fn first_below<T: ExecutionPlan + 'static>(plan: &Arc<dyn ExecutionPlan>) -> Option<&T> {
+    if let Some(found) = plan.downcast_ref::<T>() {
+        return Some(found);
     }
     match plan.children().as_slice() {
-        [only] => scan_below(only),
+        [only] => first_below(only),
         _ => None,
     }
+}
+
+/// The scan an operator reads through a chain of single-input operators, if any.
+pub fn scan_below(plan: &Arc<dyn ExecutionPlan>) -> Option<&FileSourceScanExec> {
+    first_below(plan)
 }
 
 pub fn describe_side(plan: &Arc<dyn ExecutionPlan>) -> String {
