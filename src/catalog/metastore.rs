@@ -82,6 +82,12 @@ impl TableMeta {
     pub fn file_path(&self, file: &DataFile) -> PathBuf {
         self.location.join(&file.path)
     }
+
+    /// The size its catalog statistics give (`ANALYZE TABLE`, or declared with `ALTER TABLE
+    /// .. SET TBLPROPERTIES`), which Spark plans with in place of the files' size.
+    pub fn declared_size(&self) -> Option<u64> {
+        self.properties.get(STATISTICS_SIZE)?.parse().ok()
+    }
 }
 
 /// What `CREATE TABLE` asks for.

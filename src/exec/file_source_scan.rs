@@ -30,7 +30,7 @@ use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSe
 use datafusion::physical_plan::sorts::streaming_merge::StreamingMergeBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
-use crate::catalog::metastore::{BucketSpec, DataFile, STATISTICS_SIZE, TableMeta};
+use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
 use crate::storage::partition_path::partition_values;
 
 /// Whether the scan reads by bucket, and if not, why not (Spark's EXPLAIN wording).
@@ -197,7 +197,7 @@ impl FileSourceScanExec {
         let table = &self.request.table;
         let whole_table = self.request.files.len() == table.files.len()
             && self.request.selected_buckets.as_ref().is_none_or(|selected| selected.iter().all(|b| *b));
-        let declared = table.properties.get(STATISTICS_SIZE)?.parse().ok()?;
+        let declared = table.declared_size()?;
         whole_table.then_some(declared)
     }
 

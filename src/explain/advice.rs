@@ -16,7 +16,7 @@ use super::cost::bytes_to_string;
 use super::plan::{Node, address};
 use super::tree::post_order;
 use crate::catalog::bucket_summary::BucketSummary;
-use crate::catalog::metastore::{DEFAULT_SCHEMA, STATISTICS_SIZE, TableMeta};
+use crate::catalog::metastore::{DEFAULT_SCHEMA, TableMeta};
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
@@ -305,8 +305,7 @@ fn table_advice(table: &TableMeta) -> Vec<String> {
             spec.bucket_columns.join(", ")
         ));
     }
-    let declared: Option<u64> = table.properties.get(STATISTICS_SIZE).and_then(|size| size.parse().ok());
-    let (total, per_file) = match declared {
+    let (total, per_file) = match table.declared_size() {
         Some(total) => (total, total / u64::from(spec.num_buckets)),
         None => (table.files.iter().map(|f| f.byte_size).sum(), summary.mean_file_bytes().unwrap_or(0)),
     };
