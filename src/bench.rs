@@ -44,6 +44,9 @@ pub struct BenchOptions {
     pub data_dir: PathBuf,
     pub memory_limit: Option<usize>,
     pub json: Option<PathBuf>,
+    /// Statements the query history keeps, as `serve` keeps them for its web UI; 0 measures
+    /// the queries without it.
+    pub query_history: usize,
 }
 
 struct Measurement {
@@ -296,9 +299,9 @@ fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
 }
 
 pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
-    let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json } = options;
+    let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json, query_history } = options;
     let accounts = accounts_for(rows);
-    let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit })?;
+    let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit, query_history })?;
     let session = Arc::new(Session::new(Arc::clone(&engine), Arc::new(Backend::new(None)))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(

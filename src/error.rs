@@ -131,6 +131,12 @@ impl From<DataFusionError> for SqlError {
     }
 }
 
+impl From<&DataFusionError> for SqlError {
+    fn from(e: &DataFusionError) -> Self {
+        datafusion_error(e)
+    }
+}
+
 /// Read by reference: an error every partition of an exchange saw arrives `Shared`, and
 /// must get the SQLSTATE it would have had alone.
 fn arrow_error(e: &ArrowError) -> SqlError {

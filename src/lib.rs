@@ -14,4 +14,5 @@ pub mod progress; // progress bars (plain lines off a terminal) for bench and de
 pub mod server; // the PostgreSQL wire: connections, authentication, TLS, result encoding, COPY data
 pub mod sql; // what was asked: dialect, sessions, statement dispatch, pg_catalog, table writes
 pub mod storage; // table files: bucket hash, Parquet writer, commit protocol, janitor // errors with their SQLSTATEs
+pub mod ui; // the web UI: statements with their plans drawn, tables with their buckets, settings
 pub mod workload; // the transactions and accounts bench and demo write

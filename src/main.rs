@@ -1,4 +1,5 @@
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
@@ -7,6 +8,8 @@ use bucketsql::server::auth::{Authenticator, Passwords};
 use bucketsql::server::connection_limit::DEFAULT_MAX_CONNECTIONS;
 use bucketsql::server::{ClientLimits, Server};
 use bucketsql::sql::engine::{Engine, EngineOptions};
+use bucketsql::sql::history::DEFAULT_QUERY_HISTORY;
+use bucketsql::ui::WebUi;
 
 const DEFAULT_MAX_MESSAGE_SIZE: &str = "64MiB";
 
@@ -39,6 +42,10 @@ enum Command {
         /// Also write the results as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Statements the query history keeps, as `serve` does for its web UI; 0 measures
+        /// without it.
+        #[arg(long, default_value_t = DEFAULT_QUERY_HISTORY)]
+        query_history: usize,
     },
     /// Learn bucketing step by step: plans, exchanges and what they cost, on generated tables.
     Demo {
@@ -89,6 +96,13 @@ enum Command {
         /// COPY data); a larger one ends its connection with SQLSTATE 08P01.
         #[arg(long, default_value = DEFAULT_MAX_MESSAGE_SIZE, value_parser = parse_bytes)]
         max_message_size: usize,
+        /// Where the web UI listens (`ADDR:PORT`; the next free port when taken), or `off`.
+        #[arg(long, default_value = bucketsql::ui::DEFAULT_ADDRESS, value_name = "ADDR|off")]
+        ui: String,
+        /// With `--users-file`, the user who sees every user's statements in the web UI (the
+        /// others see their own).
+        #[arg(long, value_name = "USER", requires = "users_file")]
+        ui_admin: Option<String>,
     },
 }
 
@@ -109,13 +123,21 @@ async fn run() -> anyhow::Result<()> {
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)))
         .init();
     match command {
-        Command::Bench { rows, buckets, runs, data_dir, memory_limit, json } => {
+        Command::Bench { rows, buckets, runs, data_dir, memory_limit, json, query_history } => {
             if buckets == 0 || runs == 0 || rows == 0 {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
             let memory_limit = shared_memory_limit(memory_limit);
-            bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, memory_limit, json })
-                .await?;
+            bucketsql::bench::run(bucketsql::bench::BenchOptions {
+                rows,
+                buckets,
+                runs,
+                data_dir,
+                memory_limit,
+                json,
+                query_history,
+            })
+            .await?;
         }
         Command::Demo { rows, connect, sql } => {
             if rows == 0 {
@@ -131,7 +153,11 @@ async fn run() -> anyhow::Result<()> {
                     let data_dir = tempfile::Builder::new().prefix("bucketsql-demo").tempdir()?;
                     let engine = Engine::open(
                         data_dir.path(),
-                        EngineOptions { allowed_locations: Vec::new(), memory_limit: shared_memory_limit(None) },
+                        EngineOptions {
+                            allowed_locations: Vec::new(),
+                            memory_limit: shared_memory_limit(None),
+                            query_history: 0,
+                        },
                     )?;
                     let limits = ClientLimits {
                         max_connections: DEFAULT_MAX_CONNECTIONS as usize,
@@ -158,12 +184,28 @@ async fn run() -> anyhow::Result<()> {
             tls_key,
             max_connections,
             max_message_size,
+            ui,
+            ui_admin,
         } => {
             let passwords = match (password, users_file) {
-                (Some(password), _) => Some(Passwords::for_everyone(&password)),
-                (None, Some(file)) => Some(Passwords::from_file(&file)?),
+                (Some(password), _) => Some(Arc::new(Passwords::for_everyone(&password))),
+                (None, Some(file)) => Some(Arc::new(Passwords::from_file(&file)?)),
                 (None, None) => None,
             };
+            let ui_address = match ui.as_str() {
+                "off" => None,
+                address => Some(
+                    tokio::net::lookup_host(address)
+                        .await?
+                        .next()
+                        .ok_or_else(|| anyhow::anyhow!("--ui {address} names no address"))?,
+                ),
+            };
+            if passwords.is_none() && !trust && ui_address.is_some_and(|a| !a.ip().is_loopback()) {
+                anyhow::bail!(
+                    "refusing to show the web UI on {ui} without a password: set --password or --users-file, or pass --trust"
+                );
+            }
             if passwords.is_none() && !trust && tokio::net::lookup_host(&listen).await?.any(|a| !a.ip().is_loopback()) {
                 anyhow::bail!(
                     "refusing to let anyone connect to {listen} without a password: set --password or --users-file, or pass --trust"
@@ -174,9 +216,16 @@ async fn run() -> anyhow::Result<()> {
                 _ => None,
             };
             let cert_pem = tls_cert.as_deref().map(std::fs::read).transpose()?;
-            let auth = Authenticator::new(passwords, cert_pem.as_deref());
+            let auth = Authenticator::new(passwords.clone(), cert_pem.as_deref());
             let memory_limit = shared_memory_limit(memory_limit);
-            let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit })?;
+            let query_history = if ui_address.is_some() { DEFAULT_QUERY_HISTORY } else { 0 };
+            let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit, query_history })?;
+            if let Some(address) = ui_address {
+                let ui = WebUi::bind(address, Arc::clone(&engine), passwords, ui_admin, tls.clone()).await?;
+                let scheme = if tls.is_some() { "https" } else { "http" };
+                tracing::info!(address = %format!("{scheme}://{}/", ui.local_addr()?), "web UI is listening");
+                tokio::spawn(ui.run());
+            }
             let limits =
                 ClientLimits { max_connections: max_connections as usize, max_message_bytes: max_message_size };
             let server = Server::bind(&listen, engine, auth, tls, limits).await?;

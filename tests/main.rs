@@ -4,6 +4,7 @@
 mod activity;
 mod adaptive;
 mod answers;
+mod browser;
 mod bucketing;
 mod client_input;
 mod clients;
@@ -24,4 +25,5 @@ mod safety;
 mod security;
 mod spark;
 mod table_statistics;
+mod web_ui;
 mod wire;

@@ -2,13 +2,14 @@
 //! ran — the figures Spark's UI shows: rows out, time, rows and bytes shuffled, spills, the
 //! files and buckets each scan read, and the partitions each adaptive read made of a stage's.
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::metrics::MetricValue;
+use serde::Serialize;
 
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
@@ -24,19 +25,75 @@ const SORT_WAYS: [(&str, &str); 3] = [
 pub fn metrics_section(plan: &Arc<dyn ExecutionPlan>, rows: usize, elapsed: Duration) -> String {
     let mut text =
         format!("\n== Metrics ==\nrows returned: {rows}, total time: {:.1} ms\n", elapsed.as_secs_f64() * 1000.0);
-    let mut shuffled = 0usize;
+    let mut shuffled = 0;
     describe(plan.as_ref(), 0, &mut text, &mut shuffled);
     let _ = writeln!(text, "bytes shuffled by exchanges: {shuffled}");
     text
 }
 
-fn describe(plan: &dyn ExecutionPlan, depth: usize, text: &mut String, shuffled: &mut usize) {
+fn describe(plan: &dyn ExecutionPlan, depth: usize, text: &mut String, shuffled: &mut u64) {
     if plan.downcast_ref::<CooperativeExec>().is_some() {
         for child in plan.children() {
             describe(child.as_ref(), depth, text, shuffled);
         }
         return;
     }
+    let figures = figures(plan);
+    *shuffled += figures.iter().filter(|f| f.name == BYTES_SHUFFLED).map(|f| f.value).sum::<u64>();
+    let figures: Vec<String> = figures.iter().map(Figure::to_string).collect();
+    let _ = writeln!(text, "{}{}: {}", "  ".repeat(depth), plan.name(), figures.join(", "));
+    for child in plan.children() {
+        describe(child.as_ref(), depth + 1, text, shuffled);
+    }
+}
+
+/// One thing an operator measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figure {
+    pub name: String,
+    pub value: u64,
+    pub unit: Unit,
+    /// Said after the value (`coalesced (of 200)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    Count,
+    Bytes,
+    Nanos,
+}
+
+impl Figure {
+    fn new(name: impl Into<String>, value: usize, unit: Unit) -> Self {
+        Figure { name: name.into(), value: value as u64, unit, detail: None }
+    }
+}
+
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.unit {
+            Unit::Nanos => write!(f, "{} {:.1} ms", self.name, self.value as f64 / 1e6)?,
+            Unit::Count | Unit::Bytes => write!(f, "{} {}", self.name, self.value)?,
+        }
+        match &self.detail {
+            Some(detail) => write!(f, " {detail}"),
+            None => Ok(()),
+        }
+    }
+}
+
+const BYTES_SHUFFLED: &str = "bytes shuffled";
+
+/// The order figures are told in; others follow.
+const FIGURE_ORDER: [&str; 8] =
+    ["output rows", "time", "join time", "build time", "rows shuffled", BYTES_SHUFFLED, "spills", "spilled bytes"];
+
+/// What `plan` itself (not its inputs) has measured so far: read while it runs, the figures
+/// grow.
+pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
     let mut figures = Vec::new();
     if let Some(metrics) = plan.metrics() {
         let metrics = metrics.aggregate_by_name();
@@ -45,51 +102,49 @@ fn describe(plan: &dyn ExecutionPlan, depth: usize, text: &mut String, shuffled:
             metrics.iter().any(|m| matches!(m.value(), MetricValue::Time { name, .. } if name == "join_time"));
         for metric in metrics.iter() {
             let value = metric.value();
-            let millis = value.as_usize() as f64 / 1e6;
+            let n = value.as_usize();
             let figure = match value {
-                MetricValue::OutputRows(_) => format!("output rows {}", value.as_usize()),
+                MetricValue::OutputRows(_) => Figure::new("output rows", n, Unit::Count),
                 MetricValue::ElapsedCompute(_) if join_timed => continue,
-                MetricValue::ElapsedCompute(_) => format!("time {millis:.1} ms"),
-                MetricValue::Time { name, .. } if name == "join_time" => format!("join time {millis:.1} ms"),
-                MetricValue::Time { name, .. } if name == "build_time" => format!("build time {millis:.1} ms"),
-                MetricValue::SpillCount(_) => format!("spills {}", value.as_usize()),
-                MetricValue::SpilledBytes(_) => format!("spilled bytes {}", value.as_usize()),
+                MetricValue::ElapsedCompute(_) => Figure::new("time", n, Unit::Nanos),
+                MetricValue::Time { name, .. } if name == "join_time" => Figure::new("join time", n, Unit::Nanos),
+                MetricValue::Time { name, .. } if name == "build_time" => Figure::new("build time", n, Unit::Nanos),
+                MetricValue::SpillCount(_) => Figure::new("spills", n, Unit::Count),
+                MetricValue::SpilledBytes(_) => Figure::new("spilled bytes", n, Unit::Bytes),
                 MetricValue::Count { name, .. } if name == "shuffle_bytes" => {
-                    *shuffled += value.as_usize();
-                    format!("bytes shuffled {}", value.as_usize())
+                    Figure::new(BYTES_SHUFFLED, n, Unit::Bytes)
                 }
                 MetricValue::Count { name, .. } if name == "shuffle_rows" => {
-                    format!("rows shuffled {}", value.as_usize())
+                    Figure::new("rows shuffled", n, Unit::Count)
                 }
-                MetricValue::Count { name, .. } => match SORT_WAYS.iter().find(|(n, _)| n == name) {
-                    Some((_, way)) if value.as_usize() > 0 => format!("partitions {way} {}", value.as_usize()),
+                MetricValue::Count { name, .. } => match SORT_WAYS.iter().find(|(way, _)| way == name) {
+                    Some((_, way)) if n > 0 => Figure::new(format!("partitions {way}"), n, Unit::Count),
                     _ => continue,
                 },
                 _ => continue,
             };
             figures.push(figure);
         }
+        // DataFusion keeps metrics in no set order; these read best in one.
+        figures.sort_by_key(|f| FIGURE_ORDER.iter().position(|name| f.name == *name).unwrap_or(FIGURE_ORDER.len()));
     }
     if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
-        figures.push(format!("files read {}", scan.files_read()));
+        figures.push(Figure::new("files read", scan.files_read(), Unit::Count));
         if let Some(buckets) = scan.selected_bucket_count() {
-            figures.push(format!("buckets read {buckets}"));
+            figures.push(Figure::new("buckets read", buckets, Unit::Count));
         }
     }
     if let Some(read) = plan.downcast_ref::<AqeShuffleReadExec>() {
-        let kind = match read.kind() {
-            "" => String::new(),
-            kind => format!(" {kind}"),
-        };
         let partitions = read.stage().statistics().partition_count();
-        figures.push(format!("partitions read {}{kind} (of {partitions})", read.specs().len()));
+        let detail = match read.kind() {
+            "" => format!("(of {partitions})"),
+            kind => format!("{kind} (of {partitions})"),
+        };
+        figures
+            .push(Figure { detail: Some(detail), ..Figure::new("partitions read", read.specs().len(), Unit::Count) });
     }
-    if plan.downcast_ref::<ShuffleExchangeExec>().is_some() && !figures.iter().any(|f| f.starts_with("bytes shuffled"))
-    {
-        figures.push("bytes shuffled 0".to_string());
+    if plan.downcast_ref::<ShuffleExchangeExec>().is_some() && !figures.iter().any(|f| f.name == BYTES_SHUFFLED) {
+        figures.push(Figure::new(BYTES_SHUFFLED, 0, Unit::Bytes));
     }
-    let _ = writeln!(text, "{}{}: {}", "  ".repeat(depth), plan.name(), figures.join(", "));
-    for child in plan.children() {
-        describe(child.as_ref(), depth + 1, text, shuffled);
-    }
+    figures
 }

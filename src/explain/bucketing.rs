@@ -9,36 +9,53 @@ use super::tree::post_order;
 use crate::exec::file_source_scan::BucketedStatus;
 
 pub(super) fn section(root: &Node, v2_bucketing_enabled: bool) -> Option<String> {
+    let lines: Vec<String> = notes(root, v2_bucketing_enabled).into_iter().map(|note| note.text).collect();
+    (!lines.is_empty()).then(|| format!("\n== Extended Information (Bucketing) ==\n{}\n", lines.join("\n")))
+}
+
+/// One line of the section, with the operator it explains where it explains one.
+pub(super) struct Note {
+    pub id: Option<usize>,
+    pub text: String,
+}
+
+/// The section's lines, in order.
+pub(super) fn notes(root: &Node, v2_bucketing_enabled: bool) -> Vec<Note> {
     // An adaptive plan that has run: the final plan's exchanges with what adaptive execution
     // did to them, then those of the initial plan it removed.
     let (shown, initial) = match (&root.role, root.children.as_slice()) {
         (Role::AdaptiveRoot { is_final: true }, [final_plan, initial]) => (final_plan, Some(initial)),
         _ => (root, None),
     };
-    let mut lines: Vec<String> = post_order(shown)
+    let about = |node: &Node, text: String| Note { id: Some(node.id), text };
+    let mut notes: Vec<Note> = post_order(shown)
         .into_iter()
         .filter(|node| matches!(node.role, Role::Shuffle { .. } | Role::Scan { .. }))
         .filter_map(|node| {
             let ancestors = ancestors(root, node);
             let line = line(node, &ancestors)?;
-            Some(match initial.and_then(|_| at_run_time(node, &ancestors)) {
-                Some(outcome) => format!("{line} {outcome}"),
-                None => line,
-            })
+            Some(about(
+                node,
+                match initial.and_then(|_| at_run_time(node, &ancestors)) {
+                    Some(outcome) => format!("{line} {outcome}"),
+                    None => line,
+                },
+            ))
         })
         .collect();
     if let Some(initial) = initial {
-        lines.extend(removed_exchanges(shown, initial, root));
+        notes.extend(removed_exchanges(shown, initial, root));
     }
-    lines.extend(post_order(shown).into_iter().filter_map(declared_size));
+    notes.extend(post_order(shown).into_iter().filter_map(|node| Some(about(node, declared_size(node)?))));
     if v2_bucketing_enabled {
-        lines.push(
-            "spark.sql.sources.v2.bucketing.enabled applies to DataSource V2 sources only (storage-partitioned \
-             joins); it does not change how CLUSTERED BY tables are read."
+        notes.push(Note {
+            id: None,
+            text: "spark.sql.sources.v2.bucketing.enabled applies to DataSource V2 sources only (storage-partitioned \
+                   joins); it does not change how CLUSTERED BY tables are read."
                 .into(),
-        );
+        });
     }
-    (!lines.is_empty()).then(|| format!("\n== Extended Information (Bucketing) ==\n{}\n", lines.join("\n")))
+    notes
 }
 
 fn line(node: &Node, ancestors: &[&Node]) -> Option<String> {
@@ -141,7 +158,7 @@ fn at_run_time(exchange: &Node, ancestors: &[&Node]) -> Option<String> {
 
 /// The exchanges of the initial plan that the final plan no longer has: the final plan's
 /// exchanges are those of the initial plan, in the same order, less the removed ones.
-fn removed_exchanges(final_plan: &Node, initial: &Node, root: &Node) -> Vec<String> {
+fn removed_exchanges(final_plan: &Node, initial: &Node, root: &Node) -> Vec<Note> {
     let identity = |node: &Node| match &node.role {
         Role::Shuffle { partitions, reason, .. } => Some((*partitions, reason.clone())),
         _ => None,
@@ -154,7 +171,8 @@ fn removed_exchanges(final_plan: &Node, initial: &Node, root: &Node) -> Vec<Stri
         if kept.peek() == Some(&&exchange) {
             kept.next();
         } else if let Some(line) = line(node, &ancestors(root, node)) {
-            removed.push(format!("{line} Removed at run time: the join it fed became a broadcast hash join."));
+            let text = format!("{line} Removed at run time: the join it fed became a broadcast hash join.");
+            removed.push(Note { id: Some(node.id), text });
         }
     }
     removed

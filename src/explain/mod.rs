@@ -14,6 +14,7 @@ mod bucketing;
 mod codegen;
 mod cost;
 mod expressions;
+pub mod graph;
 mod mode;
 mod plan;
 mod tree;

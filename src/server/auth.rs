@@ -60,6 +60,24 @@ impl Passwords {
     }
 }
 
+impl Passwords {
+    /// Whether `password` is `user`'s: for the web UI, whose browsers send passwords as they are
+    /// (HTTP Basic authentication), checked against the same salted secrets SCRAM uses.
+    pub fn verify(&self, user: &str, password: &str) -> bool {
+        let secret = self.users.get(user).unwrap_or(&self.others);
+        let Some(salt) = secret.salt() else { return false };
+        let given = gen_salted_password(password, salt, SCRAM_ITERATIONS);
+        // Compared in full, so that the time taken does not tell how much matched.
+        given.len() == secret.password().len()
+            && given.iter().zip(secret.password()).fold(0u8, |differ, (a, b)| differ | (a ^ b)) == 0
+    }
+
+    /// Each user has a password of their own (`--users-file`), rather than all one.
+    pub fn separates_users(&self) -> bool {
+        !self.users.is_empty()
+    }
+}
+
 /// A password with a fresh random salt (a v4 UUID's 122 random bits).
 fn salted(password: &str) -> Password {
     let salt = uuid::Uuid::new_v4().into_bytes().to_vec();
@@ -100,12 +118,12 @@ struct Scram {
 impl Authenticator {
     /// Trusts every client when `passwords` is `None`. `tls_cert` (PEM) enables
     /// SCRAM-SHA-256-PLUS, which lets the client check that no proxy sits in between.
-    pub fn new(passwords: Option<Passwords>, tls_cert: Option<&[u8]>) -> Self {
+    pub fn new(passwords: Option<Arc<Passwords>>, tls_cert: Option<&[u8]>) -> Self {
         let manager = Arc::new(ConnectionManager::new());
         // One counter for every way in: a pid names one connection in `pg_stat_activity`.
         let pids = Arc::new(RandomPidSecretKeyGenerator::default());
         let scram = passwords.map(|passwords| {
-            let source: Arc<dyn AuthSource> = Arc::new(passwords);
+            let source: Arc<dyn AuthSource> = passwords;
             let handler = |cert: Option<&[u8]>| {
                 let mut scram = ScramAuth::new(Arc::clone(&source));
                 if let Some(cert) = cert

@@ -137,6 +137,11 @@ impl Backend {
         self.login.get()
     }
 
+    /// The settings the session has set (its overrides of the defaults).
+    pub fn settings(&self) -> BTreeMap<String, String> {
+        self.settings.get().map(|settings| lock(settings).clone()).unwrap_or_default()
+    }
+
     /// The session's settings, shared when its session opens.
     pub fn share_settings(&self, settings: Arc<Mutex<BTreeMap<String, String>>>) {
         let _ = self.settings.set(settings);
@@ -265,7 +270,7 @@ const APPLICATION_NAME_BYTES: usize = 63;
 const QUERY_TEXT_BYTES: usize = 1024;
 
 /// The longest prefix of `text` within `bytes`, cut at a character boundary.
-fn truncated(text: &str, bytes: usize) -> &str {
+pub(super) fn truncated(text: &str, bytes: usize) -> &str {
     let mut end = bytes.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -15,6 +15,7 @@ use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
 use crate::planner::table_provider::MetastoreCatalog;
 use crate::sql::activity::Backends;
+use crate::sql::history::QueryHistory;
 use crate::sql::pg_catalog;
 use crate::storage::janitor::FileJanitor;
 
@@ -36,6 +37,8 @@ pub struct EngineOptions {
     /// Memory all running queries share, in bytes; operators that can spill (sorts, joins,
     /// aggregates) spill to `<data-dir>/spill` past it, others fail with SQLSTATE 53200.
     pub memory_limit: Option<usize>,
+    /// Statements the query history keeps, with their plans' metrics (0: none).
+    pub query_history: usize,
 }
 
 pub struct Engine {
@@ -54,6 +57,8 @@ pub struct Engine {
     pub runtime: Arc<RuntimeEnv>,
     /// The connected clients, which `pg_stat_activity` lists.
     pub backends: Arc<Backends>,
+    /// The statements run lately, which the web UI shows.
+    pub history: QueryHistory,
     warehouse: PathBuf,
     allowed_locations: Vec<PathBuf>,
     /// Held while the engine lives: one server per data directory.
@@ -103,6 +108,7 @@ impl Engine {
             janitor,
             runtime: runtime.build_arc()?,
             backends: Arc::default(),
+            history: QueryHistory::new(options.query_history),
             warehouse,
             allowed_locations,
             _lock: lock,

@@ -12,6 +12,7 @@ pub mod dml;
 pub mod engine;
 pub mod functions;
 pub mod grouping_limits;
+pub mod history;
 pub mod interrupt;
 pub mod output;
 pub mod pg_catalog;

@@ -15,6 +15,7 @@ use datafusion::sql::sqlparser::ast::Statement;
 
 use super::activity::Backend;
 use super::engine::Engine;
+use super::history::RunningStatement;
 use super::{functions, grouping_limits, interrupt, pg_catalog, rewrite, static_partitions};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
@@ -33,6 +34,8 @@ pub struct Session {
     pub(super) variables: Arc<Mutex<BTreeMap<String, String>>>,
     /// What `pg_stat_activity` shows of this connection.
     pub backend: Arc<Backend>,
+    /// The running statement's entry in the query history, which its plan is given to.
+    pub(super) running: Arc<RunningStatement>,
 }
 
 impl Session {
@@ -73,7 +76,9 @@ impl Session {
         let settings = pg_catalog::Settings(Arc::clone(&variables));
         pg_catalog::register_functions(&mut ctx, Arc::clone(&engine.metastore), settings, Arc::clone(&backend))?;
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&engine.backends));
-        Ok(Session { engine, ctx, variables, backend })
+        let running = Arc::new(RunningStatement::default());
+        ctx.state_ref().write().config_mut().set_extension(Arc::clone(&running));
+        Ok(Session { engine, ctx, variables, backend, running })
     }
 
     pub(crate) async fn plan(&self, stmt: &Statement) -> Result<LogicalPlan, SqlError> {
@@ -136,9 +141,12 @@ impl Session {
             .await?;
         tracing::debug!(plan = %datafusion::physical_plan::displayable(physical.as_ref()).indent(true), "physical plan");
         let conf = self.spark_conf();
-        if conf.adaptive_enabled && explain::applies_adaptive(&physical) {
-            return Ok(Arc::new(AdaptiveSparkPlanExec::new(physical, conf, hints)));
-        }
+        let physical: Arc<dyn ExecutionPlan> = if conf.adaptive_enabled && explain::applies_adaptive(&physical) {
+            Arc::new(AdaptiveSparkPlanExec::new(physical, conf.clone(), hints))
+        } else {
+            physical
+        };
+        self.running.planned(&physical, conf);
         Ok(physical)
     }
 

@@ -2,18 +2,23 @@
 //! extended protocol, under the session's `statement_timeout`.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::execution::RecordBatchStream;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::sql::sqlparser::ast::{DescribeAlias, HiveDescribeFormat, ObjectName, ShowCreateObject, Statement};
-use futures::StreamExt;
+use futures::{FutureExt, Stream, StreamExt};
 
 use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode, parse_sql};
+use super::history::{QueryRecord, QueryState};
 use super::output::{Output, Prepared, rows_output};
 use super::session::Session;
 use super::static_partitions::{self, StaticPartitions};
@@ -35,11 +40,16 @@ impl Session {
         let parsed = executor::run(self.statement_deadline(), parse_off_workers(sql.to_string())).await;
         let statements = match parsed.and_then(|parsed| parsed.ok_or_else(interrupt::timed_out)) {
             Ok(s) => s,
-            Err(e) => return vec![Err(e)],
+            Err(e) => {
+                self.record_failure(sql, &e);
+                return vec![Err(e)];
+            }
         };
         let mut outputs = Vec::with_capacity(statements.len());
+        let one = statements.len() == 1;
         for statement in statements {
-            let result = self.execute(&statement, Vec::new()).await;
+            let text = if one { sql.to_string() } else { statement.to_string() };
+            let result = self.execute(&text, &statement, Vec::new()).await;
             let failed = result.is_err();
             outputs.push(result);
             if failed {
@@ -58,10 +68,21 @@ impl Session {
         declared: &[Option<DataType>],
     ) -> Result<Option<Prepared>, SqlError> {
         self.backend.statement_started(sql);
-        let (session, sql, declared) = (Arc::clone(self), sql.to_string(), declared.to_vec());
+        let (session, text, declared) = (Arc::clone(self), sql.to_string(), declared.to_vec());
         let prepared =
-            executor::run(self.statement_deadline(), async move { session.prepare_untimed(sql, &declared).await });
-        prepared.await?.ok_or_else(interrupt::timed_out)
+            executor::run(self.statement_deadline(), async move { session.prepare_untimed(text, &declared).await });
+        let prepared = prepared.await.and_then(|p| p.ok_or_else(interrupt::timed_out));
+        if let Err(e) = &prepared {
+            self.record_failure(sql, e);
+        }
+        prepared
+    }
+
+    /// Keeps in the query history a statement that failed before it could run.
+    fn record_failure(&self, sql: &str, error: &SqlError) {
+        if let Some(record) = self.engine.history.begin(&self.backend, sql) {
+            record.end(QueryState::Failed, None, Some(error));
+        }
     }
 
     async fn prepare_untimed(&self, sql: String, declared: &[Option<DataType>]) -> Result<Option<Prepared>, SqlError> {
@@ -110,12 +131,44 @@ impl Session {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
-        self.execute(&prepared.statement, params).await
+        self.execute(&prepared.sql, &prepared.statement, params).await
     }
 
     /// Runs one statement on the query runtime ([`executor`]) under the session's
-    /// `statement_timeout`, which covers its rows too.
+    /// `statement_timeout`, which covers its rows too, and keeps it in the query history
+    /// (`sql` its text), from where it can also be cancelled.
     async fn execute(
+        self: &Arc<Self>,
+        sql: &str,
+        statement: &BucketSqlStatement,
+        params: Vec<ScalarValue>,
+    ) -> Result<Output, SqlError> {
+        let record = self.engine.history.begin(&self.backend, sql);
+        self.running.set(record.clone());
+        let Some(record) = record else {
+            return self.execute_timed(statement, params).await;
+        };
+        let output = tokio::select! {
+            output = self.execute_timed(statement, params) => output,
+            () = record.cancelled() => Err(cancelled_by_user()),
+        };
+        match &output {
+            Err(e) => record.end(QueryState::Failed, None, Some(e)),
+            Ok(Output::Command { rows, .. }) => record.end(QueryState::Finished, rows.map(|r| r as u64), None),
+            Ok(Output::Rows { .. }) => {}
+            Ok(_) => record.end(QueryState::Finished, None, None),
+        }
+        Ok(match output? {
+            Output::Rows { schema, stream } => {
+                let stop = record.cancelled().map(|()| Err(DataFusionError::External(Box::new(cancelled_by_user()))));
+                let rows = interrupt::until(stream, stop);
+                Output::Rows { schema: Arc::clone(&schema), stream: Box::pin(RecordedRows::new(schema, rows, record)) }
+            }
+            other => other,
+        })
+    }
+
+    async fn execute_timed(
         self: &Arc<Self>,
         statement: &BucketSqlStatement,
         params: Vec<ScalarValue>,
@@ -336,6 +389,59 @@ impl Session {
             }
             _ => None,
         }
+    }
+}
+
+/// The error of a statement cancelled from the web UI, as of one cancelled by a CancelRequest.
+fn cancelled_by_user() -> SqlError {
+    SqlError::query_canceled("canceling statement due to user request")
+}
+
+/// A statement's rows on their way to the client, counted into its query history entry,
+/// which ends with them: at their end, at an error, or when the client stops reading.
+struct RecordedRows {
+    schema: SchemaRef,
+    rows: Pin<Box<dyn Stream<Item = datafusion::error::Result<RecordBatch>> + Send>>,
+    record: Arc<QueryRecord>,
+    count: u64,
+}
+
+impl RecordedRows {
+    fn new(
+        schema: SchemaRef,
+        rows: impl Stream<Item = datafusion::error::Result<RecordBatch>> + Send + 'static,
+        record: Arc<QueryRecord>,
+    ) -> Self {
+        RecordedRows { schema, rows: Box::pin(rows), record, count: 0 }
+    }
+}
+
+impl Stream for RecordedRows {
+    type Item = datafusion::error::Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.rows.as_mut().poll_next(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(batch))) => self.count += batch.num_rows() as u64,
+            Poll::Ready(Some(Err(e))) => {
+                self.record.end(QueryState::Failed, Some(self.count), Some(&SqlError::from(e)))
+            }
+            Poll::Ready(None) => self.record.end(QueryState::Finished, Some(self.count), None),
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+impl RecordBatchStream for RecordedRows {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+}
+
+impl Drop for RecordedRows {
+    fn drop(&mut self) {
+        self.record.end(QueryState::Abandoned, Some(self.count), None);
     }
 }
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, col, lit};
 use datafusion::physical_expr::expressions::Column;
@@ -22,11 +23,13 @@ use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 use datafusion::prelude::SessionContext;
 
 use crate::catalog::metastore::{BucketSpec, ColumnMeta};
+use crate::config::SparkConf;
 use crate::error::SqlError;
 use crate::exec::sort::SortExec;
 use crate::planner::create_physical_plan;
 use crate::planner::hints::QueryHints;
 use crate::sql::functions::spark_hash::spark_hash_udf;
+use crate::sql::history::RunningStatement;
 use crate::storage::commit::StagedWrite;
 use crate::storage::parquet_writer::{StagedFile, WriteLayout, write_partitions};
 
@@ -59,6 +62,7 @@ pub async fn write_table(
     };
     if layout.partition_columns.is_empty() && layout.bucket_spec.is_none() {
         let physical = create_physical_plan(&state, &plan, &QueryHints::default()).await?;
+        show_running(&state, &physical);
         let layout = WriteLayout::unpartitioned(physical.schema());
         return write_partitions(physical, ctx.task_ctx(), layout, write.staging_dir(), write.id).await;
     }
@@ -101,7 +105,9 @@ pub async fn write_table(
         keys.iter().chain(&sort_columns).map(|i| PhysicalSortExpr::new(column(*i), SortOptions::new(false, true))),
     )
     .expect("at least one partition or bucket key");
-    let sorted = Arc::new(SortExec::new(ordering, distributed).with_preserve_partitioning(true));
+    let sorted: Arc<dyn ExecutionPlan> =
+        Arc::new(SortExec::new(ordering, distributed).with_preserve_partitioning(true));
+    show_running(&state, &sorted);
 
     let sorted_by = layout.bucket_spec.map(|spec| spec.sort_columns.clone()).unwrap_or_default();
     let layout = WriteLayout {
@@ -112,6 +118,14 @@ pub async fn write_table(
         data_columns,
     };
     write_partitions(sorted, ctx.task_ctx(), layout, write.staging_dir(), write.id).await
+}
+
+/// Gives the statement's query history entry the plan the write runs.
+fn show_running(state: &SessionState, plan: &Arc<dyn ExecutionPlan>) {
+    if let Some(running) = state.config().get_extension::<RunningStatement>() {
+        let conf = state.config().get_extension::<SparkConf>().map(|c| c.as_ref().clone()).unwrap_or_default();
+        running.planned(plan, conf);
+    }
 }
 
 /// `pmod(hash(bucket columns), n)`: Spark's `HashPartitioning.partitionIdExpression`.

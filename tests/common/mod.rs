@@ -54,6 +54,8 @@ impl TestServer {
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
             .arg(data_dir)
             .args(args)
+            // Tests run side by side: a web UI only where a test asks for one, on its own port.
+            .args(if args.contains(&"--ui") { &[][..] } else { &["--ui", "off"][..] })
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

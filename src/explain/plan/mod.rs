@@ -5,6 +5,7 @@
 
 mod convert;
 
+use super::analyze::Figure;
 use super::expressions::{Attr, list};
 use crate::exec::file_source_scan::BucketedStatus;
 pub(super) use convert::{Converter, Position, address};
@@ -92,6 +93,8 @@ pub(super) struct Node {
     pub exchange: Option<usize>,
     /// For a `ReusedExchange`: the exchange it reads, by address.
     pub reuses: Option<usize>,
+    /// What the operator measured, once it has run (or so far, while it runs).
+    pub metrics: Vec<Figure>,
 }
 
 impl Node {
@@ -113,6 +116,7 @@ impl Node {
             repeated: false,
             exchange: None,
             reuses: None,
+            metrics: Vec::new(),
         }
     }
 

@@ -10,7 +10,7 @@
 //! reading the other's output (Spark's stage cache).
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::{DataFusionError, Result};
@@ -55,6 +55,8 @@ pub struct AdaptiveSparkPlanExec {
     hints: QueryHints,
     /// Set once the run has planned its last stage.
     final_plan: Arc<OnceLock<FinalPlan>>,
+    /// While it runs: the plan of the round running, its exchanges the ones that run.
+    running: Arc<Mutex<Option<Arc<dyn ExecutionPlan>>>>,
     properties: Arc<PlanProperties>,
 }
 
@@ -73,7 +75,14 @@ impl AdaptiveSparkPlanExec {
             initial.pipeline_behavior(),
             initial.boundedness(),
         );
-        AdaptiveSparkPlanExec { initial, conf, hints, final_plan: Arc::default(), properties: Arc::new(properties) }
+        AdaptiveSparkPlanExec {
+            initial,
+            conf,
+            hints,
+            final_plan: Arc::default(),
+            running: Arc::default(),
+            properties: Arc::new(properties),
+        }
     }
 
     /// The plan as planned before anything ran.
@@ -84,6 +93,15 @@ impl AdaptiveSparkPlanExec {
     /// The plan the run ended with, once it has run.
     pub fn final_plan(&self) -> Option<&FinalPlan> {
         self.final_plan.get()
+    }
+
+    /// The plan of the round running now, while the run has not planned its last stage: the
+    /// stages run so far and the exchanges running, for watching a query's progress.
+    pub fn running(&self) -> Option<Arc<dyn ExecutionPlan>> {
+        if self.final_plan.get().is_some() {
+            return None;
+        }
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -130,11 +148,18 @@ impl ExecutionPlan for AdaptiveSparkPlanExec {
         if partition != 0 || self.final_plan.get().is_some() {
             return Err(DataFusionError::Internal("an adaptive plan runs once, as one partition".into()));
         }
-        let mut stages = StagePlanner { conf: self.conf.clone(), hints: self.hints.clone(), context, next_stage_id: 0 };
+        let mut stages = StagePlanner {
+            conf: self.conf.clone(),
+            hints: self.hints.clone(),
+            context,
+            next_stage_id: 0,
+            running: Arc::clone(&self.running),
+        };
         let (initial, done) = (Arc::clone(&self.initial), Arc::clone(&self.final_plan));
         let stream = futures::stream::once(async move {
             let plan = stages.run(initial).await?;
             let _ = done.set(FinalPlan { plan: Arc::clone(&plan), result_stage_id: stages.next_stage_id });
+            stages.show_running(None);
             let gathered: Arc<dyn ExecutionPlan> = if plan.output_partitioning().partition_count() == 1 {
                 plan
             } else {
@@ -153,6 +178,8 @@ struct StagePlanner {
     hints: QueryHints,
     context: Arc<TaskContext>,
     next_stage_id: usize,
+    /// The plan [`AdaptiveSparkPlanExec::running`] shows.
+    running: Arc<Mutex<Option<Arc<dyn ExecutionPlan>>>>,
 }
 
 impl StagePlanner {
@@ -166,6 +193,7 @@ impl StagePlanner {
             if ready.is_empty() {
                 return self.optimize_stage(plan);
             }
+            self.show_running(Some(Arc::clone(&plan)));
             let reused = reused_in_round(&ready, self.conf.exchange_reuse)?;
             let runs: Vec<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> = ready
                 .iter()
@@ -177,6 +205,10 @@ impl StagePlanner {
             plan = reselect_joins(plan, &self.conf, &self.hints)?;
             plan = optimize_skewed_join(plan, &self.conf)?;
         }
+    }
+
+    fn show_running(&self, plan: Option<Arc<dyn ExecutionPlan>>) {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = plan;
     }
 
     /// Runs the uncorrelated scalar subqueries of `plan` first, each as an adaptive plan of its

@@ -40,6 +40,7 @@ use crate::exec::join::SparkJoinExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
 use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::explain::analyze::figures;
 use crate::explain::expressions::Attr;
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
 use relation::{local_rows, range_arguments};
@@ -95,6 +96,12 @@ impl Converter {
         if let Some(inner) = transparent(plan) {
             return self.convert(inner, at);
         }
+        let mut node = self.operator(plan, at);
+        node.metrics = figures(plan.as_ref());
+        node
+    }
+
+    fn operator(&mut self, plan: &Arc<dyn ExecutionPlan>, at: Position) -> Node {
         if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
             let origin = address(scan);
             if let Some(converted) = self.scans.get(&origin) {
