@@ -455,3 +455,18 @@ async fn the_ui_serves_tls_with_the_servers_certificate_and_moves_past_a_taken_p
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("<h1>Tables</h1>"));
 }
+
+#[test]
+fn a_web_ui_beyond_loopback_needs_a_password() {
+    let data = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_bucketsql"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--ui", &format!("0.0.0.0:{}", free_port()), "--data-dir"])
+        .arg(data.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("web UI") && stderr.contains("--password"), "{stderr}");
+}
