@@ -106,6 +106,22 @@ async fn adaptive_decisions_and_their_rows() {
     let rows = rows_both_ways(&client, &no_broadcast, join).await;
     assert_eq!(rows, vec![vec![ROWS.to_string(), sum_of_ids.to_string()]]);
 
+    // Coalesced, the join sorts and joins the shuffle partitions of each read one by one, in
+    // key order within each only: the same rows, in another order.
+    assert!(analyzed.contains("shuffle partitions joined one by one "), "{analyzed}");
+    let pairs = "SELECT t.amount, a.name FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id";
+    set(&client, &no_broadcast).await;
+    let mut adaptive = text_rows(&client, pairs).await;
+    client.batch_execute("SET spark.sql.adaptive.enabled = false").await.unwrap();
+    let mut static_plan = text_rows(&client, pairs).await;
+    let mut expected: Vec<Vec<String>> =
+        (0..ROWS).map(|id| vec![id.to_string(), format!("n{}", account(id))]).collect();
+    for rows in [&mut adaptive, &mut static_plan, &mut expected] {
+        rows.sort();
+    }
+    assert_eq!(adaptive, expected);
+    assert_eq!(static_plan, expected);
+
     // Rows themselves, in order: the final plan's single partition keeps the ORDER BY.
     let listed = "SELECT t.amount, a.name FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id \
                   WHERE t.amount < 1500 ORDER BY t.amount";

@@ -126,6 +126,8 @@ async fn sorts_over_sorted_buckets_pass_rows_through_and_explain_analyze_says_so
     assert_eq!(sort_ways(&bucketed, "radix-sorted") + sort_ways(&bucketed, "sorted by comparison"), 0, "{bucketed}");
     assert_eq!(text_rows(&client, &run("tx", "acc")).await, expected);
 
+    // A few static partitions, each holding many shuffle partitions' keys: rows out of order.
+    client.batch_execute("SET spark.sql.adaptive.enabled = false; SET spark.sql.shuffle.partitions = 4").await.unwrap();
     let plain = text_rows(&client, &format!("EXPLAIN ANALYZE {}", run("tx_plain", "acc_plain"))).await[0][0].clone();
     assert!(sort_ways(&plain, "radix-sorted") > 0, "shuffled rows arrive out of order:\n{plain}");
     let join = plain.lines().find(|l| l.trim_start().starts_with("SortMergeJoin:")).expect("the join's figures");
@@ -136,7 +138,12 @@ async fn sorts_over_sorted_buckets_pass_rows_through_and_explain_analyze_says_so
     assert_eq!(sort_ways(&compared, "radix-sorted"), 0, "{compared}");
     assert!(sort_ways(&compared, "sorted by comparison") > 0, "{compared}");
     assert_eq!(text_rows(&client, &run("tx_plain", "acc_plain")).await, expected);
-    client.batch_execute("RESET spark.sql.sort.enableRadixSort").await.unwrap();
+    client
+        .batch_execute(
+            "RESET spark.sql.sort.enableRadixSort; RESET spark.sql.adaptive.enabled; RESET spark.sql.shuffle.partitions",
+        )
+        .await
+        .unwrap();
 
     // A second write leaves two sorted files in some buckets, read one after the other.
     client.batch_execute("INSERT INTO tx SELECT account_id, amount FROM tx_plain WHERE amount < 3000").await.unwrap();
@@ -213,9 +220,11 @@ fn spills_of(analyzed: &str, operator: &str) -> Vec<u64> {
 
 /// With every setting at Spark's default (200 shuffle partitions, adaptive execution on) and
 /// broadcasts off, a sort-merge join and a grouping whose state is several times
-/// `--memory-limit` finish by spilling, and their rows are those the generating formulas give.
+/// `--memory-limit` finish (the join within memory, joining shuffle partitions one by one, or,
+/// where its order is needed, by spilling its sorts; the grouping by spilling), and their rows
+/// are those the generating formulas give.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_join_and_an_aggregation_larger_than_memory_finish_by_spilling_at_the_defaults() {
+async fn a_join_and_an_aggregation_larger_than_memory_finish_at_the_defaults() {
     let server = TestServer::start_fresh(&["--memory-limit", "32MiB"]);
     let client = server.connect().await;
     client
@@ -230,15 +239,23 @@ async fn a_join_and_an_aggregation_larger_than_memory_finish_by_spilling_at_the_
         .unwrap();
 
     let join = "SELECT count(*), sum(b.v), sum(o.w), max(b.s) FROM big b JOIN other o ON b.k = o.k";
-    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {join}")).await.concat().join("\n");
-    assert!(spills_of(&analyzed, "SortExec").iter().any(|&n| n > 0), "the join's sorts spill:\n{analyzed}");
     let ids = 0..2 * SPILL_KEYS;
     let max_s = ids.clone().map(|id| format!("s{id}")).max().unwrap();
     let matched_w: i64 = (0..SPILL_KEYS).map(|k| 2 * k).sum();
-    assert_eq!(
-        text_rows(&client, join).await,
-        vec![vec![(2 * SPILL_KEYS).to_string(), ids.clone().sum::<i64>().to_string(), matched_w.to_string(), max_s]]
-    );
+    let joined =
+        vec![vec![(2 * SPILL_KEYS).to_string(), ids.clone().sum::<i64>().to_string(), matched_w.to_string(), max_s]];
+    // At the defaults adaptive execution coalesces the 200 shuffle partitions into a few, and
+    // the join sorts and joins them one by one, each within memory.
+    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {join}")).await.concat().join("\n");
+    assert!(analyzed.contains("shuffle partitions joined one by one "), "{analyzed}");
+    assert_eq!(text_rows(&client, join).await, joined);
+    // Joined again on the same key, the first join's order is needed: it sorts each coalesced
+    // partition whole, several times the memory, and its sorts spill.
+    let twice = format!("{join} JOIN other t ON o.k = t.k");
+    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {twice}")).await.concat().join("\n");
+    assert!(spills_of(&analyzed, "SortExec").iter().any(|&n| n > 0), "the join's sorts spill:\n{analyzed}");
+    assert!(!analyzed.contains("joined one by one"), "{analyzed}");
+    assert_eq!(text_rows(&client, &twice).await, joined);
 
     let grouping = "SELECT k, count(*), max(s) FROM big GROUP BY k";
     let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {grouping}")).await.concat().join("\n");

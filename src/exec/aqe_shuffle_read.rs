@@ -124,6 +124,28 @@ impl AqeShuffleReadExec {
         self.specs.iter().any(ShufflePartitionSpec::is_local)
     }
 
+    /// The shuffle partitions output partition `partition` reads whole, where it coalesces
+    /// several that no other output partition reads.
+    pub fn coalesced_range(&self, partition: usize) -> Option<Range<usize>> {
+        let spec = self.specs.get(partition).filter(|s| s.is_coalesced())?;
+        let ShufflePartitionSpec::Coalesced(range) = spec else { return None };
+        (self.specs.iter().filter(|s| *s == spec).count() == 1).then(|| range.clone())
+    }
+
+    /// Shuffle partition `shuffle_partition` alone, one of those output partition `partition`
+    /// coalesces, whose rows it counts.
+    pub fn execute_shuffle_partition(
+        &self,
+        partition: usize,
+        shuffle_partition: usize,
+        context: &Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
+        let read = ShuffleReadSpec::Partitions(shuffle_partition..shuffle_partition + 1);
+        let counted = self.stage.read(read, Arc::clone(context))?.inspect_ok(move |b| output_rows.add(b.num_rows()));
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), counted)))
+    }
+
     pub fn has_coalesced(&self) -> bool {
         self.specs.iter().any(ShufflePartitionSpec::is_coalesced)
     }

@@ -11,6 +11,7 @@
 //! (`merge_join`) instead.
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::compute::SortOptions;
@@ -18,19 +19,23 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{JoinType, NullEquality};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec,
 };
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
+use futures::{StreamExt, TryStreamExt};
 
+use super::aqe_shuffle_read::AqeShuffleReadExec;
 use super::merge_join;
 use super::null_aware_anti_join::NullAwareAntiJoinExec;
-use super::query_stage::BroadcastQueryStageExec;
+use super::query_stage::{BroadcastQueryStageExec, downcast_plan};
 use super::reused_exchange::ReusedExchangeExec;
+use super::sort::SortExec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinStrategy {
@@ -118,6 +123,9 @@ pub struct SparkJoinExec {
     /// Whether the join runs on our merge loop (`merge_join`) rather than `inner`, which
     /// still gives the plan's properties.
     merges: bool,
+    /// Set when it joins the shuffle partitions of its coalesced partitions one by one
+    /// ([`Self::joining_shuffle_partitions_apart`]): the properties it then has, with no order.
+    apart: Option<Arc<PlanProperties>>,
     metrics: ExecutionPlanMetricsSet,
 }
 
@@ -127,7 +135,47 @@ impl SparkJoinExec {
     pub fn try_new(spec: JoinSpec, left: Arc<dyn ExecutionPlan>, right: Arc<dyn ExecutionPlan>) -> Result<Self> {
         let inner = build(&spec, Arc::clone(&left), Arc::clone(&right))?;
         let merges = merge_join::applies(&spec, &left.schema(), &right.schema());
-        Ok(SparkJoinExec { spec, left, right, inner, merges, metrics: ExecutionPlanMetricsSet::new() })
+        Ok(SparkJoinExec { spec, left, right, inner, merges, apart: None, metrics: ExecutionPlanMetricsSet::new() })
+    }
+
+    /// This sort-merge join, made to sort and join each shuffle partition of a coalesced read
+    /// on its own, one after the other, where both sides read the same coalesced partitions.
+    /// Adaptive execution coalesces small shuffle partitions into a few large ones, and a
+    /// partition of millions of rows sorts far slower than its shuffle partitions do one by
+    /// one, each within the caches; no row of one shuffle partition joins a row of another.
+    /// Spark sorts the coalesced partition whole. Its output is in key order only within
+    /// each shuffle partition, so it declares no order: the caller makes sure that nothing
+    /// above needs one. `None` where it does not apply.
+    pub fn joining_shuffle_partitions_apart(&self) -> Option<SparkJoinExec> {
+        if !self.merges || self.spec.skew {
+            return None;
+        }
+        let partitions = self.inner.output_partitioning().partition_count();
+        (0..partitions).find_map(|partition| self.shuffle_partitions(partition))?;
+        let inner = self.inner.properties();
+        let unordered = PlanProperties::new(
+            EquivalenceProperties::new(self.schema()),
+            inner.output_partitioning().clone(),
+            inner.emission_type,
+            inner.boundedness,
+        );
+        Some(SparkJoinExec {
+            spec: self.spec.clone(),
+            left: Arc::clone(&self.left),
+            right: Arc::clone(&self.right),
+            inner: Arc::clone(&self.inner),
+            merges: true,
+            apart: Some(Arc::new(unordered)),
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+
+    /// The sorts and reads of both sides, and the shuffle partitions both read as output
+    /// partition `partition`, where they coalesce the same ones.
+    fn shuffle_partitions(&self, partition: usize) -> Option<(SortedRead, SortedRead, Range<usize>)> {
+        let (left, right) = (SortedRead::of(&self.left)?, SortedRead::of(&self.right)?);
+        let range = left.read.coalesced_range(partition)?;
+        (right.read.coalesced_range(partition)? == range).then_some((left, right, range))
     }
 
     pub fn spec(&self) -> &JoinSpec {
@@ -262,11 +310,18 @@ impl ExecutionPlan for SparkJoinExec {
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
-        self.inner.properties()
+        self.apart.as_ref().unwrap_or_else(|| self.inner.properties())
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
         vec![&self.left, &self.right]
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        match self.apart {
+            Some(_) => vec![false, false],
+            None => self.inner.maintains_input_order(),
+        }
     }
 
     fn apply_expressions(
@@ -295,6 +350,29 @@ impl ExecutionPlan for SparkJoinExec {
         }
         let keys = self.spec.on.first().cloned().expect("one key");
         let batch_size = context.session_config().batch_size();
+        if let Some((left, right, range)) = self.apart.as_ref().and_then(|_| self.shuffle_partitions(partition)) {
+            MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_APART, partition).add(range.len());
+            let (schema, metrics, pool) = (self.schema(), self.metrics.clone(), Arc::clone(context.memory_pool()));
+            let joined =
+                futures::stream::iter(range).map(move |shuffle_partition| -> Result<SendableRecordBatchStream> {
+                    let side = |side: &SortedRead| -> Result<SendableRecordBatchStream> {
+                        let rows = side.read.execute_shuffle_partition(partition, shuffle_partition, &context)?;
+                        Ok(side.sort.sort_stream(partition, rows, Arc::clone(&context)))
+                    };
+                    let (left, right) = (side(&left)?, side(&right)?);
+                    let schema = Arc::clone(&schema);
+                    Ok(merge_join::merge_inner_join(
+                        left,
+                        right,
+                        keys.clone(),
+                        schema,
+                        batch_size,
+                        (&metrics, partition),
+                        &pool,
+                    ))
+                });
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), joined.try_flatten())));
+        }
         let left = self.left.execute(partition, Arc::clone(&context))?;
         let right = self.right.execute(partition, Arc::clone(&context))?;
         let metrics = (&self.metrics, partition);
@@ -303,5 +381,22 @@ impl ExecutionPlan for SparkJoinExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         if self.merges { Some(self.metrics.clone_inner()) } else { self.inner.metrics() }
+    }
+}
+
+/// The metric counting the shuffle partitions a join sorted and joined one by one.
+pub const SHUFFLE_PARTITIONS_APART: &str = "shuffle_partitions_apart";
+
+/// One side of a sort-merge join that sorts an adaptive read of a shuffle stage.
+struct SortedRead {
+    sort: Arc<SortExec>,
+    read: Arc<AqeShuffleReadExec>,
+}
+
+impl SortedRead {
+    fn of(side: &Arc<dyn ExecutionPlan>) -> Option<SortedRead> {
+        let sort = downcast_plan::<SortExec>(side).filter(|s| s.fetch().is_none() && s.preserve_partitioning())?;
+        let read = downcast_plan::<AqeShuffleReadExec>(sort.input())?;
+        Some(SortedRead { sort, read })
     }
 }

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
+use crate::exec::join::SHUFFLE_PARTITIONS_APART;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 
 /// The ways a sort's partition can take (`exec::sort`), as its metrics name them and as told.
@@ -116,6 +117,9 @@ pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
                 }
                 MetricValue::Count { name, .. } if name == "shuffle_rows" => {
                     Figure::new("rows shuffled", n, Unit::Count)
+                }
+                MetricValue::Count { name, .. } if name == SHUFFLE_PARTITIONS_APART => {
+                    Figure::new("shuffle partitions joined one by one", n, Unit::Count)
                 }
                 MetricValue::Count { name, .. } => match SORT_WAYS.iter().find(|(way, _)| way == name) {
                     Some((_, way)) if n > 0 => Figure::new(format!("partitions {way}"), n, Unit::Count),

@@ -150,7 +150,7 @@ fn global_sort(node: &Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Option<Arc<dy
 
 /// The ordering child `index` of `node` must have: sort-merge join keys ascending with nulls
 /// first (Spark's `SortOrder` default), or what a DataFusion operator asks for.
-fn required_ordering(node: &dyn ExecutionPlan, index: usize) -> Option<LexOrdering> {
+pub(crate) fn required_ordering(node: &dyn ExecutionPlan, index: usize) -> Option<LexOrdering> {
     if let Some(join) = node.downcast_ref::<SparkJoinExec>() {
         if join.spec().strategy != JoinStrategy::SortMerge {
             return None;

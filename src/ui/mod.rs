@@ -26,7 +26,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use pgwire::tokio::TlsAcceptor;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -44,7 +44,7 @@ const PORT_RETRIES: u16 = 16;
 const MAX_CONNECTIONS: usize = 64;
 /// A request's line and headers, at most: a longer one is refused (414 or 431) unread.
 const MAX_HEAD_BYTES: usize = 16 << 10;
-/// A connection that sends no full request for this long is closed.
+/// A connection that completes no TLS handshake or request head for this long is closed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the pages read.
@@ -137,7 +137,9 @@ where
         router.clone().oneshot(request.map(Body::new))
     });
     let connection = hyper::server::conn::http1::Builder::new()
-        .max_buf_size(MAX_HEAD_BYTES.max(8192))
+        .max_buf_size(MAX_HEAD_BYTES)
+        .timer(TokioTimer::new())
+        .header_read_timeout(REQUEST_TIMEOUT)
         .serve_connection(TokioIo::new(stream), service);
     connection.await.map_err(|e| e.to_string())
 }

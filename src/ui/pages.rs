@@ -12,7 +12,7 @@ use super::access::Viewer;
 use super::api::{self, Bucket, QueryDetail, QuerySummary};
 use super::html::{self, bytes, count, escape, page};
 use super::{UiState, plan_svg};
-use crate::explain::graph::Adaptive;
+use crate::explain::graph::{Adaptive, NodeKind};
 
 /// The longest statement text shown in the list; the query's page shows all of it.
 const LISTED_SQL_CHARS: usize = 300;
@@ -129,8 +129,7 @@ pub(super) async fn query(
     page(&format!("Query {id}"), &body, running).into_response()
 }
 
-fn is_exchange(kind: crate::explain::graph::NodeKind) -> bool {
-    use crate::explain::graph::NodeKind;
+fn is_exchange(kind: NodeKind) -> bool {
     matches!(kind, NodeKind::ShuffleExchange | NodeKind::BroadcastExchange)
 }
 

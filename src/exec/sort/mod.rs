@@ -108,6 +108,31 @@ impl SortExec {
     pub fn preserve_partitioning(&self) -> bool {
         self.external.preserve_partitioning()
     }
+
+    /// Sorts `input` as partition `partition` of this sort, or as a piece of it: a join that
+    /// sorts each shuffle partition of a coalesced read apart sorts them here, one by one.
+    pub fn sort_stream(
+        &self,
+        partition: usize,
+        input: SendableRecordBatchStream,
+        context: Arc<TaskContext>,
+    ) -> SendableRecordBatchStream {
+        let metrics = SortMetrics::new(&self.metrics, partition);
+        let sort = PartitionSort {
+            expr: self.expr().clone(),
+            spill: SpillManager::new(context.runtime_env(), metrics.spill.clone(), self.schema()),
+            runs: Vec::new(),
+            metrics,
+            handed_over: Arc::clone(&self.handed_over),
+            reservation: MemoryConsumer::new(format!("SortExec[{partition}]"))
+                .with_can_spill(true)
+                .register(context.memory_pool()),
+            context,
+            schema: self.schema(),
+        };
+        let stream = futures::stream::once(sort.run(input)).try_flatten();
+        Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream))
+    }
 }
 
 impl DisplayAs for SortExec {
@@ -156,21 +181,7 @@ impl ExecutionPlan for SortExec {
             return self.external.execute(partition, context);
         }
         let input = self.input().execute(partition, Arc::clone(&context))?;
-        let metrics = SortMetrics::new(&self.metrics, partition);
-        let sort = PartitionSort {
-            expr: self.expr().clone(),
-            spill: SpillManager::new(context.runtime_env(), metrics.spill.clone(), self.schema()),
-            runs: Vec::new(),
-            metrics,
-            handed_over: Arc::clone(&self.handed_over),
-            reservation: MemoryConsumer::new(format!("SortExec[{partition}]"))
-                .with_can_spill(true)
-                .register(context.memory_pool()),
-            context,
-            schema: self.schema(),
-        };
-        let stream = futures::stream::once(sort.run(input)).try_flatten();
-        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+        Ok(self.sort_stream(partition, input, context))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

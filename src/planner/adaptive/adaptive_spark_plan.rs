@@ -30,6 +30,7 @@ use futures::future::BoxFuture;
 use super::coalesce_shuffle_partitions::coalesce_shuffle_partitions;
 use super::dynamic_join_selection::reselect_joins;
 use super::is_query_stage;
+use super::join_shuffle_partitions_apart::join_shuffle_partitions_apart;
 use super::optimize_shuffle_with_local_read::optimize_shuffle_with_local_read;
 use super::optimize_skewed_join::optimize_skewed_join;
 use crate::config::SparkConf;
@@ -191,7 +192,8 @@ impl StagePlanner {
             let mut ready = Vec::new();
             plan = self.prepare_ready_exchanges(&plan, &mut ready)?.0;
             if ready.is_empty() {
-                return self.optimize_stage(plan);
+                // Nothing is above the root: the client reads its rows as they come.
+                return self.optimize_stage(plan, false);
             }
             self.show_running(Some(Arc::clone(&plan)));
             let reused = reused_in_round(&ready, self.conf.exchange_reuse)?;
@@ -277,7 +279,8 @@ impl StagePlanner {
         if is_exchange && !pending_below {
             let input = plan.children().into_iter().next().map(Arc::clone);
             if let Some(input) = input {
-                let optimized = self.optimize_stage(Arc::clone(&input))?;
+                let order_needed = plan.maintains_input_order().first().copied().unwrap_or(false);
+                let optimized = self.optimize_stage(Arc::clone(&input), order_needed)?;
                 if !Arc::ptr_eq(&optimized, &input) {
                     plan = replace_children_if_necessary(Arc::clone(&plan), vec![optimized])?;
                 }
@@ -287,11 +290,13 @@ impl StagePlanner {
         Ok((plan, pending_below || is_exchange))
     }
 
-    /// Spark's `optimizeQueryStage`: how the plan of a stage about to run reads the stages below.
-    fn optimize_stage(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    /// Spark's `optimizeQueryStage`: how the plan of a stage about to run reads the stages
+    /// below. `order_needed`: whether what consumes the stage relies on its order.
+    fn optimize_stage(&self, plan: Arc<dyn ExecutionPlan>, order_needed: bool) -> Result<Arc<dyn ExecutionPlan>> {
         let parallelism = self.context.session_config().target_partitions();
         let plan = coalesce_shuffle_partitions(plan, &self.conf, parallelism)?;
-        optimize_shuffle_with_local_read(plan, &self.conf)
+        let plan = optimize_shuffle_with_local_read(plan, &self.conf)?;
+        join_shuffle_partitions_apart(plan, order_needed)
     }
 
     /// Runs `exchange` as the next query stage, or reads the exchange it is the same as.

@@ -8,12 +8,14 @@
 //! (`optimize_skewed_join`) — and repeats; the plan between stages (and finally the last one)
 //! gets its shuffle reads chosen as it is about to run: small partitions coalesced
 //! (`coalesce_shuffle_partitions`) and outputs read locally where the partitioning is not
-//! needed (`optimize_shuffle_with_local_read`). A rewrite that would break a distribution an
+//! needed (`optimize_shuffle_with_local_read`); then, ours, a sort-merge join over coalesced
+//! partitions joins their shuffle partitions one by one (`join_shuffle_partitions_apart`). A rewrite that would break a distribution an
 //! operator needs is not made (`validate_requirements`).
 
 pub mod adaptive_spark_plan;
 pub mod coalesce_shuffle_partitions;
 pub mod dynamic_join_selection;
+pub mod join_shuffle_partitions_apart;
 pub mod optimize_shuffle_with_local_read;
 pub mod optimize_skewed_join;
 pub mod shuffle_partitions_util;
