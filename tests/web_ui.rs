@@ -444,9 +444,17 @@ async fn the_ui_serves_tls_with_the_servers_certificate_and_moves_past_a_taken_p
         .with_root_certificates(roots)
         .with_no_client_auth();
     let connector = TlsConnector::from(std::sync::Arc::new(config));
-    let port = asked + 1;
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let mut tls = connector.connect(ServerName::try_from("127.0.0.1").unwrap(), tcp).await.unwrap();
+    // The first of the next ports that answers TLS with the server's certificate (a port
+    // right after the taken one may be another test's).
+    let mut found = None;
+    for port in asked + 1..=asked + 16 {
+        let Ok(tcp) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else { continue };
+        if let Ok(tls) = connector.connect(ServerName::try_from("127.0.0.1").unwrap(), tcp).await {
+            found = Some((port, tls));
+            break;
+        }
+    }
+    let (port, mut tls) = found.expect("the web UI on one of the 16 ports after the taken one, over TLS");
     tls.write_all(format!("GET /tables HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").as_bytes())
         .await
         .unwrap();
