@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::analyze::Figure;
 use super::bucketing::notes;
 use super::plan::{Node, Role, Stage};
-use super::{ExplainContext, ExplainMode, render, spark_plan};
+use super::{ExplainContext, formatted, spark_plan};
 use crate::exec::file_source_scan::BucketedStatus;
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
 
@@ -88,7 +88,8 @@ impl PlanGraph {
             return graph;
         }
         let root = spark_plan(plan);
-        let formatted = render(plan, ExplainMode::Formatted, ctx);
+        // Converted once, for the text and the graph alike.
+        let formatted = formatted(plan, &root, ctx);
         let mut notes_by_id: HashMap<usize, Vec<String>> = HashMap::new();
         for note in notes(&root, ctx.conf.v2_bucketing_enabled) {
             if let Some(id) = note.id {

@@ -65,12 +65,7 @@ pub fn render(plan: &Arc<dyn ExecutionPlan>, mode: ExplainMode, ctx: &ExplainCon
     let physical = tree::simple(&root);
     match mode {
         ExplainMode::Simple | ExplainMode::Analyze => format!("== Physical Plan ==\n{physical}\n"),
-        ExplainMode::Formatted => {
-            let mut text = format!("== Physical Plan ==\n{}\n", tree::formatted(&root));
-            text.extend(bucketing::section(&root, ctx.conf.v2_bucketing_enabled));
-            text.extend(advice::section(plan, &root, &ctx.conf));
-            text
-        }
+        ExplainMode::Formatted => formatted(plan, &root, ctx),
         ExplainMode::Extended => {
             let Some(logical) = &ctx.logical else {
                 return format!("== Physical Plan ==\n{physical}");
@@ -98,6 +93,15 @@ pub fn render(plan: &Arc<dyn ExecutionPlan>, mode: ExplainMode, ctx: &ExplainCon
         },
         ExplainMode::Codegen => codegen::codegen(&root),
     }
+}
+
+/// EXPLAIN FORMATTED of `plan`, whose Spark view is `root`: the outline and detail blocks, then
+/// the bucketing notes and the advice.
+fn formatted(plan: &Arc<dyn ExecutionPlan>, root: &Node, ctx: &ExplainContext) -> String {
+    let mut text = format!("== Physical Plan ==\n{}\n", tree::formatted(root));
+    text.extend(bucketing::section(root, ctx.conf.v2_bucketing_enabled));
+    text.extend(advice::section(plan, root, &ctx.conf));
+    text
 }
 
 /// The plan as Spark prints it, operator ids assigned.

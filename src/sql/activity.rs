@@ -258,7 +258,7 @@ impl Drop for CopyReport {
 }
 
 /// The lists stay consistent under any panic: each update is one assignment.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 

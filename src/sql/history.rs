@@ -8,13 +8,13 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use datafusion::physical_plan::ExecutionPlan;
 use tokio_util::sync::CancellationToken;
 
-use super::activity::Backend;
+use super::activity::{Backend, lock};
 use crate::config::SparkConf;
 use crate::error::SqlError;
 use crate::explain::ExplainContext;
@@ -208,11 +208,6 @@ impl QueryRecord {
     pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
         self.cancel.clone().cancelled_owned()
     }
-}
-
-/// The lists stay consistent under any panic: each update is one assignment.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
