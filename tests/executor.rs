@@ -251,7 +251,8 @@ async fn a_join_and_an_aggregation_larger_than_memory_finish_at_the_defaults() {
 
     let grouping = "SELECT k, count(*), max(s) FROM big GROUP BY k";
     let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {grouping}")).await.concat().join("\n");
-    assert!(spills_of(&analyzed, "AggregateExec").iter().any(|&n| n > 0), "the grouping spills:\n{analyzed}");
+    assert!(spills_of(&analyzed, "HashAggregateExec").iter().any(|&n| n > 0), "the grouping spills:\n{analyzed}");
+    assert!(analyzed.contains("partitions hash-aggregated "), "{analyzed}");
     let mut rows = text_rows(&client, grouping).await;
     rows.sort_by_key(|row| row[0].parse::<i64>().unwrap());
     let expected: Vec<Vec<String>> = (0..SPILL_KEYS)
@@ -261,4 +262,44 @@ async fn a_join_and_an_aggregation_larger_than_memory_finish_at_the_defaults() {
         })
         .collect();
     assert!(rows == expected, "{} groups, first {:?}", rows.len(), rows.first());
+}
+
+/// A GROUP BY on a bucketed table's sort column finds each bucket's groups by comparing
+/// neighbouring rows (its files are sorted); without SORTED BY the rows of a bucket are out of
+/// order and go to the hash aggregate. Both give the rows the generating formula gives, and
+/// EXPLAIN shows Spark's `HashAggregate` either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouping_a_sorted_bucketed_table_finds_its_groups_in_order() {
+    const KEYS: i64 = 1000;
+    const ROWS: i64 = 20 * KEYS;
+    let server = TestServer::start_fresh(&[]);
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE sorted_b USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 4 BUCKETS
+               AS SELECT id % {KEYS} AS k, id AS v FROM range({ROWS});
+             CREATE TABLE unsorted_b USING parquet CLUSTERED BY (k) INTO 4 BUCKETS
+               AS SELECT id % {KEYS} AS k, id AS v FROM range({ROWS})"
+        ))
+        .await
+        .unwrap();
+    // Key k is in rows k, k + KEYS, ..., k + 19 KEYS.
+    let expected: Vec<Vec<String>> = (0..KEYS)
+        .map(|k| {
+            let sum: i64 = (0..ROWS / KEYS).map(|j| k + j * KEYS).sum();
+            vec![k.to_string(), (ROWS / KEYS).to_string(), sum.to_string(), k.to_string()]
+        })
+        .collect();
+    for (table, way) in
+        [("sorted_b", "partitions aggregated in order 4"), ("unsorted_b", "partitions hash-aggregated 4")]
+    {
+        let query = format!("SELECT k, count(*), sum(v), min(v) FROM {table} GROUP BY k");
+        let explained = text_rows(&client, &format!("EXPLAIN {query}")).await.concat().join("\n");
+        assert!(explained.contains("HashAggregate(keys=[k#"), "{explained}");
+        let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {query}")).await.concat().join("\n");
+        assert!(analyzed.contains(way), "{table}: {analyzed}");
+        let mut rows = text_rows(&client, &query).await;
+        rows.sort_by_key(|row| row[0].parse::<i64>().unwrap());
+        assert!(rows == expected, "{table}: {} groups, first {:?}", rows.len(), rows.first());
+    }
 }

@@ -13,14 +13,18 @@ use serde::Serialize;
 
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
+use crate::exec::hash_aggregate::{PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED};
 use crate::exec::join::SHUFFLE_PARTITIONS_APART;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 
-/// The ways a sort's partition can take (`exec::sort`), as its metrics name them and as told.
-const SORT_WAYS: [(&str, &str); 3] = [
+/// The ways a sort's partition (`exec::sort`) and an aggregate's (`exec::hash_aggregate`) can
+/// take, as their metrics name them and as told.
+const PARTITION_WAYS: [(&str, &str); 5] = [
     ("partitions_in_order", "already in order"),
     ("partitions_radix_sorted", "radix-sorted"),
     ("partitions_sorted_externally", "sorted by comparison"),
+    (PARTITIONS_AGGREGATED_IN_ORDER, "aggregated in order"),
+    (PARTITIONS_HASH_AGGREGATED, "hash-aggregated"),
 ];
 
 pub fn metrics_section(plan: &Arc<dyn ExecutionPlan>, rows: usize, elapsed: Duration) -> String {
@@ -121,7 +125,7 @@ pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
                 MetricValue::Count { name, .. } if name == SHUFFLE_PARTITIONS_APART => {
                     Figure::new("shuffle partitions joined one by one", n, Unit::Count)
                 }
-                MetricValue::Count { name, .. } => match SORT_WAYS.iter().find(|(way, _)| way == name) {
+                MetricValue::Count { name, .. } => match PARTITION_WAYS.iter().find(|(way, _)| way == name) {
                     Some((_, way)) if n > 0 => Figure::new(format!("partitions {way}"), n, Unit::Count),
                     _ => continue,
                 },

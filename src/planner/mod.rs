@@ -7,7 +7,8 @@
 //! sets), `JoinSelection`, `CoalesceBucketsInJoin`, `EnsureRequirements`,
 //! `DisableUnnecessaryBucketedScan`, followed by DataFusion rules that do not move rows
 //! between partitions (combining adjacent partial and final aggregates, limit pushdown,
-//! cooperative scheduling), and `ReuseExchangeAndSubquery`. With `spark.sql.adaptive.enabled` the plan then runs stage by
+//! cooperative scheduling), then aggregates that find their groups in order where rows arrive
+//! grouped (`exec::hash_aggregate`), and `ReuseExchangeAndSubquery`. With `spark.sql.adaptive.enabled` the plan then runs stage by
 //! stage (`adaptive`), re-planned with what each finished stage produced.
 
 pub mod adaptive;
@@ -49,6 +50,7 @@ use datafusion::physical_optimizer::limit_pushdown::LimitPushdown;
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::config::SparkConf;
+use crate::exec::hash_aggregate::HashAggregateExec;
 use crate::exec::sort::SortExec;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
@@ -122,5 +124,6 @@ pub async fn create_physical_plan(
     let plan = disable_unnecessary_bucketed_scan(plan, &conf)?;
     let plan = LimitPushdown::new().optimize(plan, options)?;
     let plan = EnsureCooperative::new().optimize(cooperative_joins(plan)?, options)?;
+    let plan = HashAggregateExec::wrap_aggregates(plan)?;
     reuse_exchanges(plan, conf.exchange_reuse && !conf.adaptive_enabled)
 }

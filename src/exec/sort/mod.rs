@@ -45,13 +45,13 @@ use datafusion::physical_plan::metrics::{
 use datafusion::physical_plan::sorts::sort::SortExec as ExternalSortExec;
 use datafusion::physical_plan::statistics::{ChildStats, StatisticsArgs};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, InputDistributionRequirements, PlanProperties,
 };
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
+use super::one_shot::one_shot_plan;
 use crate::config::SparkConf;
 use keys::{BatchKeys, Packing, Span};
 pub(crate) use keys::{NormalizedKey, normalizable, normalize};
@@ -443,14 +443,8 @@ impl PartitionSort {
         self.reservation.free();
         self.metrics.handed_over.add(1);
         let stream = self.read_runs().chain(futures::stream::iter(buffered.into_iter().map(Ok))).chain(rest);
-        let schema = self.schema;
-        let source = OneShotStream {
-            schema: Arc::clone(&schema),
-            stream: Mutex::new(Some(Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), stream)))),
-        };
-        let source =
-            StreamingTableExec::try_new(schema, vec![Arc::new(source)], None, Vec::<LexOrdering>::new(), false, None)?;
-        let sort = Arc::new(ExternalSortExec::new(self.expr, Arc::new(source)).with_preserve_partitioning(true));
+        let source = one_shot_plan(Box::pin(RecordBatchStreamAdapter::new(self.schema, stream)))?;
+        let sort = Arc::new(ExternalSortExec::new(self.expr, source).with_preserve_partitioning(true));
         self.handed_over.lock().push(Arc::clone(&sort) as Arc<dyn ExecutionPlan>);
         sort.execute(0, self.context)
     }
@@ -459,28 +453,6 @@ impl PartitionSort {
 /// The bits that number `count` things from 0.
 fn bits_for(count: usize) -> u32 {
     usize::BITS - count.saturating_sub(1).leading_zeros()
-}
-
-/// A stream already under way, as the one partition DataFusion's sort reads.
-struct OneShotStream {
-    schema: SchemaRef,
-    stream: Mutex<Option<SendableRecordBatchStream>>,
-}
-
-impl fmt::Debug for OneShotStream {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("OneShotStream")
-    }
-}
-
-impl PartitionStream for OneShotStream {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        self.stream.lock().take().unwrap_or_else(|| empty(Arc::clone(&self.schema)))
-    }
 }
 
 fn empty(schema: SchemaRef) -> SendableRecordBatchStream {
