@@ -17,8 +17,8 @@ use std::collections::VecDeque;
 use std::mem;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayData, MutableArrayData, RecordBatch, RecordBatchOptions, UInt32Array, make_array};
-use datafusion::arrow::compute::take_record_batch;
+use datafusion::arrow::array::{ArrayData, MutableArrayData, RecordBatch, RecordBatchOptions, make_array};
+use datafusion::arrow::compute::interleave_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::disk_manager::DiskManager;
@@ -241,6 +241,10 @@ async fn write_map_output(
     writer.finish().await
 }
 
+/// The rows per output partition a map task reorders together, on average: fewer make each
+/// partition's share of them a copy too short to be worth its call.
+const ROWS_PER_RUN: usize = 256;
+
 /// Rows `start..end` of pending batch `batch`.
 #[derive(Clone, Copy)]
 struct Run {
@@ -283,6 +287,9 @@ fn chunks_of_rows(runs: &[Run], batch_size: usize) -> Vec<Vec<Run>> {
 struct MapWriter {
     schema: SchemaRef,
     batch_size: usize,
+    /// Routed input batches not reordered yet, and the partition of each of their rows.
+    staged: Vec<RecordBatch>,
+    staged_ids: Vec<u32>,
     /// Input batches not gathered yet, each ordered by partition, and per output partition the
     /// runs of those batches bound for it.
     pending: Vec<RecordBatch>,
@@ -312,6 +319,8 @@ impl MapWriter {
         MapWriter {
             schema,
             batch_size: batch_size.max(1),
+            staged: Vec::new(),
+            staged_ids: Vec::new(),
             pending: Vec::new(),
             routes: vec![Vec::new(); partitions],
             pending_rows: 0,
@@ -328,52 +337,72 @@ impl MapWriter {
     }
 
     /// Takes `batch`, whose row `i` goes to partition `ids[i]` (all to partition 0 without ids).
-    /// The batch is kept reordered by partition (a counting sort, while it is in cache), so that
-    /// each partition's rows of it are one run that the gather copies whole.
+    /// Routed batches are staged until their rows average [`ROWS_PER_RUN`] per partition, then
+    /// reordered by partition together (a counting sort and one interleave, while they are in
+    /// cache), so that each partition's rows of them are one run that the gather copies whole:
+    /// at 200 partitions one batch alone would leave runs of 40 rows, each a copy of its own.
     fn push(&mut self, batch: RecordBatch, ids: Option<&[u32]>) -> Result<()> {
-        let index = self.pending.len() as u32;
-        let batch = match ids {
+        self.metrics.rows.add(batch.num_rows());
+        self.pending_bytes += batch.get_array_memory_size();
+        match ids {
             Some(ids) => {
-                let mut starts = vec![0u32; self.routes.len() + 1];
-                for id in ids {
-                    starts[*id as usize + 1] += 1;
+                self.staged_ids.extend_from_slice(ids);
+                self.staged.push(batch);
+                if self.staged_ids.len() >= self.routes.len() * ROWS_PER_RUN {
+                    self.route_staged()?;
                 }
-                for partition in 0..self.routes.len() {
-                    starts[partition + 1] += starts[partition];
-                    if starts[partition + 1] > starts[partition] {
-                        self.routes[partition].push(Run {
-                            batch: index,
-                            start: starts[partition],
-                            end: starts[partition + 1],
-                        });
-                    }
-                }
-                let mut order = vec![0u32; ids.len()];
-                for (row, id) in ids.iter().enumerate() {
-                    let slot = &mut starts[*id as usize];
-                    order[*slot as usize] = row as u32;
-                    *slot += 1;
-                }
-                take_record_batch(&batch, &UInt32Array::from(order))?
             }
             None => {
+                let index = self.pending.len() as u32;
                 self.routes[0].push(Run { batch: index, start: 0, end: batch.num_rows() as u32 });
-                batch
+                self.pending_rows += batch.num_rows();
+                self.pending.push(batch);
             }
-        };
-        self.metrics.rows.add(batch.num_rows());
-        self.pending_rows += batch.num_rows();
-        self.pending_bytes += batch.get_array_memory_size();
-        self.pending.push(batch);
+        }
         if self.pending_rows >= self.routes.len() * self.batch_size {
             self.gather()?;
         }
         Ok(())
     }
 
+    /// The staged batches as one pending batch ordered by partition, with each partition's run.
+    fn route_staged(&mut self) -> Result<()> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        let index = self.pending.len() as u32;
+        let mut starts = vec![0u32; self.routes.len() + 1];
+        for id in &self.staged_ids {
+            starts[*id as usize + 1] += 1;
+        }
+        for partition in 0..self.routes.len() {
+            starts[partition + 1] += starts[partition];
+            if starts[partition + 1] > starts[partition] {
+                self.routes[partition].push(Run { batch: index, start: starts[partition], end: starts[partition + 1] });
+            }
+        }
+        let mut order = vec![(0usize, 0usize); self.staged_ids.len()];
+        let rows = self.staged.iter().enumerate().flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r)));
+        for (source, id) in rows.zip(&self.staged_ids) {
+            let slot = &mut starts[*id as usize];
+            order[*slot as usize] = source;
+            *slot += 1;
+        }
+        let sources: Vec<&RecordBatch> = self.staged.iter().collect();
+        let routed = interleave_record_batch(&sources, &order)?;
+        let staged_bytes: usize = self.staged.iter().map(RecordBatch::get_array_memory_size).sum();
+        self.pending_bytes = self.pending_bytes - staged_bytes + routed.get_array_memory_size();
+        self.pending_rows += routed.num_rows();
+        self.pending.push(routed);
+        self.staged.clear();
+        self.staged_ids.clear();
+        Ok(())
+    }
+
     /// Gathers the pending rows into batches of at most `batch_size` rows per partition, copying
     /// each partition's runs column by column.
     fn gather(&mut self) -> Result<()> {
+        self.route_staged()?;
         if self.pending.is_empty() {
             return Ok(());
         }
