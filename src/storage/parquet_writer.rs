@@ -1,17 +1,18 @@
-//! Writes a query's output as Parquet files, one writer per input partition, all running
-//! at once so every core works on a large write.
+//! Writes a query's output as Parquet files, one writer per input partition, as many at once
+//! as the session has cores, so every core works on a large write and the files open at once
+//! stay few whatever the bucket count.
 //!
-//! For partitioned or bucketed tables the input arrives sorted, within each input partition,
-//! by (partition values, bucket id, sort columns), as Spark's writer sorts it; a new file
-//! starts whenever the partition or the bucket changes, so one write adds at most one file
-//! per (partition, bucket) and input partition.
+//! For partitioned tables the input arrives sorted, within each input partition, by
+//! (partition values, sort columns), as Spark's writer sorts it; a new file starts whenever the
+//! partition changes. For bucketed tables input partition `i` holds bucket `i`. So one write
+//! adds at most one file per (partition, bucket) and input partition.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::compute::kernels::partition::partition;
-use datafusion::arrow::datatypes::{Int32Type, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::{ArrowSchemaConverter, AsyncArrowWriter, parquet_column};
@@ -21,6 +22,7 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
 use tokio::fs::File;
+use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use super::file_naming::data_file_name;
@@ -44,8 +46,8 @@ pub struct StagedFile {
 pub struct WriteLayout {
     /// Partition columns: input index and name, in `PARTITIONED BY` order.
     pub partition_columns: Vec<(usize, String)>,
-    /// Input index of the Int32 bucket id column, for bucketed tables.
-    pub bucket_column: Option<usize>,
+    /// Whether input partition `i` holds the rows of bucket `i` (a bucketed table).
+    pub bucketed: bool,
     /// Input indices of the columns stored in the files (not the partition columns, which
     /// live in directory names, nor the bucket id).
     pub data_columns: Vec<usize>,
@@ -61,7 +63,7 @@ impl WriteLayout {
     pub fn unpartitioned(schema: SchemaRef) -> Self {
         WriteLayout {
             partition_columns: Vec::new(),
-            bucket_column: None,
+            bucketed: false,
             data_columns: (0..schema.fields().len()).collect(),
             file_schema: schema,
             sorted_by: Vec::new(),
@@ -69,7 +71,7 @@ impl WriteLayout {
     }
 
     fn key_columns(&self) -> Vec<usize> {
-        self.partition_columns.iter().map(|(i, _)| *i).chain(self.bucket_column).collect()
+        self.partition_columns.iter().map(|(i, _)| *i).collect()
     }
 }
 
@@ -127,11 +129,14 @@ pub async fn write_partitions(
     tokio::fs::create_dir_all(staging_dir).await?;
     let layout = Arc::new(layout);
     let partitions = plan.properties().output_partitioning().partition_count();
-    let properties = writer_properties(row_group_bytes(task_ctx.memory_pool().memory_limit(), partitions), &layout);
+    let writers = partitions.min(task_ctx.session_config().target_partitions().max(1));
+    let properties = writer_properties(row_group_bytes(task_ctx.memory_pool().memory_limit(), writers), &layout);
+    let turns = Arc::new(Semaphore::new(writers));
     let mut tasks = tokio::task::JoinSet::new();
     for task in 0..partitions {
         let plan = Arc::clone(&plan);
         let task_ctx = Arc::clone(&task_ctx);
+        let turns = Arc::clone(&turns);
         let mut writer = SplittingWriter {
             layout: Arc::clone(&layout),
             staging_dir: staging_dir.to_path_buf(),
@@ -142,6 +147,7 @@ pub async fn write_partitions(
             done: Vec::new(),
         };
         tasks.spawn(async move {
+            let _turn = turns.acquire_owned().await.map_err(|e| SqlError::internal(e.to_string()))?;
             let stream = plan.execute(task, task_ctx)?;
             writer.write_all(stream).await?;
             Ok::<_, SqlError>(writer.done)
@@ -184,22 +190,19 @@ struct SplittingWriter {
 impl SplittingWriter {
     async fn write_all(&mut self, mut stream: SendableRecordBatchStream) -> Result<(), SqlError> {
         let keys = self.layout.key_columns();
+        let bucket = self.layout.bucketed.then_some(self.task as u32);
         while let Some(batch) = stream.next().await {
             let batch = batch?;
             if batch.num_rows() == 0 {
                 continue;
             }
             if keys.is_empty() {
-                self.write_rows(&batch, 0, batch.num_rows(), String::new(), None).await?;
+                self.write_rows(&batch, 0, batch.num_rows(), String::new(), bucket).await?;
                 continue;
             }
             let key_arrays: Vec<ArrayRef> = keys.iter().map(|i| Arc::clone(batch.column(*i))).collect();
             for range in partition(&key_arrays)?.ranges() {
                 let partition = self.partition_of(&batch, range.start)?;
-                let bucket = self.layout.bucket_column.map(|i| {
-                    let ids = batch.column(i).as_primitive::<Int32Type>();
-                    ids.value(range.start) as u32
-                });
                 self.write_rows(&batch, range.start, range.end - range.start, partition, bucket).await?;
             }
         }
