@@ -15,6 +15,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{JoinType, NullEquality};
 use datafusion::error::{DataFusionError, Result};
@@ -26,9 +27,9 @@ use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec,
 };
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 
 use super::aqe_shuffle_read::AqeShuffleReadExec;
 use super::merge_join;
@@ -139,7 +140,9 @@ impl SparkJoinExec {
     }
 
     /// This sort-merge join, made to sort and join each shuffle partition of a coalesced read
-    /// on its own, one after the other, where both sides read the same coalesced partitions.
+    /// on its own, where both sides read the same coalesced partitions: one after the other in
+    /// each of as many lanes as cores, so that a coalesced partition left running alone (three
+    /// of them on two cores) still has every core.
     /// Adaptive execution coalesces small shuffle partitions into a few large ones, and a
     /// partition of millions of rows sorts far slower than its shuffle partitions do one by
     /// one, each within the caches; no row of one shuffle partition joins a row of another.
@@ -352,26 +355,37 @@ impl ExecutionPlan for SparkJoinExec {
         let batch_size = context.session_config().batch_size();
         if let Some((left, right, range)) = self.apart.as_ref().and_then(|_| self.shuffle_partitions(partition)) {
             MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_APART, partition).add(range.len());
-            let (schema, metrics, pool) = (self.schema(), self.metrics.clone(), Arc::clone(context.memory_pool()));
-            let joined =
-                futures::stream::iter(range).map(move |shuffle_partition| -> Result<SendableRecordBatchStream> {
-                    let side = |side: &SortedRead| -> Result<SendableRecordBatchStream> {
-                        let rows = side.read.execute_shuffle_partition(partition, shuffle_partition, &context)?;
-                        Ok(side.sort.sort_stream(partition, rows, Arc::clone(&context)))
-                    };
-                    let (left, right) = (side(&left)?, side(&right)?);
-                    let schema = Arc::clone(&schema);
-                    Ok(merge_join::merge_inner_join(
-                        left,
-                        right,
-                        keys.clone(),
-                        schema,
-                        batch_size,
-                        (&metrics, partition),
-                        &pool,
-                    ))
+            // As many lanes as cores, each joining every `lanes`-th shuffle partition in turn:
+            // the last coalesced partition still running keeps every core busy.
+            let lanes = context.session_config().target_partitions().clamp(1, range.len().max(1));
+            let mut joined = RecordBatchReceiverStreamBuilder::new(self.schema(), lanes);
+            let join = Arc::new(ShufflePartitionJoin {
+                left,
+                right,
+                key: keys,
+                schema: self.schema(),
+                metrics: self.metrics.clone(),
+                partition,
+                batch_size,
+                context: Arc::clone(&context),
+            });
+            for lane in 0..lanes {
+                let join = Arc::clone(&join);
+                let shuffle_partitions: Vec<usize> = range.clone().skip(lane).step_by(lanes).collect();
+                let sender = joined.tx();
+                joined.spawn(async move {
+                    for shuffle_partition in shuffle_partitions {
+                        let mut rows = join.stream(shuffle_partition)?;
+                        while let Some(batch) = rows.next().await {
+                            if sender.send(batch).await.is_err() {
+                                return Ok(());
+                            }
+                        }
+                    }
+                    Ok(())
                 });
-            return Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), joined.try_flatten())));
+            }
+            return Ok(joined.build());
         }
         let left = self.left.execute(partition, Arc::clone(&context))?;
         let right = self.right.execute(partition, Arc::clone(&context))?;
@@ -381,6 +395,37 @@ impl ExecutionPlan for SparkJoinExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         if self.merges { Some(self.metrics.clone_inner()) } else { self.inner.metrics() }
+    }
+}
+
+/// What joins one shuffle partition of output partition `partition` on its own: both sides
+/// read and sorted, then merged.
+struct ShufflePartitionJoin {
+    left: SortedRead,
+    right: SortedRead,
+    key: (Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>),
+    schema: SchemaRef,
+    metrics: ExecutionPlanMetricsSet,
+    partition: usize,
+    batch_size: usize,
+    context: Arc<TaskContext>,
+}
+
+impl ShufflePartitionJoin {
+    fn stream(&self, shuffle_partition: usize) -> Result<SendableRecordBatchStream> {
+        let side = |side: &SortedRead| -> Result<SendableRecordBatchStream> {
+            let rows = side.read.execute_shuffle_partition(self.partition, shuffle_partition, &self.context)?;
+            Ok(side.sort.sort_stream(self.partition, rows, Arc::clone(&self.context)))
+        };
+        Ok(merge_join::merge_inner_join(
+            side(&self.left)?,
+            side(&self.right)?,
+            self.key.clone(),
+            Arc::clone(&self.schema),
+            self.batch_size,
+            (&self.metrics, self.partition),
+            self.context.memory_pool(),
+        ))
     }
 }
 
