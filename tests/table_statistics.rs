@@ -10,6 +10,7 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use datafusion::parquet::basic::Encoding;
 use tokio_postgres::Client;
 
 use crate::common::{TestServer, parquet_files, sqlstate, text_rows};
@@ -77,6 +78,14 @@ async fn show_buckets_matches_the_files_on_disk() {
             let bucket = bucket_id_of(&file.file_name().unwrap().to_string_lossy()).unwrap();
             let keys = longs(&read_batches(&file), "k");
             assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{file:?} is sorted");
+            // The leading sort column of whole numbers is delta-encoded, with no dictionary.
+            let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file).unwrap()).unwrap();
+            for group in reader.metadata().row_groups() {
+                let k = group.columns().iter().find(|c| c.column_path().string() == "k").unwrap();
+                let encodings: Vec<Encoding> = k.encodings().collect();
+                assert!(encodings.contains(&Encoding::DELTA_BINARY_PACKED), "{file:?}: {encodings:?}");
+                assert!(k.dictionary_page_offset().is_none(), "{file:?} has a dictionary for k");
+            }
             let entry = buckets.get_mut(&bucket).unwrap();
             entry.0 += 1;
             entry.1 += keys.len() as u64;

@@ -16,9 +16,10 @@ use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::{ArrowSchemaConverter, AsyncArrowWriter, parquet_column};
-use datafusion::parquet::basic::Compression;
+use datafusion::parquet::basic::{Compression, Encoding};
 use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::parquet::schema::types::ColumnPath;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
 use tokio::fs::File;
@@ -79,16 +80,26 @@ impl WriteLayout {
 const ROW_GROUP_BYTES: usize = 128 << 20;
 
 /// Snappy is what Spark writes by default, and what its file names announce. A row group
-/// closes at `row_group_bytes` encoded (or Parquet's million rows).
+/// closes at `row_group_bytes` encoded (or Parquet's million rows). The first SORTED BY
+/// column, where it holds integers, is delta-encoded instead of dictionary-encoded: its values
+/// only grow, so the deltas pack into a few bits each with no dictionary to look each value up
+/// in (Spark reads the encoding since 3.3).
 fn writer_properties(row_group_bytes: usize, layout: &WriteLayout) -> WriterProperties {
     let sorting_columns = sorting_columns(&layout.file_schema, &layout.sorted_by);
-    WriterProperties::builder()
+    let mut properties = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_bytes(Some(row_group_bytes))
         .set_sorting_columns((!sorting_columns.is_empty()).then_some(sorting_columns))
         // Exact bounds for long strings too, so that a bucket's key range is real values.
-        .set_statistics_truncate_length(None)
-        .build()
+        .set_statistics_truncate_length(None);
+    let leading = layout.sorted_by.first().and_then(|name| layout.file_schema.field_with_name(name).ok());
+    if let Some(field) = leading.filter(|f| f.data_type().is_integer()) {
+        let path = ColumnPath::from(field.name().as_str());
+        properties = properties
+            .set_column_dictionary_enabled(path.clone(), false)
+            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+    }
+    properties.build()
 }
 
 /// Parquet's declaration that rows are sorted by `columns`: their leaf column indices, for
