@@ -38,8 +38,11 @@ impl PartitionStream for OneShotStream {
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        self.stream.lock().take().unwrap_or_else(|| {
-            Box::pin(datafusion::physical_plan::EmptyRecordBatchStream::new(Arc::clone(&self.schema)))
-        })
+        self.stream.lock().take().unwrap_or_else(|| empty(Arc::clone(&self.schema)))
     }
+}
+
+/// A stream of no rows.
+pub(crate) fn empty(schema: SchemaRef) -> SendableRecordBatchStream {
+    Box::pin(datafusion::physical_plan::EmptyRecordBatchStream::new(schema))
 }

@@ -50,7 +50,7 @@ pub struct WriteLayout {
     /// Whether input partition `i` holds the rows of bucket `i` (a bucketed table).
     pub bucketed: bool,
     /// Input indices of the columns stored in the files (not the partition columns, which
-    /// live in directory names, nor the bucket id).
+    /// live in directory names).
     pub data_columns: Vec<usize>,
     pub file_schema: SchemaRef,
     /// Names of the file columns each file is sorted by (ascending, nulls first), declared in

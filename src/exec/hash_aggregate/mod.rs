@@ -180,7 +180,6 @@ impl ExecutionPlan for HashAggregateExec {
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let aggregate = self.aggregate();
         let mode = *aggregate.mode();
-        let raw_input = mode.input_mode() == AggregateInputMode::Raw;
         // Where a function turns out to have no array states for its argument types after all,
         // DataFusion's aggregate runs as planned.
         let Ok(accumulators) =
@@ -192,7 +191,6 @@ impl ExecutionPlan for HashAggregateExec {
         let run = InOrder {
             group_by_keys: aggregate.group_expr().expr().iter().map(|(e, _)| Arc::clone(e)).collect(),
             arguments: aggregate_expressions(aggregate.aggr_expr(), &mode, aggregate.group_expr().expr().len())?,
-            raw_input,
             accumulators,
             keys: Vec::new(),
             key_bytes: 0,
@@ -264,7 +262,6 @@ struct InOrder {
     group_by_keys: Vec<Arc<dyn PhysicalExpr>>,
     /// Each function's arguments: raw columns, or the states a partial aggregate produced.
     arguments: Vec<Vec<Arc<dyn PhysicalExpr>>>,
-    raw_input: bool,
     accumulators: Vec<Box<dyn GroupsAccumulator>>,
     /// Each group's keys, a chunk per input batch, one array per grouping key.
     keys: Vec<Vec<ArrayRef>>,
@@ -324,7 +321,12 @@ impl InOrder {
     /// A partial aggregate whose groups average fewer than two rows groups next to nothing;
     /// DataFusion's passes such rows on as states without grouping them.
     fn runs_too_short(&self) -> bool {
-        self.raw_input && !self.final_output() && self.groups * 2 > self.rows
+        self.raw_input() && !self.final_output() && self.groups * 2 > self.rows
+    }
+
+    /// Whether the input is rows, not a partial aggregate's states.
+    fn raw_input(&self) -> bool {
+        self.aggregate().mode().input_mode() == AggregateInputMode::Raw
     }
 
     fn final_output(&self) -> bool {
@@ -377,10 +379,11 @@ impl InOrder {
         self.rows += rows;
         self.last_key = Some(keys.iter().map(|k| k.slice(rows - 1, 1)).collect());
 
+        let raw_input = self.raw_input();
         for (accumulator, arguments) in self.accumulators.iter_mut().zip(&self.arguments) {
             let values: Vec<ArrayRef> =
                 arguments.iter().map(|e| e.evaluate(batch)?.into_array(rows)).collect::<Result<_>>()?;
-            if self.raw_input {
+            if raw_input {
                 accumulator.update_batch(&values, &self.group_indices, None, self.groups)?;
             } else {
                 accumulator.merge_batch(&values, &self.group_indices, self.groups)?;
@@ -410,17 +413,22 @@ impl InOrder {
 
     /// Every group's results, or its states where a final aggregate follows.
     fn output(&mut self) -> Result<RecordBatch> {
-        let mut columns = self.group_keys()?;
-        let final_output = self.final_output();
-        for accumulator in &mut self.accumulators {
-            if final_output {
-                columns.push(accumulator.evaluate(EmitTo::All)?);
-            } else {
-                columns.extend(accumulator.state(EmitTo::All)?);
-            }
-        }
+        let columns = self.group_columns(!self.final_output())?;
         self.reservation.free();
         Ok(RecordBatch::try_new(self.aggregate.schema(), columns)?)
+    }
+
+    /// The groups' keys, then each function's results, or its partial states with `states`.
+    fn group_columns(&mut self, states: bool) -> Result<Vec<ArrayRef>> {
+        let mut columns = self.group_keys()?;
+        for accumulator in &mut self.accumulators {
+            if states {
+                columns.extend(accumulator.state(EmitTo::All)?);
+            } else {
+                columns.push(accumulator.evaluate(EmitTo::All)?);
+            }
+        }
+        Ok(columns)
     }
 
     /// The groups so far, as partial states, then the rest of the rows (`rest`), go to
@@ -431,7 +439,7 @@ impl InOrder {
         let aggregate = self.aggregate();
         let (aggr_expr, input_schema) = (aggregate.aggr_expr().to_vec(), aggregate.input_schema());
         let filters = vec![None; aggr_expr.len()];
-        let (rest_states, final_group_by) = if self.raw_input {
+        let (rest_states, final_group_by) = if self.raw_input() {
             let partial = AggregateExec::try_new(
                 AggregateMode::Partial,
                 aggregate.group_expr().clone(),
@@ -470,10 +478,7 @@ impl InOrder {
         if self.groups == 0 {
             return Ok(Vec::new());
         }
-        let mut columns = self.group_keys()?;
-        for accumulator in &mut self.accumulators {
-            columns.extend(accumulator.state(EmitTo::All)?);
-        }
+        let columns = self.group_columns(true)?;
         self.pieces(&RecordBatch::try_new(schema, columns)?)
     }
 

@@ -51,7 +51,7 @@ use datafusion::physical_plan::{
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
-use super::one_shot::one_shot_plan;
+use super::one_shot::{empty, one_shot_plan};
 use crate::config::SparkConf;
 use keys::{BatchKeys, Packing, Span};
 pub(crate) use keys::{NormalizedKey, normalizable, normalize};
@@ -453,8 +453,4 @@ impl PartitionSort {
 /// The bits that number `count` things from 0.
 fn bits_for(count: usize) -> u32 {
     usize::BITS - count.saturating_sub(1).leading_zeros()
-}
-
-fn empty(schema: SchemaRef) -> SendableRecordBatchStream {
-    Box::pin(datafusion::physical_plan::EmptyRecordBatchStream::new(schema))
 }
