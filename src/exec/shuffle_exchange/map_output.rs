@@ -3,13 +3,13 @@
 //!
 //! Spark's sort-based shuffle writer buffers a map task's records tagged with their partition
 //! id, sorts them by partition when memory runs out and spills them, and at the end merges the
-//! spills into one data file with an index per map task. Here a map task buffers its input
-//! batches, each reordered by partition as it arrives, and per output partition the runs of rows
-//! bound for it; every `partitions × batch_size` rows, on a spill and at the end it copies each
-//! partition's runs into batches of at most `batch_size` rows, so a partition's small share of
-//! an input batch never travels alone. The gathered batches stay in memory,
-//! held against the query memory pool by one spillable reservation per map task; when it cannot
-//! grow, the task appends everything it holds as one run to its spill file (see `spill`).
+//! spills into one data file with an index per map task. Here a map task turns its routed rows
+//! into batches of about `batch_size` rows per output partition as it goes, so a partition's
+//! small share of an input batch never travels alone: in one pass per column where every
+//! column has a fixed width (`scatter`), else by reordering a few batches at a time and
+//! copying out each partition's runs (`gather`). The batches stay in memory, held against the
+//! query memory pool by one spillable reservation per map task; when it cannot grow, the task
+//! appends everything it holds as one run to its spill file (see `spill`).
 //! Where we differ: output that fits stays in memory (Spark always writes files and leans on
 //! the OS cache), and spill runs are not merged at the end.
 
@@ -17,8 +17,7 @@ use std::collections::VecDeque;
 use std::mem;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayData, MutableArrayData, RecordBatch, RecordBatchOptions, make_array};
-use datafusion::arrow::compute::interleave_record_batch;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::disk_manager::DiskManager;
@@ -32,8 +31,10 @@ use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
 use super::ExchangePartitioning;
+use super::gather::Gather;
 use super::range_bounds::{KeySample, RangeRouter};
 use super::reader::PartsReader;
+use super::scatter::Scatter;
 use super::spill::{MapSpill, SpilledSegments};
 use super::statistics::MapOutputStatistics;
 use crate::storage::bucket_hash::bucket_ids;
@@ -241,62 +242,24 @@ async fn write_map_output(
     writer.finish().await
 }
 
-/// The rows per output partition a map task reorders together, on average: fewer make each
-/// partition's share of them a copy too short to be worth its call.
-const ROWS_PER_RUN: usize = 256;
+/// What a batcher hands over: a batch of rows for one output partition.
+pub(super) type Routed = (usize, RecordBatch);
 
-/// Rows `start..end` of pending batch `batch`.
-#[derive(Clone, Copy)]
-struct Run {
-    batch: u32,
-    start: u32,
-    end: u32,
-}
-
-impl Run {
-    fn len(&self) -> u32 {
-        self.end - self.start
-    }
-}
-
-/// `runs` cut into pieces of at most `batch_size` rows, a run split where a piece fills up.
-fn chunks_of_rows(runs: &[Run], batch_size: usize) -> Vec<Vec<Run>> {
-    let batch_size = batch_size as u32;
-    let mut chunks = Vec::new();
-    let (mut chunk, mut rows) = (Vec::new(), 0);
-    for run in runs {
-        let mut run = *run;
-        while run.len() > 0 {
-            let taken = run.len().min(batch_size - rows);
-            chunk.push(Run { end: run.start + taken, ..run });
-            run.start += taken;
-            rows += taken;
-            if rows == batch_size {
-                chunks.push(mem::take(&mut chunk));
-                rows = 0;
-            }
-        }
-    }
-    if !chunk.is_empty() {
-        chunks.push(chunk);
-    }
-    chunks
+/// Turns a map task's routed rows into batches per output partition.
+pub(super) trait Batcher: Send {
+    /// Takes `batch`, whose row `i` goes to partition `ids[i]`; batches it completes go to `done`.
+    fn push(&mut self, batch: RecordBatch, ids: &[u32], done: &mut Vec<Routed>) -> Result<()>;
+    /// Hands over every row it still has.
+    fn flush(&mut self, done: &mut Vec<Routed>) -> Result<()>;
+    /// The memory the rows it still has take.
+    fn buffered_bytes(&self) -> usize;
 }
 
 /// A map task's rows on their way to its output.
 struct MapWriter {
     schema: SchemaRef,
-    batch_size: usize,
-    /// Routed input batches not reordered yet, and the partition of each of their rows.
-    staged: Vec<RecordBatch>,
-    staged_ids: Vec<u32>,
-    /// Input batches not gathered yet, each ordered by partition, and per output partition the
-    /// runs of those batches bound for it.
-    pending: Vec<RecordBatch>,
-    routes: Vec<Vec<Run>>,
-    pending_rows: usize,
-    pending_bytes: usize,
-    /// Gathered batches per output partition, in memory.
+    batcher: Box<dyn Batcher>,
+    /// Batches per output partition, in memory.
     held: Vec<Vec<RecordBatch>>,
     held_bytes: usize,
     bytes: Vec<u64>,
@@ -316,15 +279,14 @@ impl MapWriter {
         disk: Arc<DiskManager>,
         metrics: ExchangeMetrics,
     ) -> Self {
+        let batch_size = batch_size.max(1);
+        let batcher: Box<dyn Batcher> = match Scatter::try_new(Arc::clone(&schema), partitions, batch_size) {
+            Some(scatter) => Box::new(scatter),
+            None => Box::new(Gather::new(Arc::clone(&schema), partitions, batch_size)),
+        };
         MapWriter {
             schema,
-            batch_size: batch_size.max(1),
-            staged: Vec::new(),
-            staged_ids: Vec::new(),
-            pending: Vec::new(),
-            routes: vec![Vec::new(); partitions],
-            pending_rows: 0,
-            pending_bytes: 0,
+            batcher,
             held: vec![Vec::new(); partitions],
             held_bytes: 0,
             bytes: vec![0; partitions],
@@ -336,113 +298,41 @@ impl MapWriter {
         }
     }
 
-    /// Takes `batch`, whose row `i` goes to partition `ids[i]` (all to partition 0 without ids).
-    /// Routed batches are staged until their rows average [`ROWS_PER_RUN`] per partition, then
-    /// reordered by partition together (a counting sort and one interleave, while they are in
-    /// cache), so that each partition's rows of them are one run that the gather copies whole:
-    /// at 200 partitions one batch alone would leave runs of 40 rows, each a copy of its own.
+    /// Takes `batch`, whose row `i` goes to partition `ids[i]`; without ids it all goes to the
+    /// one partition, as it is.
     fn push(&mut self, batch: RecordBatch, ids: Option<&[u32]>) -> Result<()> {
         self.metrics.rows.add(batch.num_rows());
-        self.pending_bytes += batch.get_array_memory_size();
+        let mut done = Vec::new();
         match ids {
-            Some(ids) => {
-                self.staged_ids.extend_from_slice(ids);
-                self.staged.push(batch);
-                if self.staged_ids.len() >= self.routes.len() * ROWS_PER_RUN {
-                    self.route_staged()?;
-                }
-            }
-            None => {
-                let index = self.pending.len() as u32;
-                self.routes[0].push(Run { batch: index, start: 0, end: batch.num_rows() as u32 });
-                self.pending_rows += batch.num_rows();
-                self.pending.push(batch);
-            }
+            Some(ids) => self.batcher.push(batch, ids, &mut done)?,
+            None => done.push((0, batch)),
         }
-        if self.pending_rows >= self.routes.len() * self.batch_size {
-            self.gather()?;
-        }
+        self.hold(done);
         Ok(())
     }
 
-    /// The staged batches as one pending batch ordered by partition, with each partition's run.
-    fn route_staged(&mut self) -> Result<()> {
-        if self.staged.is_empty() {
-            return Ok(());
+    fn hold(&mut self, done: Vec<Routed>) {
+        for (partition, batch) in done {
+            let size = batch.get_array_memory_size();
+            self.metrics.bytes.add(size);
+            self.bytes[partition] += size as u64;
+            self.rows[partition] += batch.num_rows() as u64;
+            self.held_bytes += size;
+            self.held[partition].push(batch);
         }
-        let index = self.pending.len() as u32;
-        let mut starts = vec![0u32; self.routes.len() + 1];
-        for id in &self.staged_ids {
-            starts[*id as usize + 1] += 1;
-        }
-        for partition in 0..self.routes.len() {
-            starts[partition + 1] += starts[partition];
-            if starts[partition + 1] > starts[partition] {
-                self.routes[partition].push(Run { batch: index, start: starts[partition], end: starts[partition + 1] });
-            }
-        }
-        let mut order = vec![(0usize, 0usize); self.staged_ids.len()];
-        let rows = self.staged.iter().enumerate().flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r)));
-        for (source, id) in rows.zip(&self.staged_ids) {
-            let slot = &mut starts[*id as usize];
-            order[*slot as usize] = source;
-            *slot += 1;
-        }
-        let sources: Vec<&RecordBatch> = self.staged.iter().collect();
-        let routed = interleave_record_batch(&sources, &order)?;
-        let staged_bytes: usize = self.staged.iter().map(RecordBatch::get_array_memory_size).sum();
-        self.pending_bytes = self.pending_bytes - staged_bytes + routed.get_array_memory_size();
-        self.pending_rows += routed.num_rows();
-        self.pending.push(routed);
-        self.staged.clear();
-        self.staged_ids.clear();
-        Ok(())
     }
 
-    /// Gathers the pending rows into batches of at most `batch_size` rows per partition, copying
-    /// each partition's runs column by column.
-    fn gather(&mut self) -> Result<()> {
-        self.route_staged()?;
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let columns: Vec<Vec<ArrayData>> = (0..self.schema.fields().len())
-            .map(|column| self.pending.iter().map(|batch| batch.column(column).to_data()).collect())
-            .collect();
-        for (partition, route) in self.routes.iter_mut().enumerate() {
-            for chunk in chunks_of_rows(route, self.batch_size) {
-                let rows = chunk.iter().map(Run::len).sum::<u32>() as usize;
-                let arrays = columns
-                    .iter()
-                    .map(|sources| {
-                        let mut array = MutableArrayData::new(sources.iter().collect(), false, rows);
-                        for run in &chunk {
-                            array.try_extend(run.batch as usize, run.start as usize, run.end as usize)?;
-                        }
-                        Ok(make_array(array.freeze()))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let options = RecordBatchOptions::new().with_row_count(Some(rows));
-                let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), arrays, &options)?;
-                let size = batch.get_array_memory_size();
-                self.metrics.bytes.add(size);
-                self.bytes[partition] += size as u64;
-                self.rows[partition] += rows as u64;
-                self.held_bytes += size;
-                self.held[partition].push(batch);
-            }
-            route.clear();
-        }
-        self.pending.clear();
-        self.pending_rows = 0;
-        self.pending_bytes = 0;
+    /// Every row the batcher still has, held.
+    fn flush(&mut self) -> Result<()> {
+        let mut done = Vec::new();
+        self.batcher.flush(&mut done)?;
+        self.hold(done);
         Ok(())
     }
 
     /// Holds what the task has against the memory pool, or spills it when the pool says no.
     async fn reserve_or_spill(&mut self) -> Result<()> {
-        let routes: usize = self.routes.iter().map(|r| r.capacity() * mem::size_of::<Run>()).sum();
-        if self.reservation.try_resize(self.held_bytes + self.pending_bytes + routes).is_err() {
+        if self.reservation.try_resize(self.held_bytes + self.batcher.buffered_bytes()).is_err() {
             self.spill().await?;
         }
         Ok(())
@@ -450,8 +340,9 @@ impl MapWriter {
 
     /// Appends everything the task holds, partition by partition, as one run to its spill file.
     async fn spill(&mut self) -> Result<()> {
-        self.gather()?;
-        let run = mem::replace(&mut self.held, vec![Vec::new(); self.routes.len()]);
+        self.flush()?;
+        let partitions = self.held.len();
+        let run = mem::replace(&mut self.held, vec![Vec::new(); partitions]);
         self.metrics.spills.add(1);
         self.metrics.spilled_bytes.add(mem::take(&mut self.held_bytes));
         self.spill.append(run, Arc::clone(&self.schema), &self.disk, &self.metrics).await?;
@@ -460,11 +351,11 @@ impl MapWriter {
     }
 
     async fn finish(mut self) -> Result<MapOutput> {
-        self.gather()?;
+        self.flush()?;
         if self.reservation.try_resize(self.held_bytes).is_err() {
             self.spill().await?;
         }
-        let spilled = mem::take(&mut self.spill).into_parts(self.routes.len());
+        let spilled = mem::take(&mut self.spill).into_parts(self.held.len());
         let parts = self
             .held
             .into_iter()

@@ -19,9 +19,11 @@
 //! the query's memory pool allows, and only the rest goes to local files (`spill`); and it is
 //! read once, released as it is read, rather than kept for retries.
 
+mod gather;
 mod map_output;
 mod range_bounds;
 mod reader;
+mod scatter;
 mod spill;
 mod statistics;
 #[cfg(test)]

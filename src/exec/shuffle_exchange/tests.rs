@@ -5,9 +5,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use datafusion::arrow::array::{AsArray, Int64Array, RecordBatch, RecordBatchOptions};
-use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::arrow::array::{
+    ArrayRef, AsArray, BooleanArray, Date32Array, Decimal128Array, Decimal256Array, Float32Array, Int8Array,
+    Int16Array, Int64Array, IntervalMonthDayNanoArray, RecordBatch, RecordBatchOptions, StringArray,
+    TimestampMicrosecondArray,
+};
+use datafusion::arrow::compute::{concat_batches, filter_record_batch, sort_to_indices, take_record_batch};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, IntervalMonthDayNano, Schema, SchemaRef, i256};
 use datafusion::error::DataFusionError;
+use datafusion::execution::config::SessionConfig;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::expressions::Column;
@@ -419,5 +425,91 @@ async fn a_reused_exchange_hands_every_part_to_each_reader_then_lets_go() {
         assert_eq!(context.memory_pool().reserved(), 0, "memory released after the last reader");
         assert_eq!(context.runtime_env().disk_manager.spilling_progress().active_files_count, 0, "spill files gone");
         assert!(exchange.add_reader().is_err(), "an exchange that ran takes no new reader");
+    }
+}
+
+/// Rows `start..start + rows` with a column of every fixed width, most with NULLs, and with
+/// `other_types` a string and a boolean column too.
+fn mixed_batch(start: i64, rows: usize, other_types: bool) -> RecordBatch {
+    let keys: Vec<i64> = (start..start + rows as i64).collect();
+    let null_every = |n: i64| move |k: &i64| (k % n != 0).then_some(*k);
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        ("k", Arc::new(Int64Array::from(keys.clone()))),
+        ("i8", Arc::new(keys.iter().map(|k| (k % 5 != 0).then_some(*k as i8)).collect::<Int8Array>())),
+        ("i16", Arc::new(keys.iter().map(|k| *k as i16).collect::<Int16Array>())),
+        ("f32", Arc::new(keys.iter().map(null_every(7)).map(|k| k.map(|k| k as f32 / 4.0)).collect::<Float32Array>())),
+        ("date", Arc::new(Date32Array::from_iter_values(keys.iter().map(|k| *k as i32)))),
+        ("ts", Arc::new(keys.iter().map(null_every(3)).collect::<TimestampMicrosecondArray>().with_timezone("UTC"))),
+        (
+            "dec",
+            Arc::new(
+                keys.iter()
+                    .map(null_every(4))
+                    .map(|k| k.map(|k| k as i128 * 1_000_000_007))
+                    .collect::<Decimal128Array>()
+                    .with_precision_and_scale(30, 2)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "dec256",
+            Arc::new(
+                keys.iter()
+                    .map(|k| i256::from_i128(*k as i128) * i256::from_i128(i128::MAX))
+                    .collect::<Decimal256Array>()
+                    .with_precision_and_scale(76, 0)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "interval",
+            Arc::new(
+                keys.iter()
+                    .map(null_every(6))
+                    .map(|k| k.map(|k| IntervalMonthDayNano::new(k as i32, -(k as i32), k * 1000)))
+                    .collect::<IntervalMonthDayNanoArray>(),
+            ),
+        ),
+    ];
+    if other_types {
+        columns.push((
+            "s",
+            Arc::new(keys.iter().map(null_every(9)).map(|k| k.map(|k| format!("s{k}"))).collect::<StringArray>()),
+        ));
+        columns.push(("b", Arc::new(keys.iter().map(|k| Some(k % 2 == 0)).collect::<BooleanArray>())));
+    }
+    RecordBatch::try_from_iter(columns).unwrap()
+}
+
+/// `batch`'s rows in the order of its first column.
+fn by_key(batch: &RecordBatch) -> RecordBatch {
+    take_record_batch(batch, &sort_to_indices(batch.column(0), None, None).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn every_type_reaches_its_partition_whole_in_batches_of_at_most_batch_size() {
+    for other_types in [false, true] {
+        let (maps, batches, rows, partitions, batch_size) = (2, 3, 1000, 7, 256);
+        let input: Vec<Vec<RecordBatch>> = (0..maps)
+            .map(|map| {
+                let first = first_key(map, batches, rows);
+                (0..batches).map(|b| mixed_batch(first + (b * rows) as i64, rows, other_types)).collect()
+            })
+            .collect();
+        let schema = input[0][0].schema();
+        let all = concat_batches(&schema, input.iter().flatten()).unwrap();
+        let exchange = hash(TestMemoryExec::try_new_exec(&input, Arc::clone(&schema), None).unwrap(), partitions);
+        let config = SessionConfig::new().with_batch_size(batch_size);
+        let context = Arc::new(TaskContext::default().with_session_config(config));
+        let ids = partition_of(all.column(0).as_primitive::<Int64Type>().values(), partitions);
+        for partition in 0..partitions {
+            let batches = collect(exchange.execute(partition, Arc::clone(&context)).unwrap()).await.unwrap();
+            assert!(batches.iter().all(|batch| batch.num_rows() <= batch_size));
+            let mine: BooleanArray = ids.iter().map(|id| Some(*id == partition)).collect();
+            let expected = filter_record_batch(&all, &mine).unwrap();
+            let got = concat_batches(&schema, &batches).unwrap();
+            assert_eq!(by_key(&got), by_key(&expected), "partition {partition}, other types {other_types}");
+        }
+        assert_eq!(metric(&exchange, "shuffle_rows"), maps * batches * rows);
     }
 }
