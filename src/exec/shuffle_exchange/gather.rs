@@ -1,4 +1,4 @@
-//! Routing a map task's rows of any type: reordered by partition a few batches at a time,
+//! Routing a map task's rows of any types: reordered by partition a few batches at a time,
 //! then copied out partition by partition.
 //!
 //! Routed batches are staged until their rows average [`ROWS_PER_RUN`] per partition, then
@@ -6,7 +6,8 @@
 //! cache), so that each partition's rows of them are one run: at 200 partitions one batch alone
 //! would leave runs of 40 rows, each a copy of its own. Every `partitions × batch_size` rows the
 //! runs are copied, column by column, into batches of at most `batch_size` rows per partition.
-//! Schemas whose columns all have a fixed width take the one-pass `scatter` instead.
+//! Schemas whose columns are all of plain types take the one-copy `scatter` instead; this is
+//! for the rest (nested, dictionary-encoded, fixed-size binary, null columns).
 
 use std::mem;
 use std::sync::Arc;

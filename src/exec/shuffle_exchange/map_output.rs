@@ -5,8 +5,8 @@
 //! id, sorts them by partition when memory runs out and spills them, and at the end merges the
 //! spills into one data file with an index per map task. Here a map task turns its routed rows
 //! into batches of about `batch_size` rows per output partition as it goes, so a partition's
-//! small share of an input batch never travels alone: in one pass per column where every
-//! column has a fixed width (`scatter`), else by reordering a few batches at a time and
+//! small share of an input batch never travels alone: copying each value once where every
+//! column is of a plain type (`scatter`), else by reordering a few batches at a time and
 //! copying out each partition's runs (`gather`). The batches stay in memory, held against the
 //! query memory pool by one spillable reservation per map task; when it cannot grow, the task
 //! appends everything it holds as one run to its spill file (see `spill`).

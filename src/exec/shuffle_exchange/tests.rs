@@ -6,12 +6,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use datafusion::arrow::array::{
-    ArrayRef, AsArray, BooleanArray, Date32Array, Decimal128Array, Decimal256Array, Float32Array, Int8Array,
-    Int16Array, Int64Array, IntervalMonthDayNanoArray, RecordBatch, RecordBatchOptions, StringArray,
-    TimestampMicrosecondArray,
+    ArrayRef, AsArray, BooleanArray, Date32Array, Decimal128Array, Decimal256Array, DictionaryArray, Float32Array,
+    Int8Array, Int16Array, Int64Array, IntervalMonthDayNanoArray, LargeBinaryArray, RecordBatch, RecordBatchOptions,
+    StringArray, StringViewArray, TimestampMicrosecondArray,
 };
 use datafusion::arrow::compute::{concat_batches, filter_record_batch, sort_to_indices, take_record_batch};
-use datafusion::arrow::datatypes::{DataType, Field, Int64Type, IntervalMonthDayNano, Schema, SchemaRef, i256};
+use datafusion::arrow::datatypes::{
+    DataType, Field, Int32Type, Int64Type, IntervalMonthDayNano, Schema, SchemaRef, i256,
+};
 use datafusion::error::DataFusionError;
 use datafusion::execution::config::SessionConfig;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -428,10 +430,21 @@ async fn a_reused_exchange_hands_every_part_to_each_reader_then_lets_go() {
     }
 }
 
-/// Rows `start..start + rows` with a column of every fixed width, most with NULLs, and with
-/// `other_types` a string and a boolean column too.
-fn mixed_batch(start: i64, rows: usize, other_types: bool) -> RecordBatch {
-    let keys: Vec<i64> = (start..start + rows as i64).collect();
+/// Which columns [`mixed_batch`] has beside its fixed-width ones.
+#[derive(Debug, Clone, Copy)]
+enum Beside {
+    Nothing,
+    /// Strings and binaries in each layout, and booleans: still plain types.
+    StringsAndBooleans,
+    /// A dictionary-encoded column too, which only the gather routes.
+    Dictionary,
+}
+
+/// Rows `start..start + rows`, with a column of every fixed width, most with NULLs, and the
+/// columns `beside` asks for; sliced out of a larger batch, as its arrays start at an offset.
+fn mixed_batch(start: i64, rows: usize, beside: Beside) -> RecordBatch {
+    let skipped = 7;
+    let keys: Vec<i64> = (start - skipped..start + rows as i64).collect();
     let null_every = |n: i64| move |k: &i64| (k % n != 0).then_some(*k);
     let mut columns: Vec<(&str, ArrayRef)> = vec![
         ("k", Arc::new(Int64Array::from(keys.clone()))),
@@ -471,14 +484,23 @@ fn mixed_batch(start: i64, rows: usize, other_types: bool) -> RecordBatch {
             ),
         ),
     ];
-    if other_types {
+    if matches!(beside, Beside::StringsAndBooleans | Beside::Dictionary) {
+        // Short values live in their views, long ones in the data buffers.
+        let text = |k: i64| if k % 2 == 0 { format!("s{k}") } else { format!("a longer string for key {k}") };
+        let texts = || keys.iter().map(null_every(9)).map(|k| k.map(text));
+        columns.push(("utf8", Arc::new(texts().collect::<StringArray>())));
+        columns.push(("view", Arc::new(texts().collect::<StringViewArray>())));
+        columns.push(("large", Arc::new(texts().map(|t| t.map(String::into_bytes)).collect::<LargeBinaryArray>())));
         columns.push((
-            "s",
-            Arc::new(keys.iter().map(null_every(9)).map(|k| k.map(|k| format!("s{k}"))).collect::<StringArray>()),
+            "bool",
+            Arc::new(keys.iter().map(null_every(5)).map(|k| k.map(|k| k % 3 == 0)).collect::<BooleanArray>()),
         ));
-        columns.push(("b", Arc::new(keys.iter().map(|k| Some(k % 2 == 0)).collect::<BooleanArray>())));
     }
-    RecordBatch::try_from_iter(columns).unwrap()
+    if matches!(beside, Beside::Dictionary) {
+        let names: DictionaryArray<Int32Type> = keys.iter().map(|k| ["a", "b", "c"][(k % 3) as usize]).collect();
+        columns.push(("dict", Arc::new(names)));
+    }
+    RecordBatch::try_from_iter(columns).unwrap().slice(skipped as usize, rows)
 }
 
 /// `batch`'s rows in the order of its first column.
@@ -488,12 +510,12 @@ fn by_key(batch: &RecordBatch) -> RecordBatch {
 
 #[tokio::test]
 async fn every_type_reaches_its_partition_whole_in_batches_of_at_most_batch_size() {
-    for other_types in [false, true] {
+    for beside in [Beside::Nothing, Beside::StringsAndBooleans, Beside::Dictionary] {
         let (maps, batches, rows, partitions, batch_size) = (2, 3, 1000, 7, 256);
         let input: Vec<Vec<RecordBatch>> = (0..maps)
             .map(|map| {
-                let first = first_key(map, batches, rows);
-                (0..batches).map(|b| mixed_batch(first + (b * rows) as i64, rows, other_types)).collect()
+                let first = first_key(map, batches, rows) + 7;
+                (0..batches).map(|b| mixed_batch(first + (b * rows) as i64, rows, beside)).collect()
             })
             .collect();
         let schema = input[0][0].schema();
@@ -508,7 +530,7 @@ async fn every_type_reaches_its_partition_whole_in_batches_of_at_most_batch_size
             let mine: BooleanArray = ids.iter().map(|id| Some(*id == partition)).collect();
             let expected = filter_record_batch(&all, &mine).unwrap();
             let got = concat_batches(&schema, &batches).unwrap();
-            assert_eq!(by_key(&got), by_key(&expected), "partition {partition}, other types {other_types}");
+            assert_eq!(by_key(&got), by_key(&expected), "partition {partition}, {beside:?}");
         }
         assert_eq!(metric(&exchange, "shuffle_rows"), maps * batches * rows);
     }

@@ -3,7 +3,10 @@
 //!
 //! Shuffle stages read by the same operator (both sides of a join) are coalesced together,
 //! with the same specs, so that partition `i` of each still meets partition `i` of the other;
-//! the inputs of a union are coalesced independently. Nothing is coalesced where an operator
+//! the inputs of a union are coalesced independently, unless the union keeps their shared
+//! hash partitioning (`union_output_partitioning`, DataFusion's `InterleaveExec`): its
+//! partition `i` is partition `i` of every input, so they are coalesced together, as the sides
+//! of a join are. Nothing is coalesced where an operator
 //! also reads something other than stages (a bucketed scan keeps its buckets, and the stage
 //! beside it their count), nor a single-partition shuffle. With
 //! `spark.sql.adaptive.coalescePartitions.parallelismFirst` the target size is lowered to keep
@@ -14,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::error::Result;
-use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
+use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
 use super::shuffle_partitions_util::coalesce_partitions;
@@ -73,7 +76,7 @@ fn coalesce_groups<'a>(plan: &'a Arc<dyn ExecutionPlan>, groups: &mut Vec<Vec<St
         return;
     }
     let children = plan.children();
-    if plan.is::<UnionExec>() || plan.is::<InterleaveExec>() {
+    if plan.is::<UnionExec>() {
         children.into_iter().for_each(|child| coalesce_groups(child, groups));
         return;
     }
