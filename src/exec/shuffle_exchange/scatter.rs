@@ -191,6 +191,7 @@ impl<T: Word> Values for Fixed<T> {
     }
 }
 
+/// Booleans, a bit each.
 struct Booleans(BooleanBufferBuilder);
 
 impl Values for Booleans {
