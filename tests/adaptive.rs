@@ -376,3 +376,28 @@ async fn a_union_keeping_its_inputs_partitioning_reads_them_coalesced_alike() {
         .collect();
     assert_eq!(rows, expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aggregate_of_coalesced_shuffle_partitions_aggregates_each_on_its_own() {
+    let (_server, client) = start().await;
+    let query = "SELECT account_id, count(*), sum(amount) FROM tx_plain GROUP BY account_id";
+    set(&client, &[]).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {query}")).await;
+    let read = partitions_read(&analyzed);
+    assert_eq!(read.len(), 1, "{analyzed}");
+    let apart: usize = analyzed
+        .lines()
+        .filter_map(|line| line.split("shuffle partitions aggregated one by one ").nth(1))
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse::<usize>().ok())
+        .sum();
+    // Every one of the 200 shuffle partitions, in fewer coalesced ones.
+    assert!(read[0] < 200 && apart == 200, "{analyzed}");
+    let rows = rows_both_ways(&client, &[], &format!("{query} ORDER BY account_id")).await;
+    let expected: Vec<Vec<String>> = (0..ACCOUNTS)
+        .map(|a| {
+            let ids: Vec<i64> = (0..ROWS).filter(|id| account(*id) == a).collect();
+            vec![a.to_string(), ids.len().to_string(), ids.iter().sum::<i64>().to_string()]
+        })
+        .collect();
+    assert_eq!(rows, expected);
+}

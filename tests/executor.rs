@@ -220,8 +220,9 @@ fn spills_of(analyzed: &str, operator: &str) -> Vec<u64> {
 
 /// With every setting at Spark's default (200 shuffle partitions, adaptive execution on) and
 /// broadcasts off, a sort-merge join and a grouping whose state is several times
-/// `--memory-limit` finish (the join within memory, joining shuffle partitions one by one; the
-/// grouping by spilling), and their rows are those the generating formulas give.
+/// `--memory-limit` finish within memory, each taking the shuffle partitions of its coalesced
+/// partitions one by one; read in two static partitions instead, the grouping spills. Their
+/// rows are those the generating formulas give.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_join_and_an_aggregation_larger_than_memory_finish_at_the_defaults() {
     let server = TestServer::start_fresh(&["--memory-limit", "32MiB"]);
@@ -250,17 +251,25 @@ async fn a_join_and_an_aggregation_larger_than_memory_finish_at_the_defaults() {
     assert_eq!(text_rows(&client, join).await, joined);
 
     let grouping = "SELECT k, count(*), max(s) FROM big GROUP BY k";
-    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {grouping}")).await.concat().join("\n");
-    assert!(spills_of(&analyzed, "HashAggregateExec").iter().any(|&n| n > 0), "the grouping spills:\n{analyzed}");
-    assert!(analyzed.contains("partitions hash-aggregated "), "{analyzed}");
-    let mut rows = text_rows(&client, grouping).await;
-    rows.sort_by_key(|row| row[0].parse::<i64>().unwrap());
     let expected: Vec<Vec<String>> = (0..SPILL_KEYS)
         .map(|k| {
             let max_s = format!("s{k}").max(format!("s{}", k + SPILL_KEYS));
             vec![k.to_string(), "2".to_string(), max_s]
         })
         .collect();
+    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {grouping}")).await.concat().join("\n");
+    assert!(analyzed.contains("shuffle partitions aggregated one by one "), "{analyzed}");
+    let mut rows = text_rows(&client, grouping).await;
+    rows.sort_by_key(|row| row[0].parse::<i64>().unwrap());
+    assert!(rows == expected, "{} groups, first {:?}", rows.len(), rows.first());
+    // Two static partitions hold each half of the groups at once: past the limit, handed to
+    // the hash aggregate, which spills.
+    client.batch_execute("SET spark.sql.adaptive.enabled = false; SET spark.sql.shuffle.partitions = 2").await.unwrap();
+    let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {grouping}")).await.concat().join("\n");
+    assert!(spills_of(&analyzed, "HashAggregateExec").iter().any(|&n| n > 0), "the grouping spills:\n{analyzed}");
+    assert!(analyzed.contains("partitions hash-aggregated "), "{analyzed}");
+    let mut rows = text_rows(&client, grouping).await;
+    rows.sort_by_key(|row| row[0].parse::<i64>().unwrap());
     assert!(rows == expected, "{} groups, first {:?}", rows.len(), rows.first());
 }
 

@@ -13,7 +13,9 @@ use serde::Serialize;
 
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
-use crate::exec::hash_aggregate::{PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED};
+use crate::exec::hash_aggregate::{
+    PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED, SHUFFLE_PARTITIONS_AGGREGATED_APART,
+};
 use crate::exec::join::SHUFFLE_PARTITIONS_APART;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 
@@ -124,6 +126,9 @@ pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
                 }
                 MetricValue::Count { name, .. } if name == SHUFFLE_PARTITIONS_APART => {
                     Figure::new("shuffle partitions joined one by one", n, Unit::Count)
+                }
+                MetricValue::Count { name, .. } if name == SHUFFLE_PARTITIONS_AGGREGATED_APART => {
+                    Figure::new("shuffle partitions aggregated one by one", n, Unit::Count)
                 }
                 MetricValue::Count { name, .. } => match PARTITION_WAYS.iter().find(|(way, _)| way == name) {
                     Some((_, way)) if n > 0 => Figure::new(format!("partitions {way}"), n, Unit::Count),

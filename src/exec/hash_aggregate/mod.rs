@@ -6,6 +6,10 @@
 //! the partition hands what it has aggregated so far, as partial states, and the rest of its
 //! rows to DataFusion's hash aggregate, which spills.
 //!
+//! Under adaptive execution, an aggregate reading a coalesced read of a shuffle partitioned by
+//! its keys aggregates each shuffle partition on its own, one after the other (see
+//! `HashAggregateExec::shuffle_partitions`); EXPLAIN ANALYZE counts them.
+//!
 //! Spark swaps in a `SortAggregateExec` only where the child's ordering is known when planning
 //! (`spark.sql.execution.replaceHashWithSortAgg`, off by default), and a bucket's order is known
 //! only once its files are read. EXPLAIN shows the `HashAggregate` Spark plans; EXPLAIN ANALYZE
@@ -14,6 +18,7 @@
 use std::any::Any;
 use std::cmp::Ordering;
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -24,7 +29,7 @@ use datafusion::arrow::compute::{SortOptions, concat, take, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::Statistics;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
@@ -43,7 +48,9 @@ use datafusion::physical_plan::{
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
+use super::aqe_shuffle_read::AqeShuffleReadExec;
 use super::one_shot::one_shot_plan;
+use super::query_stage::downcast_plan;
 
 #[cfg(test)]
 mod tests;
@@ -52,6 +59,8 @@ mod tests;
 pub const PARTITIONS_AGGREGATED_IN_ORDER: &str = "partitions_aggregated_in_order";
 /// The partitions handed to DataFusion's hash aggregate.
 pub const PARTITIONS_HASH_AGGREGATED: &str = "partitions_hash_aggregated";
+/// The shuffle partitions of coalesced reads aggregated one by one.
+pub const SHUFFLE_PARTITIONS_AGGREGATED_APART: &str = "shuffle_partitions_aggregated_apart";
 
 /// The order grouped rows arrive in: Spark's ascending order, nulls first.
 const ORDER: SortOptions = SortOptions { descending: false, nulls_first: true };
@@ -86,6 +95,65 @@ impl HashAggregateExec {
 
     fn aggregate(&self) -> &AggregateExec {
         self.aggregate.downcast_ref::<AggregateExec>().expect("wraps an AggregateExec")
+    }
+
+    /// Where output partition `partition` coalesces several shuffle partitions of a stage that
+    /// spread the groups by their keys (the aggregate reads the stage's adaptive read directly,
+    /// its input partitioned by its keys): the read and those shuffle partitions.
+    ///
+    /// No group spans two shuffle partitions, so each is aggregated on its own, its groups (a
+    /// fraction of the coalesced partition's) within the caches. Spark aggregates the coalesced
+    /// partition whole; the rows are the same, and a hash aggregate's output has no order.
+    fn shuffle_partitions(&self, partition: usize) -> Option<(Arc<AqeShuffleReadExec>, Range<usize>)> {
+        let aggregate = self.aggregate();
+        if !matches!(aggregate.mode(), AggregateMode::FinalPartitioned | AggregateMode::SinglePartitioned) {
+            return None;
+        }
+        let read = downcast_plan::<AqeShuffleReadExec>(aggregate.input())?;
+        let range = read.coalesced_range(partition)?;
+        Some((read, range))
+    }
+}
+
+/// What a run of the shortcut over one partition's rows, or one shuffle partition's of them,
+/// is made from.
+struct Runs {
+    aggregate: Arc<dyn ExecutionPlan>,
+    metrics: ExecutionPlanMetricsSet,
+    handed_over: Arc<Mutex<Vec<Arc<dyn ExecutionPlan>>>>,
+    partition: usize,
+    context: Arc<TaskContext>,
+}
+
+impl Runs {
+    /// A fresh run; `None` where a function has no array states for its argument types.
+    fn new_run(&self) -> Result<Option<InOrder>> {
+        let aggregate = self.aggregate.downcast_ref::<AggregateExec>().expect("wraps an AggregateExec");
+        let Ok(accumulators) =
+            aggregate.aggr_expr().iter().map(|f| f.create_groups_accumulator()).collect::<Result<Vec<_>>>()
+        else {
+            return Ok(None);
+        };
+        let group_by = aggregate.group_expr().expr();
+        Ok(Some(InOrder {
+            group_by_keys: group_by.iter().map(|(e, _)| Arc::clone(e)).collect(),
+            arguments: aggregate_expressions(aggregate.aggr_expr(), aggregate.mode(), group_by.len())?,
+            accumulators,
+            keys: Vec::new(),
+            key_bytes: 0,
+            groups: 0,
+            rows: 0,
+            last_key: None,
+            group_indices: Vec::new(),
+            // Handing the groups over is how this aggregate gives memory back.
+            reservation: MemoryConsumer::new(format!("HashAggregateExec[{}]", self.partition))
+                .with_can_spill(true)
+                .register(self.context.memory_pool()),
+            metrics: AggregateMetrics::new(&self.metrics, self.partition),
+            handed_over: Arc::clone(&self.handed_over),
+            aggregate: Arc::clone(&self.aggregate),
+            context: Arc::clone(&self.context),
+        }))
     }
 }
 
@@ -178,37 +246,39 @@ impl ExecutionPlan for HashAggregateExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let aggregate = self.aggregate();
-        let mode = *aggregate.mode();
+        let runs = Runs {
+            aggregate: Arc::clone(&self.aggregate),
+            metrics: self.metrics.clone(),
+            handed_over: Arc::clone(&self.handed_over),
+            partition,
+            context: Arc::clone(&context),
+        };
         // Where a function turns out to have no array states for its argument types after all,
         // DataFusion's aggregate runs as planned.
-        let Ok(accumulators) =
-            aggregate.aggr_expr().iter().map(|f| f.create_groups_accumulator()).collect::<Result<Vec<_>>>()
-        else {
+        let Some(run) = runs.new_run()? else {
             return self.aggregate.execute(partition, context);
         };
-        let input = aggregate.input().execute(partition, Arc::clone(&context))?;
-        let run = InOrder {
-            group_by_keys: aggregate.group_expr().expr().iter().map(|(e, _)| Arc::clone(e)).collect(),
-            arguments: aggregate_expressions(aggregate.aggr_expr(), &mode, aggregate.group_expr().expr().len())?,
-            accumulators,
-            keys: Vec::new(),
-            key_bytes: 0,
-            groups: 0,
-            rows: 0,
-            last_key: None,
-            group_indices: Vec::new(),
-            // Handing the groups over is how this aggregate gives memory back.
-            reservation: MemoryConsumer::new(format!("HashAggregateExec[{partition}]"))
-                .with_can_spill(true)
-                .register(context.memory_pool()),
-            metrics: AggregateMetrics::new(&self.metrics, partition),
-            handed_over: Arc::clone(&self.handed_over),
-            aggregate: Arc::clone(&self.aggregate),
-            context,
-        };
         let schema = self.schema();
-        let stream = futures::stream::once(run.run(input)).try_flatten();
+        let Some((read, range)) = self.shuffle_partitions(partition) else {
+            let input = self.aggregate().input().execute(partition, context)?;
+            let stream = futures::stream::once(run.run(input)).try_flatten();
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)));
+        };
+        MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_AGGREGATED_APART, partition).add(range.len());
+        // One shuffle partition after the other, each aggregated to the end before the next
+        // starts, so that one partition's groups at a time take memory.
+        let mut first = Some(run);
+        let stream = futures::stream::iter(range)
+            .then(move |shuffle_partition| {
+                let run = first.take().map_or_else(|| runs.new_run(), |run| Ok(Some(run)));
+                let input = read.execute_shuffle_partition(partition, shuffle_partition, &context);
+                async move {
+                    let run =
+                        run?.ok_or_else(|| DataFusionError::Internal("aggregate lost its array states".into()))?;
+                    run.run(input?).await
+                }
+            })
+            .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
 
