@@ -94,7 +94,7 @@ impl HashAggregateExec {
     }
 
     fn aggregate(&self) -> &AggregateExec {
-        self.aggregate.downcast_ref::<AggregateExec>().expect("wraps an AggregateExec")
+        wrapped(&self.aggregate)
     }
 
     /// Where output partition `partition` coalesces several shuffle partitions of a stage that
@@ -115,6 +115,11 @@ impl HashAggregateExec {
     }
 }
 
+/// The `AggregateExec` this operator, and each of its runs, wraps.
+fn wrapped(aggregate: &Arc<dyn ExecutionPlan>) -> &AggregateExec {
+    aggregate.downcast_ref::<AggregateExec>().expect("wraps an AggregateExec")
+}
+
 /// What a run of the shortcut over one partition's rows, or one shuffle partition's of them,
 /// is made from.
 struct Runs {
@@ -128,7 +133,7 @@ struct Runs {
 impl Runs {
     /// A fresh run; `None` where a function has no array states for its argument types.
     fn new_run(&self) -> Result<Option<InOrder>> {
-        let aggregate = self.aggregate.downcast_ref::<AggregateExec>().expect("wraps an AggregateExec");
+        let aggregate = wrapped(&self.aggregate);
         let Ok(accumulators) =
             aggregate.aggr_expr().iter().map(|f| f.create_groups_accumulator()).collect::<Result<Vec<_>>>()
         else {
@@ -408,7 +413,7 @@ impl InOrder {
     }
 
     fn aggregate(&self) -> &AggregateExec {
-        self.aggregate.downcast_ref::<AggregateExec>().expect("wraps an AggregateExec")
+        wrapped(&self.aggregate)
     }
 
     /// Adds `batch`'s rows to their groups, or returns false, adding nothing, where a run of

@@ -17,7 +17,7 @@ use datafusion::arrow::compute::interleave_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::Result;
 
-use super::map_output::{Batcher, Routed};
+use super::map_output::{Batcher, Grouped, Routed};
 
 /// The rows per output partition a map task reorders together, on average: fewer make each
 /// partition's share of them a copy too short to be worth its call.
@@ -74,6 +74,8 @@ pub(super) struct Gather {
     pending_rows: usize,
     /// Memory of the staged and pending batches.
     pending_bytes: usize,
+    /// The staged rows by partition.
+    grouped: Grouped,
 }
 
 impl Gather {
@@ -87,6 +89,7 @@ impl Gather {
             routes: vec![Vec::new(); partitions],
             pending_rows: 0,
             pending_bytes: 0,
+            grouped: Grouped::new(partitions),
         }
     }
 
@@ -96,23 +99,16 @@ impl Gather {
             return Ok(());
         }
         let index = self.pending.len() as u32;
-        let mut starts = vec![0u32; self.routes.len() + 1];
-        for id in &self.staged_ids {
-            starts[*id as usize + 1] += 1;
-        }
-        for partition in 0..self.routes.len() {
-            starts[partition + 1] += starts[partition];
-            if starts[partition + 1] > starts[partition] {
-                self.routes[partition].push(Run { batch: index, start: starts[partition], end: starts[partition + 1] });
+        self.grouped.group(&self.staged_ids);
+        for (partition, route) in self.routes.iter_mut().enumerate() {
+            let run = self.grouped.range(partition);
+            if !run.is_empty() {
+                route.push(Run { batch: index, start: run.start, end: run.end });
             }
         }
-        let mut order = vec![(0usize, 0usize); self.staged_ids.len()];
-        let rows = self.staged.iter().enumerate().flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r)));
-        for (source, id) in rows.zip(&self.staged_ids) {
-            let slot = &mut starts[*id as usize];
-            order[*slot as usize] = source;
-            *slot += 1;
-        }
+        let staged_rows: Vec<(usize, usize)> =
+            self.staged.iter().enumerate().flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r))).collect();
+        let order: Vec<(usize, usize)> = self.grouped.rows().iter().map(|row| staged_rows[*row as usize]).collect();
         let sources: Vec<&RecordBatch> = self.staged.iter().collect();
         let routed = interleave_record_batch(&sources, &order)?;
         let staged_bytes: usize = self.staged.iter().map(RecordBatch::get_array_memory_size).sum();

@@ -23,47 +23,7 @@ use datafusion::arrow::buffer::{BooleanBuffer, Buffer};
 use datafusion::arrow::datatypes::{ArrowNativeType, DataType, SchemaRef, i256};
 use datafusion::error::{DataFusionError, Result};
 
-use super::map_output::{Batcher, Routed};
-
-/// One input batch's rows by partition: partition `p`'s are `rows[starts[p]..starts[p + 1]]`,
-/// in their order in the batch.
-struct Grouped {
-    rows: Vec<u32>,
-    starts: Vec<u32>,
-}
-
-impl Grouped {
-    fn new(partitions: usize) -> Self {
-        Grouped { rows: Vec::new(), starts: vec![0; partitions + 1] }
-    }
-
-    /// Groups rows `0..ids.len()` by `ids` (a counting sort).
-    fn group(&mut self, ids: &[u32]) {
-        self.starts.fill(0);
-        for id in ids {
-            self.starts[*id as usize + 1] += 1;
-        }
-        for partition in 1..self.starts.len() {
-            self.starts[partition] += self.starts[partition - 1];
-        }
-        self.rows.resize(ids.len(), 0);
-        let mut next = self.starts.clone();
-        for (row, id) in ids.iter().enumerate() {
-            let slot = &mut next[*id as usize];
-            self.rows[*slot as usize] = row as u32;
-            *slot += 1;
-        }
-    }
-
-    fn len(&self, partition: usize) -> usize {
-        (self.starts[partition + 1] - self.starts[partition]) as usize
-    }
-
-    /// Each partition's rows, partition by partition.
-    fn partitions(&self) -> impl Iterator<Item = &[u32]> {
-        self.starts.windows(2).map(|range| &self.rows[range[0] as usize..range[1] as usize])
-    }
-}
+use super::map_output::{Batcher, Grouped, Routed};
 
 /// One column's values waiting in each partition.
 trait ColumnBuffers: Send {

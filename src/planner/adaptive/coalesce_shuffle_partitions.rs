@@ -6,9 +6,9 @@
 //! the inputs of a union are coalesced independently, unless the union keeps their shared
 //! hash partitioning (`union_output_partitioning`, DataFusion's `InterleaveExec`): its
 //! partition `i` is partition `i` of every input, so they are coalesced together, as the sides
-//! of a join are. Nothing is coalesced where an operator
-//! also reads something other than stages (a bucketed scan keeps its buckets, and the stage
-//! beside it their count), nor a single-partition shuffle. With
+//! of a join are. Nothing is coalesced where an operator also reads something other than
+//! stages (a bucketed scan keeps its buckets, and the stage beside it their count), nor a
+//! single-partition shuffle. With
 //! `spark.sql.adaptive.coalescePartitions.parallelismFirst` the target size is lowered to keep
 //! at least as many partitions as cores (shared among the groups by size), down to
 //! `spark.sql.adaptive.coalescePartitions.minPartitionSize`.
