@@ -27,6 +27,7 @@ use crate::sql::activity::Backend;
 use crate::sql::engine::{Engine, EngineOptions};
 use crate::sql::output::Output;
 use crate::sql::session::Session;
+use crate::sql::statement;
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::file_naming::bucket_id_of;
 use crate::workload::{accounts_for, create_accounts, create_bucketed_copy, create_transactions};
@@ -183,7 +184,7 @@ impl PlanFigures {
 /// Runs `sql`'s statements to their end; the rows they wrote.
 async fn execute(session: &Arc<Session>, sql: &str) -> Result<usize, SqlError> {
     let mut written = 0;
-    for output in session.execute_sql(sql).await {
+    for output in statement::execute_sql(session, sql).await {
         match output? {
             Output::Rows { mut stream, .. } => {
                 while let Some(batch) = stream.next().await {

@@ -94,6 +94,30 @@ pub fn default_value(name: &str) -> Option<&'static str> {
     KNOWN_KEYS.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
 }
 
+/// A setting's value when the session has not set it: the server's PostgreSQL parameter, else
+/// Spark's default.
+pub fn default_setting(name: &str) -> Option<&'static str> {
+    server_setting(name).or_else(|| default_value(name))
+}
+
+/// Settings PostgreSQL clients ask for with `SHOW`; the values match the startup parameters.
+fn server_setting(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "server_version" => "16.6",
+        "server_version_num" => "160006",
+        "search_path" => "\"default\"",
+        "max_identifier_length" => "63",
+        "max_index_keys" => "32",
+        "server_encoding" | "client_encoding" => "UTF8",
+        "datestyle" => "ISO, YMD",
+        "timezone" => "Etc/UTC",
+        "integer_datetimes" | "standard_conforming_strings" => "on",
+        "transaction_isolation" | "default_transaction_isolation" => "read committed",
+        "statement_timeout" => "0",
+        _ => return None,
+    })
+}
+
 fn parse_bool(key: &str, value: &str) -> Result<bool, SqlError> {
     match value.trim().to_ascii_lowercase().as_str() {
         "true" => Ok(true),

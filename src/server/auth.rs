@@ -234,7 +234,7 @@ fn apply_options(session: &Session, options: &str) -> PgWireResult<()> {
         let (name, value) = setting
             .split_once('=')
             .ok_or_else(|| user_error("42601", format!("invalid command-line argument for server process: {word}")))?;
-        session.set_variable(&name.replace('-', "_"), Some(value)).map_err(|e| user_error(e.code, e.message))?;
+        session.set_variable(&name.replace('-', "_"), value).map_err(|e| user_error(e.code, e.message))?;
     }
     Ok(())
 }

@@ -29,9 +29,9 @@ use super::encoding::{
 };
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
-use crate::sql::append_stream::TableAppend;
-use crate::sql::copy::{CopyFormat, CopyIn, CopyOptions, CopyOut};
+use crate::sql::output::{CopyFormat, CopyIn, CopyOptions, CopyOut};
 use crate::sql::session::Session;
+use crate::sql::write::append_stream::TableAppend;
 
 /// Rows per batch handed to the table writer.
 const BATCH_ROWS: usize = 8192;

@@ -23,6 +23,7 @@ use crate::error::SqlError;
 use crate::sql::activity::Backend;
 use crate::sql::output::{Output, Prepared};
 use crate::sql::session::Session;
+use crate::sql::statement;
 
 /// Everything pgwire asks of one connection.
 pub struct ConnectionHandlers {
@@ -105,7 +106,7 @@ impl SimpleQueryHandler for QueryHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let outputs = self.session.execute_sql(query).await;
+        let outputs = statement::execute_sql(&self.session, query).await;
         if outputs.is_empty() {
             // Only comments or semicolons: PostgreSQL answers EmptyQueryResponse.
             return Ok(vec![Response::EmptyQuery]);
@@ -163,7 +164,7 @@ impl QueryParser for StatementParser {
     {
         let declared: Vec<_> =
             types.iter().map(|t| t.as_ref().filter(|t| **t != Type::UNKNOWN).and_then(arrow_type)).collect();
-        let prepared = self.session.prepare(sql, &declared).await.map_err(to_pgwire)?;
+        let prepared = statement::prepare(&self.session, sql, &declared).await.map_err(to_pgwire)?;
         Ok(prepared.map(Arc::new))
     }
 
@@ -209,7 +210,7 @@ impl ExtendedQueryHandler for QueryHandler {
         let prepared: &Arc<Prepared> = &portal.statement.statement;
         let types = self.parser.get_parameter_types(prepared)?;
         let params = decode_parameters(portal, &types)?;
-        let output = self.session.execute_prepared(prepared, params).await.map_err(to_pgwire)?;
+        let output = statement::execute_prepared(&self.session, prepared, params).await.map_err(to_pgwire)?;
         if let Output::CopyOut(copy) = output {
             return send_copy_out(client, copy_out_response(copy, &Interrupt::left_to_pgwire())?).await;
         }

@@ -1,26 +1,20 @@
-//! What was asked: our SQL dialect, per-connection sessions and statement dispatch, the
-//! PostgreSQL catalog clients query, what each connection is doing, and writing a statement's
-//! rows into a table.
+//! What was asked: our SQL dialect, per-connection sessions, running statements and the one
+//! dispatch over their kinds, each command in a file of its own, writing rows into tables,
+//! the PostgreSQL catalog clients query and what each connection is doing.
 
 pub mod activity;
-pub mod append_stream;
-pub mod copy;
-pub mod ddl;
-pub mod describe;
+pub(crate) mod commands;
 pub mod dialect;
-pub mod dml;
+pub(crate) mod dispatch;
 pub mod engine;
 pub mod functions;
 pub mod grouping_limits;
 pub mod history;
 pub mod interrupt;
+pub(crate) mod names;
 pub mod output;
 pub mod pg_catalog;
-pub mod refresh;
 pub mod rewrite;
 pub mod session;
 pub mod statement;
-pub mod static_partitions;
-pub mod table_statistics;
-pub mod table_writer;
-pub mod variables;
+pub mod write;

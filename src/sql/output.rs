@@ -1,6 +1,6 @@
 //! What a statement gives back to the wire front end: rows, a command tag, a transaction
-//! boundary or a COPY to carry out, and the prepared form of a statement. This is the whole
-//! contract between `sql` and `server`.
+//! boundary or a COPY to carry out (its format, table and rows), and the prepared form of a
+//! statement. This is the whole contract between `sql` and `server`.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
-use super::copy::{CopyIn, CopyOut};
+use super::activity::CopyReport;
 use super::dialect::BucketSqlStatement;
 
 /// What a statement returns to the client.
@@ -61,4 +61,43 @@ pub(crate) fn rows_output(schema: SchemaRef, batches: Vec<RecordBatch>) -> Outpu
 /// A single-column boolean batch, e.g. Spark's `isTemporary`.
 pub(crate) fn bool_column(values: impl IntoIterator<Item = bool>) -> ArrayRef {
     Arc::new(BooleanArray::from(values.into_iter().collect::<Vec<_>>()))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyFormat {
+    Text,
+    Csv,
+    Binary,
+}
+
+/// The format options of one COPY, PostgreSQL's defaults filled in.
+#[derive(Debug, Clone)]
+pub struct CopyOptions {
+    pub format: CopyFormat,
+    pub header: bool,
+    pub delimiter: u8,
+    pub null: String,
+    pub quote: u8,
+    pub escape: u8,
+}
+
+/// A `COPY ... FROM STDIN` waiting for its data.
+pub struct CopyIn {
+    pub schema: String,
+    pub table: String,
+    pub table_schema: SchemaRef,
+    /// The table column each input field goes to; the other columns get NULL.
+    pub columns: Vec<usize>,
+    pub options: CopyOptions,
+    /// `pg_stat_progress_copy`'s row, counted as the data arrives, gone with the COPY.
+    pub progress: CopyReport,
+}
+
+/// The rows of a `COPY ... TO STDOUT`.
+pub struct CopyOut {
+    pub options: CopyOptions,
+    pub schema: SchemaRef,
+    pub stream: SendableRecordBatchStream,
+    /// `pg_stat_progress_copy`'s row, counted as the rows go out, gone with them.
+    pub progress: CopyReport,
 }

@@ -1,9 +1,12 @@
 //! One connection's session: its DataFusion context, whose only catalog is the metastore,
 //! its settings, its backend in `pg_stat_activity`, and planning with our planner. Statements
-//! run in `statement`; settings are read and written in `variables`.
+//! run in `statement`, each dispatched to its command in `dispatch`.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::session_state::SessionStateBuilder;
@@ -14,10 +17,12 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
 use super::activity::Backend;
+use super::dialect::{BucketSqlStatement, parse_sql};
 use super::engine::Engine;
 use super::history::RunningStatement;
-use super::{functions, grouping_limits, interrupt, pg_catalog, rewrite, static_partitions};
+use super::{functions, grouping_limits, interrupt, pg_catalog, rewrite};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
+use crate::config::{self, SparkConf};
 use crate::error::SqlError;
 use crate::explain::{self, LogicalStages};
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
@@ -31,11 +36,11 @@ pub struct Session {
     pub(crate) engine: Arc<Engine>,
     pub(crate) ctx: SessionContext,
     /// Shared with the `pg_catalog` functions and views that read settings.
-    pub(super) variables: Arc<Mutex<BTreeMap<String, String>>>,
+    variables: Arc<Mutex<BTreeMap<String, String>>>,
     /// What `pg_stat_activity` shows of this connection.
     pub backend: Arc<Backend>,
     /// The running statement's entry in the query history, which its plan is given to.
-    pub(super) running: Arc<RunningStatement>,
+    pub(crate) running: Arc<RunningStatement>,
 }
 
 impl Session {
@@ -81,14 +86,11 @@ impl Session {
         Ok(Session { engine, ctx, variables, backend, running })
     }
 
+    /// Plans a statement DataFusion plans (a query, an INSERT without a partition spec) into
+    /// a logical plan, with our analyzer and optimizer rules.
     pub(crate) async fn plan(&self, stmt: &Statement) -> Result<LogicalPlan, SqlError> {
         self.install_spark_conf();
         let mut stmt = stmt.clone();
-        if let Statement::Insert(insert) = &mut stmt
-            && insert.partitioned.is_some()
-        {
-            static_partitions::rewrite(self, insert)?;
-        }
         let state = self.ctx.state();
         let plan = interrupt::off_workers(async move {
             grouping_limits::check(&stmt)?;
@@ -105,6 +107,16 @@ impl Session {
             ));
         }
         Ok(plan)
+    }
+
+    /// Parses and plans one query, for callers that run the plan themselves.
+    pub async fn plan_query(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
+        let statements = parse_sql(sql)?;
+        let [BucketSqlStatement::Sql(stmt @ Statement::Query(_))] = statements.as_slice() else {
+            return Err(SqlError::syntax("expected exactly one query"));
+        };
+        let plan = self.plan(stmt).await?;
+        self.physical_plan(stmt, &plan).await
     }
 
     /// `plan` (as [`Self::plan`] made it) after DataFusion's analyzer and after its optimizer,
@@ -154,5 +166,54 @@ impl Session {
     fn install_spark_conf(&self) {
         let conf = self.spark_conf();
         self.ctx.state_ref().write().config_mut().set_extension(Arc::new(conf));
+    }
+
+    /// Sets `name` (case-insensitive) to `value`, checked first where it is one of Spark's
+    /// settings.
+    pub fn set_variable(&self, name: &str, value: &str) -> Result<(), SqlError> {
+        let name = name.to_lowercase();
+        config::validate(&name, value)?;
+        self.lock_variables().insert(name, value.to_string());
+        Ok(())
+    }
+
+    /// Forgets the session's value of `name`, or of every setting.
+    pub(crate) fn reset_variables(&self, name: Option<&str>) {
+        let mut variables = self.lock_variables();
+        match name {
+            Some(name) => {
+                variables.remove(&name.to_lowercase());
+            }
+            None => variables.clear(),
+        }
+    }
+
+    /// A session setting, by its case-insensitive name.
+    pub fn variable(&self, name: &str) -> Option<String> {
+        self.lock_variables().get(&name.to_lowercase()).cloned()
+    }
+
+    /// Every setting the session made, by name.
+    pub(crate) fn variables(&self) -> BTreeMap<String, String> {
+        self.lock_variables().clone()
+    }
+
+    /// The session's Spark settings over their defaults.
+    pub(crate) fn spark_conf(&self) -> SparkConf {
+        SparkConf::from_settings(&self.lock_variables())
+    }
+
+    /// The session's `statement_timeout` (checked when set); `None` when off.
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        self.variable("statement_timeout").and_then(|value| config::parse_statement_timeout(&value).ok().flatten())
+    }
+
+    /// When a statement starting now must end by, under `statement_timeout`.
+    pub(crate) fn statement_deadline(&self) -> Option<Instant> {
+        self.statement_timeout().map(|timeout| Instant::now() + timeout)
+    }
+
+    fn lock_variables(&self) -> MutexGuard<'_, BTreeMap<String, String>> {
+        self.variables.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

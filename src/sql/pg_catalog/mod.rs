@@ -64,7 +64,7 @@ impl Settings {
     /// A setting's value: the session's own, else the server's or Spark's default.
     pub fn get(&self, name: &str) -> Option<String> {
         let name = name.to_lowercase();
-        self.lock().get(&name).cloned().or_else(|| crate::sql::variables::default_setting(&name).map(str::to_string))
+        self.lock().get(&name).cloned().or_else(|| crate::config::default_setting(&name).map(str::to_string))
     }
 }
 

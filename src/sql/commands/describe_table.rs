@@ -1,19 +1,19 @@
-//! `DESCRIBE [EXTENDED]`, `SHOW CREATE TABLE` and `SHOW PARTITIONS`, printed as Spark prints
-//! them (rows and order from `DescribeTableCommand`, `CatalogTable.toLinkedHashMap` and
-//! `ShowCreateTableCommand`).
-
-use std::sync::Arc;
+//! `DESCRIBE [EXTENDED | FORMATTED] t`, printed as Spark prints it (rows and order from
+//! `DescribeTableCommand` and `CatalogTable.toLinkedHashMap`).
 
 use chrono::DateTime;
+use std::sync::Arc;
+
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use super::output::{Output, rows_output};
-use super::session::Session;
 use crate::catalog::bucket_summary::BucketSummary;
-use crate::catalog::metastore::{STATISTICS_ROWS, STATISTICS_SIZE, TableMeta};
+use crate::catalog::metastore::{STATISTICS_ROWS, STATISTICS_SIZE};
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
+use crate::sql::names::described_table;
+use crate::sql::output::{Output, rows_output};
+use crate::sql::session::Session;
 
 pub fn describe_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -23,28 +23,12 @@ pub fn describe_schema() -> SchemaRef {
     ]))
 }
 
-pub fn show_create_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("createtab_stmt", DataType::Utf8, false)]))
-}
-
-pub fn show_partitions_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("partition", DataType::Utf8, false)]))
-}
-
-fn table(session: &Session, schema: &str, name: &str) -> Result<TableMeta, SqlError> {
-    session
-        .engine
-        .metastore
-        .table(schema, name)?
-        .ok_or_else(|| SqlError::undefined_table(format!("table or view `{schema}`.`{name}` cannot be found")))
-}
-
 fn backticked(names: &[String]) -> String {
     format!("[{}]", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
 }
 
 pub fn describe(session: &Session, schema: &str, name: &str, extended: bool) -> Result<Output, SqlError> {
-    let meta = table(session, schema, name)?;
+    let meta = described_table(session, schema, name)?;
     let mut rows: Vec<(String, String, Option<String>)> =
         meta.columns.iter().map(|c| (c.name.clone(), c.ty.as_str().to_string(), c.comment.clone())).collect();
     if !meta.partition_columns.is_empty() {
@@ -110,62 +94,4 @@ pub fn describe(session: &Session, schema: &str, name: &str, extended: bool) -> 
         ],
     )?;
     Ok(rows_output(describe_schema(), vec![batch]))
-}
-
-/// The DDL that recreates the table, clause order as Spark prints it.
-pub fn create_statement(meta: &TableMeta) -> String {
-    let columns: Vec<String> = meta.columns.iter().map(|c| format!("  {} {}", c.name, c.ty.ddl_name())).collect();
-    let mut ddl = format!(
-        "CREATE TABLE {CATALOG_NAME}.{}.{} (\n{})\nUSING {}\n",
-        meta.schema,
-        meta.name,
-        columns.join(",\n"),
-        meta.provider
-    );
-    if !meta.partition_columns.is_empty() {
-        ddl.push_str(&format!("PARTITIONED BY ({})\n", meta.partition_columns.join(", ")));
-    }
-    if let Some(spec) = &meta.bucket_spec {
-        ddl.push_str(&format!("CLUSTERED BY ({})\n", spec.bucket_columns.join(", ")));
-        if !spec.sort_columns.is_empty() {
-            ddl.push_str(&format!("SORTED BY ({})\n", spec.sort_columns.join(", ")));
-        }
-        ddl.push_str(&format!("INTO {} BUCKETS\n", spec.num_buckets));
-    }
-    if let Some(comment) = &meta.comment {
-        ddl.push_str(&format!("COMMENT '{}'\n", comment.replace('\'', "\\'")));
-    }
-    if meta.external {
-        ddl.push_str(&format!("LOCATION 'file:{}'\n", meta.location.display()));
-    }
-    let properties: Vec<String> = meta
-        .properties
-        .iter()
-        .filter(|(k, _)| !k.starts_with("spark.sql.statistics."))
-        .map(|(k, v)| format!("  '{k}' = '{}'", v.replace('\'', "\\'")))
-        .collect();
-    if !properties.is_empty() {
-        ddl.push_str(&format!("TBLPROPERTIES (\n{})\n", properties.join(",\n")));
-    }
-    ddl
-}
-
-pub fn show_create_table(session: &Session, schema: &str, name: &str) -> Result<Output, SqlError> {
-    let meta = table(session, schema, name)?;
-    let statement: ArrayRef = Arc::new(StringArray::from(vec![create_statement(&meta)]));
-    let batch = RecordBatch::try_new(show_create_schema(), vec![statement])?;
-    Ok(rows_output(show_create_schema(), vec![batch]))
-}
-
-pub fn show_partitions(session: &Session, schema: &str, name: &str) -> Result<Output, SqlError> {
-    let meta = table(session, schema, name)?;
-    if meta.partition_columns.is_empty() {
-        return Err(SqlError::new(
-            "42809",
-            format!("SHOW PARTITIONS is not allowed on a table that is not partitioned: `{schema}`.`{name}`"),
-        ));
-    }
-    let partitions: ArrayRef = Arc::new(StringArray::from_iter_values(meta.partitions.iter()));
-    let batch = RecordBatch::try_new(show_partitions_schema(), vec![partitions])?;
-    Ok(rows_output(show_partitions_schema(), vec![batch]))
 }

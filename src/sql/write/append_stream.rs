@@ -20,12 +20,13 @@ use futures::stream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::dml::{existing_table, stage_write};
-use super::session::Session;
+use super::stage::stage_write;
 use crate::catalog::metastore::WriteMode;
 use crate::error::SqlError;
 use crate::exec::executor;
 use crate::planner::table_provider::table_schema;
+use crate::sql::names::existing_table;
+use crate::sql::session::Session;
 use crate::storage::commit::StagedWrite;
 use crate::storage::parquet_writer::StagedFile;
 

@@ -14,12 +14,11 @@ use std::collections::HashMap;
 
 use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, Insert, ObjectName, SetExpr, Statement, TableObject};
 
-use super::dialect::{BucketSqlStatement, parse_sql};
-use super::dml::existing_table;
-use super::session::Session;
-use super::statement::table_name;
 use crate::catalog::metastore::TableMeta;
 use crate::error::SqlError;
+use crate::sql::dialect::{BucketSqlStatement, parse_sql};
+use crate::sql::names::{existing_table, table_name};
+use crate::sql::session::Session;
 use crate::storage::partition_path::partition_path;
 
 /// A spec's static columns, in the table's partition order.

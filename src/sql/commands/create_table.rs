@@ -1,28 +1,26 @@
-//! `CREATE TABLE` (with and without `AS query`), `DROP TABLE` and `SHOW TABLES`.
+//! `CREATE TABLE` (with and without `AS query`): the table's columns, partitioning and
+//! bucketing checked as Spark checks them, its files written or found, and the metastore entry.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, cast, col};
 use datafusion::sql::sqlparser::ast::{
     ColumnDef, ColumnOption, CreateTable, CreateTableOptions, DataType as SqlDataType, Expr as SqlExpr, FileFormat,
-    HiveDistributionStyle, HiveIOFormat, ObjectType, Statement, Value as SqlValue,
+    HiveDistributionStyle, HiveIOFormat, Statement, Value as SqlValue,
 };
 
-use super::dialect::property_pairs;
-use super::engine::valid_name;
-use super::output::{Output, bool_column, rows_output};
-use super::pg_catalog;
-use super::session::Session;
-use super::statement::table_name;
-use super::table_statistics::check_statistics_property;
+use super::table_properties::check_statistics_property;
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
-use crate::sql::table_writer::{TableLayout, write_table};
+use crate::sql::dialect::property_pairs;
+use crate::sql::engine::valid_name;
+use crate::sql::names::table_name;
+use crate::sql::output::Output;
+use crate::sql::pg_catalog;
+use crate::sql::session::Session;
+use crate::sql::write::table_writer::{TableLayout, write_table};
 use crate::storage::commit::StagedWrite;
 use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
 
@@ -373,49 +371,6 @@ fn reorder_to(plan: LogicalPlan, columns: &[ColumnMeta]) -> Result<LogicalPlan, 
         })
         .collect::<Result<Vec<_>, SqlError>>()?;
     Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
-}
-
-pub fn drop(session: &Session, stmt: &Statement) -> Result<Output, SqlError> {
-    let Statement::Drop { object_type, if_exists, names, .. } = stmt else {
-        return Err(SqlError::internal("not a DROP statement"));
-    };
-    if *object_type != ObjectType::Table {
-        return Err(SqlError::feature_not_supported(format!("DROP {object_type} is not supported")));
-    }
-    let engine = &session.engine;
-    for name in names {
-        let (schema, table) = table_name(name)?;
-        match engine.metastore.drop_table(&schema, &table)? {
-            Some(_) => engine.janitor.files_retired()?,
-            None if *if_exists => {}
-            None => {
-                return Err(SqlError::undefined_table(format!("table \"{schema}.{table}\" does not exist")));
-            }
-        }
-    }
-    Ok(Output::Command { tag: "DROP TABLE", rows: None })
-}
-
-/// Spark's `SHOW TABLES` columns.
-pub fn show_tables_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("namespace", DataType::Utf8, false),
-        Field::new("tableName", DataType::Utf8, false),
-        Field::new("isTemporary", DataType::Boolean, false),
-    ]))
-}
-
-pub fn show_tables(session: &Session, schema: &str) -> Result<Output, SqlError> {
-    let metastore = &session.engine.metastore;
-    if !metastore.schema_exists(schema)? {
-        return Err(SqlError::undefined_schema(format!("schema \"{schema}\" does not exist")));
-    }
-    let names = metastore.table_names(schema)?;
-    let namespace: ArrayRef = Arc::new(StringArray::from_iter_values(names.iter().map(|_| schema)));
-    let table: ArrayRef = Arc::new(StringArray::from_iter_values(names.iter()));
-    let batch =
-        RecordBatch::try_new(show_tables_schema(), vec![namespace, table, bool_column(names.iter().map(|_| false))])?;
-    Ok(rows_output(show_tables_schema(), vec![batch]))
 }
 
 #[cfg(test)]

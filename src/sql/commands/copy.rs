@@ -1,11 +1,10 @@
 //! `COPY`: which table or query, which direction, which format. The data itself moves on
 //! the wire front end, and rows copied in stream into one write of the table, committed at
-//! the end, through [`TableAppend`](super::append_stream::TableAppend).
+//! the end, through [`TableAppend`](crate::sql::write::append_stream::TableAppend).
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::execute_stream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::sqlparser::ast::{
@@ -13,59 +12,20 @@ use datafusion::sql::sqlparser::ast::{
 };
 use futures::{StreamExt, stream};
 
-use super::activity::{CopyCommand, CopyReport};
-use super::dialect::{BucketSqlStatement, parse_sql};
-use super::output::Output;
-use super::pg_catalog::table_oid;
-use super::session::Session;
-use super::statement::table_name;
 use crate::error::SqlError;
 use crate::planner::table_provider::table_schema;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CopyFormat {
-    Text,
-    Csv,
-    Binary,
-}
-
-/// The format options of one COPY, PostgreSQL's defaults filled in.
-#[derive(Debug, Clone)]
-pub struct CopyOptions {
-    pub format: CopyFormat,
-    pub header: bool,
-    pub delimiter: u8,
-    pub null: String,
-    pub quote: u8,
-    pub escape: u8,
-}
-
-/// A `COPY ... FROM STDIN` waiting for its data.
-pub struct CopyIn {
-    pub schema: String,
-    pub table: String,
-    pub table_schema: SchemaRef,
-    /// The table column each input field goes to; the other columns get NULL.
-    pub columns: Vec<usize>,
-    pub options: CopyOptions,
-    /// `pg_stat_progress_copy`'s row, counted as the data arrives, gone with the COPY.
-    pub progress: CopyReport,
-}
-
-/// The rows of a `COPY ... TO STDOUT`.
-pub struct CopyOut {
-    pub options: CopyOptions,
-    pub schema: SchemaRef,
-    pub stream: SendableRecordBatchStream,
-    /// `pg_stat_progress_copy`'s row, counted as the rows go out, gone with them.
-    pub progress: CopyReport,
-}
+use crate::sql::activity::CopyCommand;
+use crate::sql::dialect::{BucketSqlStatement, parse_sql};
+use crate::sql::names::table_name;
+use crate::sql::output::{CopyFormat, CopyIn, CopyOptions, CopyOut, Output};
+use crate::sql::pg_catalog::table_oid;
+use crate::sql::session::Session;
 
 pub async fn copy(session: &Session, stmt: &Statement) -> Result<Output, SqlError> {
     let Statement::Copy { source, to, target, options, legacy_options, values } = stmt else {
         return Err(SqlError::internal("not a COPY statement"));
     };
-    let options = CopyOptions::new(options, legacy_options)?;
+    let options = copy_options(options, legacy_options)?;
     match (to, target) {
         (false, CopyTarget::Stdin) if values.is_empty() => copy_in(session, source, options),
         (true, CopyTarget::Stdout) => copy_out(session, source, options).await,
@@ -159,78 +119,76 @@ async fn copy_out(session: &Session, source: &CopySource, options: CopyOptions) 
     Ok(Output::CopyOut(CopyOut { options, schema, stream, progress }))
 }
 
-impl CopyOptions {
-    /// Reads both option syntaxes: `WITH (FORMAT csv, HEADER)` and the older
-    /// `WITH CSV HEADER DELIMITER ','` that psql's `\copy` passes through.
-    fn new(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<Self, SqlError> {
-        let mut format = CopyFormat::Text;
-        let mut header = false;
-        let (mut delimiter, mut null, mut quote, mut escape) = (None, None, None, None);
-        let unsupported = |option: &dyn std::fmt::Display| {
-            SqlError::feature_not_supported(format!("COPY option {option} is not supported"))
-        };
-        for option in options {
-            match option {
-                CopyOption::Format(name) => {
-                    format = match name.value.to_lowercase().as_str() {
-                        "text" => CopyFormat::Text,
-                        "csv" => CopyFormat::Csv,
-                        "binary" => CopyFormat::Binary,
-                        other => {
-                            return Err(SqlError::invalid_parameter(format!("COPY format \"{other}\" not recognized")));
-                        }
+/// Reads both option syntaxes: `WITH (FORMAT csv, HEADER)` and the older
+/// `WITH CSV HEADER DELIMITER ','` that psql's `\copy` passes through.
+fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<CopyOptions, SqlError> {
+    let mut format = CopyFormat::Text;
+    let mut header = false;
+    let (mut delimiter, mut null, mut quote, mut escape) = (None, None, None, None);
+    let unsupported = |option: &dyn std::fmt::Display| {
+        SqlError::feature_not_supported(format!("COPY option {option} is not supported"))
+    };
+    for option in options {
+        match option {
+            CopyOption::Format(name) => {
+                format = match name.value.to_lowercase().as_str() {
+                    "text" => CopyFormat::Text,
+                    "csv" => CopyFormat::Csv,
+                    "binary" => CopyFormat::Binary,
+                    other => {
+                        return Err(SqlError::invalid_parameter(format!("COPY format \"{other}\" not recognized")));
                     }
                 }
-                CopyOption::Header(on) => header = *on,
-                CopyOption::Delimiter(c) => delimiter = Some(*c),
-                CopyOption::Null(s) => null = Some(s.clone()),
-                CopyOption::Quote(c) => quote = Some(*c),
-                CopyOption::Escape(c) => escape = Some(*c),
-                CopyOption::Freeze(_) => {}
-                CopyOption::Encoding(e) if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
-                other => return Err(unsupported(other)),
             }
+            CopyOption::Header(on) => header = *on,
+            CopyOption::Delimiter(c) => delimiter = Some(*c),
+            CopyOption::Null(s) => null = Some(s.clone()),
+            CopyOption::Quote(c) => quote = Some(*c),
+            CopyOption::Escape(c) => escape = Some(*c),
+            CopyOption::Freeze(_) => {}
+            CopyOption::Encoding(e) if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
+            other => return Err(unsupported(other)),
         }
-        for option in legacy {
-            match option {
-                CopyLegacyOption::Binary => format = CopyFormat::Binary,
-                CopyLegacyOption::Header => header = true,
-                CopyLegacyOption::Delimiter(c) => delimiter = Some(*c),
-                CopyLegacyOption::Null(s) => null = Some(s.clone()),
-                CopyLegacyOption::Csv(csv) => {
-                    format = CopyFormat::Csv;
-                    for option in csv {
-                        match option {
-                            CopyLegacyCsvOption::Header => header = true,
-                            CopyLegacyCsvOption::Quote(c) => quote = Some(*c),
-                            CopyLegacyCsvOption::Escape(c) => escape = Some(*c),
-                            other => return Err(unsupported(other)),
-                        }
-                    }
-                }
-                other => return Err(unsupported(other)),
-            }
-        }
-        let csv = format == CopyFormat::Csv;
-        if format == CopyFormat::Binary && (header || delimiter.is_some() || null.is_some()) {
-            return Err(SqlError::syntax("cannot specify HEADER, DELIMITER or NULL in BINARY mode"));
-        }
-        if !csv && (quote.is_some() || escape.is_some()) {
-            return Err(SqlError::feature_not_supported("COPY QUOTE and ESCAPE are available only in CSV mode"));
-        }
-        let single_byte = |c: char, what: &str| match u8::try_from(c) {
-            Ok(b) if c.is_ascii() && b != b'\n' && b != b'\r' => Ok(b),
-            _ => Err(SqlError::feature_not_supported(format!("COPY {what} must be a single one-byte character"))),
-        };
-        let delimiter = single_byte(delimiter.unwrap_or(if csv { ',' } else { '\t' }), "delimiter")?;
-        let quote = single_byte(quote.unwrap_or('"'), "quote")?;
-        let escape = escape.map(|c| single_byte(c, "escape")).transpose()?.unwrap_or(quote);
-        let null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".to_string() });
-        if null.as_bytes().contains(&delimiter) {
-            return Err(SqlError::invalid_parameter("COPY delimiter must not appear in the NULL specification"));
-        }
-        Ok(CopyOptions { format, header, delimiter, null, quote, escape })
     }
+    for option in legacy {
+        match option {
+            CopyLegacyOption::Binary => format = CopyFormat::Binary,
+            CopyLegacyOption::Header => header = true,
+            CopyLegacyOption::Delimiter(c) => delimiter = Some(*c),
+            CopyLegacyOption::Null(s) => null = Some(s.clone()),
+            CopyLegacyOption::Csv(csv) => {
+                format = CopyFormat::Csv;
+                for option in csv {
+                    match option {
+                        CopyLegacyCsvOption::Header => header = true,
+                        CopyLegacyCsvOption::Quote(c) => quote = Some(*c),
+                        CopyLegacyCsvOption::Escape(c) => escape = Some(*c),
+                        other => return Err(unsupported(other)),
+                    }
+                }
+            }
+            other => return Err(unsupported(other)),
+        }
+    }
+    let csv = format == CopyFormat::Csv;
+    if format == CopyFormat::Binary && (header || delimiter.is_some() || null.is_some()) {
+        return Err(SqlError::syntax("cannot specify HEADER, DELIMITER or NULL in BINARY mode"));
+    }
+    if !csv && (quote.is_some() || escape.is_some()) {
+        return Err(SqlError::feature_not_supported("COPY QUOTE and ESCAPE are available only in CSV mode"));
+    }
+    let single_byte = |c: char, what: &str| match u8::try_from(c) {
+        Ok(b) if c.is_ascii() && b != b'\n' && b != b'\r' => Ok(b),
+        _ => Err(SqlError::feature_not_supported(format!("COPY {what} must be a single one-byte character"))),
+    };
+    let delimiter = single_byte(delimiter.unwrap_or(if csv { ',' } else { '\t' }), "delimiter")?;
+    let quote = single_byte(quote.unwrap_or('"'), "quote")?;
+    let escape = escape.map(|c| single_byte(c, "escape")).transpose()?.unwrap_or(quote);
+    let null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".to_string() });
+    if null.as_bytes().contains(&delimiter) {
+        return Err(SqlError::invalid_parameter("COPY delimiter must not appear in the NULL specification"));
+    }
+    Ok(CopyOptions { format, header, delimiter, null, quote, escape })
 }
 
 #[cfg(test)]
@@ -240,7 +198,7 @@ mod tests {
     fn options(sql: &str) -> Result<CopyOptions, SqlError> {
         match parse_sql(sql).unwrap().pop() {
             Some(BucketSqlStatement::Sql(Statement::Copy { options, legacy_options, .. })) => {
-                CopyOptions::new(&options, &legacy_options)
+                copy_options(&options, &legacy_options)
             }
             _ => panic!("{sql} is not a COPY"),
         }

@@ -1,0 +1,90 @@
+//! `INSERT INTO` / `INSERT OVERWRITE`: DataFusion plans the source (column lists, casts to
+//! the table's types, parameters); we run it, write it in the table's layout and commit.
+
+use std::sync::Arc;
+
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{DmlStatement, LogicalPlan, WriteOp};
+
+use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::sql::sqlparser::ast::{Insert, Statement};
+
+use crate::catalog::metastore::WriteMode;
+use crate::error::SqlError;
+use crate::planner::table_provider::ParquetTable;
+use crate::sql::output::Output;
+use crate::sql::session::Session;
+use crate::sql::write::stage::write_and_publish;
+use crate::sql::write::static_partitions::{self, StaticPartitions};
+
+/// Plans an INSERT; one with a `PARTITION (…)` spec is first rewritten into one DataFusion
+/// plans ([`static_partitions::rewrite`]).
+pub(crate) async fn plan(session: &Session, stmt: &Statement) -> Result<LogicalPlan, SqlError> {
+    match stmt {
+        Statement::Insert(insert) if insert.partitioned.is_some() => {
+            let mut insert = insert.clone();
+            static_partitions::rewrite(session, &mut insert)?;
+            session.plan(&Statement::Insert(insert)).await
+        }
+        other => session.plan(other).await,
+    }
+}
+
+/// Runs `INSERT INTO | OVERWRITE` with `params` bound to its `$n`.
+pub(crate) async fn insert(
+    session: &Session,
+    stmt: &Statement,
+    insert: &Insert,
+    params: Vec<ScalarValue>,
+) -> Result<Output, SqlError> {
+    let plan = plan(session, stmt).await?.with_param_values(ParamValues::from(params))?;
+    let overwritten = match &insert.partitioned {
+        Some(_) if insert.overwrite => {
+            let meta = static_partitions::insert_target(session, insert)?;
+            let spec = StaticPartitions::of(insert, &meta)?;
+            let dynamic_mode = session.spark_conf().dynamic_partition_overwrite && spec.partial;
+            if spec.values.is_empty() || dynamic_mode { None } else { Some(spec.directory(session, &meta).await?) }
+        }
+        _ => None,
+    };
+    write(session, plan, overwritten).await
+}
+
+/// `static_directory`: an INSERT OVERWRITE of static partition values replaces what lies
+/// under their directory (`d=x`), and only that.
+async fn write(session: &Session, plan: LogicalPlan, static_directory: Option<String>) -> Result<Output, SqlError> {
+    let LogicalPlan::Dml(DmlStatement { target, op, input, .. }) = plan else {
+        return Err(SqlError::internal("INSERT did not plan to a write"));
+    };
+    let table = datafusion::datasource::source_as_provider(&target)?;
+    let table = table
+        .downcast_ref::<ParquetTable>()
+        .ok_or_else(|| SqlError::feature_not_supported("only tables can be written to"))?;
+    let meta = table.meta();
+    let mode = match op {
+        WriteOp::Insert(InsertOp::Append) => WriteMode::Append,
+        WriteOp::Insert(InsertOp::Overwrite) if let Some(directory) = static_directory => {
+            WriteMode::OverwriteUnder(directory)
+        }
+        // Spark's `spark.sql.sources.partitionOverwriteMode`: `static` replaces the whole
+        // table, `dynamic` only the partitions the write produces.
+        WriteOp::Insert(InsertOp::Overwrite)
+            if session.spark_conf().dynamic_partition_overwrite && !meta.partition_columns.is_empty() =>
+        {
+            WriteMode::OverwritePartitions
+        }
+        WriteOp::Insert(InsertOp::Overwrite) => WriteMode::Overwrite,
+        other => return Err(SqlError::feature_not_supported(format!("{other} is not supported"))),
+    };
+    let metastore = &session.engine.metastore;
+    let appends = mode == WriteMode::Append;
+    let files = write_and_publish(session, meta, Arc::unwrap_or_clone(input), |described| {
+        metastore.commit_write(meta.id, mode, described)
+    })
+    .await?;
+    let rows = files.iter().map(|f| f.rows as usize).sum();
+    if !appends {
+        session.engine.janitor.files_retired()?;
+    }
+    Ok(Output::Command { tag: "INSERT", rows: Some(rows) })
+}

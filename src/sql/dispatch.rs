@@ -1,0 +1,158 @@
+//! One dispatch over statement kinds: each statement goes to its command in [`commands`],
+//! and the row shape of a command's answer is known before it runs, for Describe.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::ScalarValue;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::sql::sqlparser::ast::{DescribeAlias, HiveDescribeFormat, ShowCreateObject, Statement};
+use futures::StreamExt;
+
+use super::commands::{
+    analyze_table, copy, create_table, describe_column, describe_table, drop_table, explain, insert, optimize, query,
+    refresh_table, repair_table, show_buckets, show_create_table, show_partitions, show_tables, table_properties,
+    variables,
+};
+use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode};
+use super::names::{schema_of, table_name};
+use super::output::Output;
+use super::session::Session;
+use crate::catalog::metastore::DEFAULT_SCHEMA;
+use crate::error::SqlError;
+use crate::explain::ExplainMode;
+
+/// Runs one statement with `params` bound to its `$n`. Files the statement reads are not
+/// deleted before its rows have been read.
+pub(crate) async fn run(
+    session: &Session,
+    statement: &BucketSqlStatement,
+    params: Vec<ScalarValue>,
+) -> Result<Output, SqlError> {
+    use BucketSqlStatement as Bucket;
+    let guard = session.engine.janitor.begin_statement();
+    let output = match statement {
+        Bucket::Sql(stmt @ Statement::Query(_)) => query::run(session, stmt, params).await?,
+        Bucket::Sql(stmt @ Statement::Insert(target)) => insert::insert(session, stmt, target, params).await?,
+        Bucket::Sql(stmt @ Statement::Explain { statement, .. }) => {
+            explain::explain(session, statement, explain_mode(stmt).unwrap_or(ExplainMode::Simple), params).await?
+        }
+        Bucket::Sql(Statement::CreateTable(create)) => create_table::create_table(session, create).await?,
+        Bucket::Sql(stmt @ Statement::Drop { .. }) => drop_table::drop(session, stmt)?,
+        Bucket::Sql(Statement::ShowTables { show_options, .. }) => {
+            let schema = match &show_options.show_in {
+                Some(show_in) => show_in.parent_name.as_ref().map(schema_of).transpose()?,
+                None => None,
+            };
+            show_tables::show_tables(session, schema.as_deref().unwrap_or(DEFAULT_SCHEMA))?
+        }
+        Bucket::Sql(Statement::ExplainTable {
+            describe_alias: DescribeAlias::Describe | DescribeAlias::Desc,
+            hive_format,
+            table_name: name,
+            ..
+        }) => {
+            let (schema, table) = table_name(name)?;
+            let extended = matches!(hive_format, Some(HiveDescribeFormat::Extended | HiveDescribeFormat::Formatted));
+            describe_table::describe(session, &schema, &table, extended)?
+        }
+        Bucket::Sql(Statement::ShowCreate { obj_type: ShowCreateObject::Table, obj_name }) => {
+            let (schema, table) = table_name(obj_name)?;
+            show_create_table::show_create_table(session, &schema, &table)?
+        }
+        Bucket::ShowPartitions { table, partition_spec } => {
+            if !partition_spec.is_empty() {
+                return Err(SqlError::feature_not_supported("SHOW PARTITIONS with a PARTITION spec"));
+            }
+            let (schema, name) = table_name(table)?;
+            show_partitions::show_partitions(session, &schema, &name)?
+        }
+        Bucket::Sql(Statement::OptimizeTable { name, .. }) => {
+            let (schema, table) = table_name(name)?;
+            optimize::optimize(session, &schema, &table).await?
+        }
+        Bucket::Sql(Statement::Analyze(analyze)) => {
+            let name = analyze.table_name.as_ref().ok_or_else(|| SqlError::syntax("ANALYZE needs TABLE name"))?;
+            analyze_table::analyze_table(session, name, &[], &AnalyzedColumns::Table).await?
+        }
+        Bucket::AnalyzeTable { table, partition_spec, columns } => {
+            analyze_table::analyze_table(session, table, partition_spec, columns).await?
+        }
+        Bucket::ShowBuckets { table, partition_spec } => {
+            show_buckets::show_buckets(session, table, partition_spec).await?
+        }
+        Bucket::DescribeColumn { table, column, extended } => {
+            describe_column::describe_column(session, table, column, *extended)?
+        }
+        Bucket::SetTableProperties { table, properties } => {
+            table_properties::set_table_properties(session, table, properties)?
+        }
+        Bucket::UnsetTableProperties { table, keys, if_exists } => {
+            table_properties::unset_table_properties(session, table, keys, *if_exists)?
+        }
+        Bucket::RefreshTable { table } => refresh_table::refresh_table(session, table)?,
+        Bucket::Sql(Statement::Msck(msck)) => repair_table::repair_table(session, msck)?,
+        Bucket::Sql(stmt @ Statement::Copy { .. }) => copy::copy(session, stmt).await?,
+        Bucket::SetVariable { name, value } => variables::set(session, name, value.as_deref())?,
+        Bucket::ShowVariable { name } => variables::show(session, name.as_deref())?,
+        Bucket::Sql(Statement::ShowVariable { variable }) => {
+            let name: Vec<&str> = variable.iter().map(|i| i.value.as_str()).collect();
+            variables::show(session, Some(&name.join(".")))?
+        }
+        Bucket::Reset { name } => variables::reset(session, name.as_deref()),
+        // Drivers close prepared statements and reset sessions this way; nothing is kept
+        // server-side beyond pgwire's own statement store.
+        Bucket::Sql(Statement::Deallocate { .. }) => Output::command("DEALLOCATE"),
+        Bucket::Sql(Statement::Discard { .. }) => Output::command("DISCARD ALL"),
+        // Savepoints are accepted like transactions: every statement has committed already.
+        Bucket::Sql(Statement::Savepoint { .. }) => Output::command("SAVEPOINT"),
+        Bucket::Sql(Statement::ReleaseSavepoint { .. }) => Output::command("RELEASE"),
+        Bucket::Sql(Statement::StartTransaction { .. }) => Output::TransactionStart("BEGIN"),
+        Bucket::Sql(Statement::Commit { .. }) => Output::TransactionEnd("COMMIT"),
+        Bucket::Sql(Statement::Rollback { savepoint: Some(_), .. }) => Output::command("ROLLBACK"),
+        Bucket::Sql(Statement::Rollback { .. }) => Output::TransactionEnd("ROLLBACK"),
+        Bucket::Sql(other) => {
+            return Err(SqlError::feature_not_supported(format!("statement not supported: {}", statement_kind(other))));
+        }
+    };
+    Ok(match output {
+        Output::Rows { schema, stream } => {
+            // The guard lives as long as the stream: retired files stay until it is read.
+            let stream = stream.map(move |batch| {
+                let _ = &guard;
+                batch
+            });
+            Output::Rows {
+                schema: Arc::clone(&schema),
+                stream: Box::pin(RecordBatchStreamAdapter::new(schema, stream)),
+            }
+        }
+        other => other,
+    })
+}
+
+/// The row shape of the statements whose answer is built here rather than planned by
+/// DataFusion.
+pub(crate) fn result_schema(statement: &BucketSqlStatement) -> Option<SchemaRef> {
+    use BucketSqlStatement as Bucket;
+    match statement {
+        Bucket::Sql(Statement::ShowTables { .. }) => Some(show_tables::show_tables_schema()),
+        // `SET key` without a value shows the key, as Spark does.
+        Bucket::ShowVariable { .. }
+        | Bucket::SetVariable { value: None, .. }
+        | Bucket::Sql(Statement::ShowVariable { .. }) => Some(variables::variables_schema()),
+        Bucket::ShowPartitions { .. } => Some(show_partitions::show_partitions_schema()),
+        Bucket::ShowBuckets { .. } => Some(show_buckets::show_buckets_schema()),
+        Bucket::DescribeColumn { .. } => Some(describe_column::describe_column_schema()),
+        Bucket::Sql(Statement::ExplainTable { .. }) => Some(describe_table::describe_schema()),
+        Bucket::Sql(Statement::ShowCreate { .. }) => Some(show_create_table::show_create_schema()),
+        Bucket::Sql(Statement::Explain { .. }) => Some(explain::plan_schema()),
+        _ => None,
+    }
+}
+
+/// A statement's first two words, which name its kind in an error.
+fn statement_kind(stmt: &Statement) -> String {
+    let text = stmt.to_string();
+    text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+}
