@@ -1,10 +1,15 @@
 //! The Spark SQL settings the planner honours, with Spark's names, defaults and validation,
-//! and the one PostgreSQL setting that changes how statements run (`statement_timeout`).
+//! the one PostgreSQL setting that changes how statements run (`statement_timeout`), and the
+//! values `SHOW` gives for settings a session has not made (the server's PostgreSQL
+//! parameters, else Spark's defaults).
 //! `SET k=v` on a known key checks the value (SQLSTATE 22023 when it does not parse); other
 //! keys are kept as text, as Spark keeps them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use datafusion::prelude::SessionConfig;
 
 use crate::error::SqlError;
 
@@ -237,6 +242,16 @@ pub fn parse_statement_timeout(value: &str) -> Result<Option<Duration>, SqlError
 }
 
 impl SparkConf {
+    /// The settings a session installed in its DataFusion config before planning, where the
+    /// planner, scans, sorts and writes read them. Missing settings are an error, not Spark's
+    /// defaults: a plan made or run without its session's settings would follow other rules
+    /// than the user set.
+    pub fn of(config: &SessionConfig) -> datafusion::error::Result<Arc<SparkConf>> {
+        config.get_extension::<SparkConf>().ok_or_else(|| {
+            datafusion::error::DataFusionError::Internal("the session's Spark settings are not installed".to_string())
+        })
+    }
+
     /// The session's settings over the defaults. Values were validated when set.
     pub fn from_settings(settings: &BTreeMap<String, String>) -> Self {
         let mut conf = SparkConf::default();

@@ -123,16 +123,6 @@ fn spark_plan(plan: &Arc<dyn ExecutionPlan>) -> Node {
     root
 }
 
-/// Spark's `InsertAdaptiveSparkPlan.shouldApplyAQE`, judged on Spark's view of `plan`: it has
-/// an exchange or an operator that requires a distribution of its input.
-pub fn applies_adaptive(plan: &Arc<dyn ExecutionPlan>) -> bool {
-    fn applies(node: &Node) -> bool {
-        matches!(node.role, Role::Shuffle { .. } | Role::Broadcast | Role::NeedsDistribution)
-            || node.children.iter().any(applies)
-    }
-    applies(&Converter::default().convert(plan, Position { root: true, join_child: false }))
-}
-
 /// Spark's `ApplyColumnarRulesAndInsertTransitions`: the Parquet scan produces column
 /// batches, as does a union of columnar children (`UnionExec.supportsColumnar`, which then
 /// generates no code); the operators above consume rows.

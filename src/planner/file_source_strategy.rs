@@ -39,7 +39,7 @@ pub fn plan_scan(
     projection: Option<&Vec<usize>>,
     filters: &[Expr],
 ) -> Result<FileSourceScanExec> {
-    let conf = state.config().get_extension::<SparkConf>().map(|c| (*c).clone()).unwrap_or_default();
+    let conf = SparkConf::of(state.config())?;
     let projection: Vec<usize> = projection.cloned().unwrap_or_else(|| (0..table_schema.fields().len()).collect());
     let df_schema = DFSchema::try_from(Arc::clone(&table_schema))?;
 

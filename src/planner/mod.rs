@@ -2,14 +2,11 @@
 //! the plan DataFusion lowers a query to, one file per Spark rule.
 //!
 //! DataFusion lowers the optimized logical plan without any of its own physical rules (its
-//! join selection and distribution enforcement assume its own hash function); then, in
-//! Spark's order: `ResolveGroupingAnalytics` (Spark's analyzer puts `Expand` under grouping
-//! sets), `JoinSelection`, `CoalesceBucketsInJoin`, `EnsureRequirements`,
-//! `DisableUnnecessaryBucketedScan`, followed by DataFusion rules that do not move rows
-//! between partitions (combining adjacent partial and final aggregates, limit pushdown,
-//! cooperative scheduling), then aggregates that find their groups in order where rows arrive
-//! grouped (`exec::hash_aggregate`), and `ReuseExchangeAndSubquery`. With `spark.sql.adaptive.enabled` the plan then runs stage by
-//! stage (`adaptive`), re-planned with what each finished stage produced.
+//! join selection and distribution enforcement assume its own hash function); then
+//! [`PHYSICAL_RULES`] run in Spark's order, each with the reason for its place. With
+//! `spark.sql.adaptive.enabled`, Spark's `InsertAdaptiveSparkPlan`
+//! (`adaptive::insert_adaptive_spark_plan`) makes a plan that moves rows between partitions run
+//! stage by stage, re-planned with what each finished stage produced.
 
 pub mod adaptive;
 pub mod bucketing;
@@ -39,6 +36,7 @@ pub mod unwrap_cast_in_binary_comparison;
 
 use std::sync::Arc;
 
+use datafusion::config::ConfigOptions;
 use datafusion::error::Result;
 use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::LogicalPlan;
@@ -52,6 +50,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::config::SparkConf;
 use crate::exec::hash_aggregate::HashAggregateExec;
 use crate::exec::sort::SortExec;
+use adaptive::insert_adaptive_spark_plan::insert_adaptive_spark_plan;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use cooperative_joins::cooperative_joins;
@@ -107,23 +106,137 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     rules
 }
 
-/// Plans `plan` for execution. The session's [`SparkConf`] must be installed in `state`.
+/// What a physical rule reads besides the plan.
+pub struct RuleContext<'a> {
+    pub conf: &'a SparkConf,
+    pub hints: &'a QueryHints,
+    pub options: &'a ConfigOptions,
+}
+
+/// One step of physical planning, and why it stands where it does.
+pub struct PhysicalRule {
+    pub name: &'static str,
+    pub why_here: &'static str,
+    pub apply: fn(Arc<dyn ExecutionPlan>, &RuleContext) -> Result<Arc<dyn ExecutionPlan>>,
+}
+
+/// The physical rules in the order they run, on the plan DataFusion lowers the optimized
+/// logical plan to with none of its own physical rules. Spark's `QueryExecution` runs
+/// `JoinSelection` while planning, then its preparations (`EnsureRequirements` and what
+/// follows); our steps keep that order.
+pub const PHYSICAL_RULES: &[PhysicalRule] = &[
+    PhysicalRule {
+        name: "ResolveGroupingAnalytics",
+        why_here: "first: Spark's analyzer puts the Expand under a grouping-sets aggregate before any planning, so \
+                   every later rule sees Spark's shape",
+        apply: |plan, _| resolve_grouping_analytics(plan),
+    },
+    PhysicalRule {
+        name: "JoinSelection",
+        why_here: "Spark chooses each join's strategy while planning, before any exchange exists: broadcast, \
+                   shuffled hash or sort-merge decide which distributions the sides must have",
+        apply: |plan, rule| join_selection(plan, rule.conf, rule.hints),
+    },
+    PhysicalRule {
+        name: "CoalesceBucketsInJoin",
+        why_here: "before EnsureRequirements, as in Spark's preparations: a scan read in fewer buckets satisfies \
+                   its join, so no exchange is planned for it",
+        apply: |plan, rule| coalesce_buckets_in_join(plan, rule.conf),
+    },
+    PhysicalRule {
+        name: "EnsureRequirements",
+        why_here: "once every operator's required distribution and ordering is known: it adds the exchanges and \
+                   sorts that are missing, and reorders join keys to match the sides' partitioning",
+        apply: |plan, rule| ensure_requirements(plan, rule.conf),
+    },
+    PhysicalRule {
+        name: "CombinePartialFinalAggregate",
+        why_here: "after EnsureRequirements, which leaves a partial and a final aggregate adjacent where no \
+                   exchange was needed between them; inner aggregates of a distinct rewrite are then split \
+                   again into Spark's four",
+        apply: |plan, rule| split_inner_aggregates(CombinePartialFinalAggregate::new().optimize(plan, rule.options)?),
+    },
+    PhysicalRule {
+        name: "DisableUnnecessaryBucketedScan",
+        why_here: "after EnsureRequirements, which alone knows whether an operator above used a scan's \
+                   bucketing: a scan whose buckets nothing needs is read as plain files",
+        apply: |plan, rule| disable_unnecessary_bucketed_scan(plan, rule.conf),
+    },
+    PhysicalRule {
+        name: "LimitPushdown",
+        why_here: "DataFusion's, on the final shape: it moves no rows between partitions, so it must not run \
+                   before the exchanges are placed",
+        apply: |plan, rule| LimitPushdown::new().optimize(plan, rule.options),
+    },
+    PhysicalRule {
+        name: "EnsureCooperative",
+        why_here: "DataFusion's cooperative scheduling of long-running operators, over the joins as well, once \
+                   no rule changes the operators any more",
+        apply: |plan, rule| EnsureCooperative::new().optimize(cooperative_joins(plan)?, rule.options),
+    },
+    PhysicalRule {
+        name: "HashAggregateInOrder",
+        why_here: "ours: aggregates find their groups as runs of equal keys where rows arrive grouped, which is \
+                   only known once the sorts and exchanges below are final",
+        apply: |plan, _| HashAggregateExec::wrap_aggregates(plan),
+    },
+    PhysicalRule {
+        name: "ReuseExchangeAndSubquery",
+        why_here: "last, as in Spark: identical exchanges are only identical once nothing below them changes; \
+                   under adaptive execution the query stages are reused instead",
+        apply: |plan, rule| reuse_exchanges(plan, rule.conf.exchange_reuse && !rule.conf.adaptive_enabled),
+    },
+];
+
+/// Plans `plan` into the plan that runs: [`create_static_plan`], then, with
+/// `spark.sql.adaptive.enabled`, Spark's `InsertAdaptiveSparkPlan`. The session's
+/// [`SparkConf`] must be installed in `state`.
 pub async fn create_physical_plan(
     state: &SessionState,
     plan: &LogicalPlan,
     hints: &QueryHints,
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    let conf = state.config().get_extension::<SparkConf>().map(|c| (*c).clone()).unwrap_or_default();
+    let physical = create_static_plan(state, plan, hints).await?;
+    let conf = SparkConf::of(state.config())?;
+    Ok(insert_adaptive_spark_plan(physical, &conf, hints.clone()))
+}
+
+/// Plans `plan` with [`PHYSICAL_RULES`], to run as it is: a write runs its query so, its
+/// rows going straight to the table's writers.
+pub async fn create_static_plan(
+    state: &SessionState,
+    plan: &LogicalPlan,
+    hints: &QueryHints,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let conf = SparkConf::of(state.config())?;
+    let context = RuleContext { conf: &conf, hints, options: state.config_options() };
     let lowered = SortExec::replace_external_sorts(state.create_physical_plan(plan).await?)?;
-    let plan = resolve_grouping_analytics(lowered)?;
-    let plan = join_selection(plan, &conf, hints)?;
-    let plan = coalesce_buckets_in_join(plan, &conf)?;
-    let plan = ensure_requirements(plan, &conf)?;
-    let options = state.config_options();
-    let plan = split_inner_aggregates(CombinePartialFinalAggregate::new().optimize(plan, options)?)?;
-    let plan = disable_unnecessary_bucketed_scan(plan, &conf)?;
-    let plan = LimitPushdown::new().optimize(plan, options)?;
-    let plan = EnsureCooperative::new().optimize(cooperative_joins(plan)?, options)?;
-    let plan = HashAggregateExec::wrap_aggregates(plan)?;
-    reuse_exchanges(plan, conf.exchange_reuse && !conf.adaptive_enabled)
+    PHYSICAL_RULES.iter().try_fold(lowered, |plan, rule| (rule.apply)(plan, &context))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each rule needs what the rules before it leave (see each `why_here`).
+    #[test]
+    fn physical_rules_run_in_spark_order() {
+        let names: Vec<&str> = PHYSICAL_RULES.iter().map(|rule| rule.name).collect();
+        assert_eq!(
+            names,
+            [
+                "ResolveGroupingAnalytics",
+                "JoinSelection",
+                "CoalesceBucketsInJoin",
+                "EnsureRequirements",
+                "CombinePartialFinalAggregate",
+                "DisableUnnecessaryBucketedScan",
+                "LimitPushdown",
+                "EnsureCooperative",
+                "HashAggregateInOrder",
+                "ReuseExchangeAndSubquery",
+            ]
+        );
+        assert!(PHYSICAL_RULES.iter().all(|rule| !rule.why_here.is_empty()));
+    }
 }

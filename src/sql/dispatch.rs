@@ -22,14 +22,16 @@ use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::error::SqlError;
 use crate::explain::ExplainMode;
 
-/// Runs one statement with `params` bound to its `$n`. Files the statement reads are not
-/// deleted before its rows have been read.
+/// Runs one statement with `params` bound to its `$n`, under the session's settings as they
+/// are now. Files the statement reads are not deleted before its rows have been read.
 pub(crate) async fn run(
     session: &Session,
     statement: &BucketSqlStatement,
     params: Vec<ScalarValue>,
 ) -> Result<Output, SqlError> {
     use BucketSqlStatement as Bucket;
+    // Settings may have changed since the last statement (`SET`, `set_config()`).
+    session.install_spark_conf();
     let guard = session.engine.janitor.begin_statement();
     let output = match statement {
         Bucket::Sql(stmt @ Statement::Query(_)) => query::run(session, stmt, params).await?,

@@ -24,8 +24,7 @@ use super::{functions, grouping_limits, interrupt, pg_catalog, rewrite};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::config::{self, SparkConf};
 use crate::error::SqlError;
-use crate::explain::{self, LogicalStages};
-use crate::planner::adaptive::AdaptiveSparkPlanExec;
+use crate::explain::LogicalStages;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::planner::{self, hints::QueryHints};
 
@@ -83,7 +82,9 @@ impl Session {
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&engine.backends));
         let running = Arc::new(RunningStatement::default());
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&running));
-        Ok(Session { engine, ctx, variables, backend, running })
+        let session = Session { engine, ctx, variables, backend, running };
+        session.install_spark_conf();
+        Ok(session)
     }
 
     /// Plans a statement DataFusion plans (a query, an INSERT without a partition spec) into
@@ -136,8 +137,8 @@ impl Session {
         self.ctx.task_ctx()
     }
 
-    /// Plans a query with our planner; with `spark.sql.adaptive.enabled`, a plan that moves rows
-    /// between partitions runs adaptively, stage by stage.
+    /// Plans a query with our planner into the plan that runs (adaptively, where Spark's
+    /// `InsertAdaptiveSparkPlan` says so), which the query history is given.
     pub(crate) async fn physical_plan(
         &self,
         stmt: &Statement,
@@ -145,25 +146,17 @@ impl Session {
     ) -> Result<Arc<dyn ExecutionPlan>, SqlError> {
         let hints = QueryHints::resolve(stmt, plan);
         let state = self.ctx.state();
-        let (plan, planner_hints) = (plan.clone(), hints.clone());
+        let plan = plan.clone();
         let physical =
-            interrupt::off_workers(
-                async move { Ok(planner::create_physical_plan(&state, &plan, &planner_hints).await?) },
-            )
-            .await?;
+            interrupt::off_workers(async move { Ok(planner::create_physical_plan(&state, &plan, &hints).await?) })
+                .await?;
         tracing::debug!(plan = %datafusion::physical_plan::displayable(physical.as_ref()).indent(true), "physical plan");
-        let conf = self.spark_conf();
-        let physical: Arc<dyn ExecutionPlan> = if conf.adaptive_enabled && explain::applies_adaptive(&physical) {
-            Arc::new(AdaptiveSparkPlanExec::new(physical, conf.clone(), hints))
-        } else {
-            physical
-        };
-        self.running.planned(&physical, conf);
+        self.running.planned(&physical, self.spark_conf());
         Ok(physical)
     }
 
     /// The session's Spark settings, where scans and the planner read them.
-    fn install_spark_conf(&self) {
+    pub(crate) fn install_spark_conf(&self) {
         let conf = self.spark_conf();
         self.ctx.state_ref().write().config_mut().set_extension(Arc::new(conf));
     }

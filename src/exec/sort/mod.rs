@@ -338,7 +338,7 @@ impl PartitionSort {
             return self.hand_over(batches, empty(schema));
         }
         let OrderCheck::Normalized { keys } = check else { unreachable!("handed over when out of order") };
-        let radix = self.context.session_config().get_extension::<SparkConf>().is_none_or(|conf| conf.radix_sort);
+        let radix = SparkConf::of(self.context.session_config())?.radix_sort;
         let Some(packing) = Packing::new(&Span::of(&keys, options.len()), &options).filter(|_| radix) else {
             return self.hand_over(batches, empty(schema));
         };

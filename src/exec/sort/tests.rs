@@ -82,7 +82,9 @@ fn context(memory_limit: Option<usize>) -> Arc<TaskContext> {
         Some(limit) => RuntimeEnvBuilder::new().with_memory_limit(limit, 1.0),
         None => RuntimeEnvBuilder::new(),
     };
-    let config = datafusion::prelude::SessionConfig::new().with_sort_spill_reservation_bytes(64 << 10);
+    let config = datafusion::prelude::SessionConfig::new()
+        .with_sort_spill_reservation_bytes(64 << 10)
+        .with_extension(Arc::new(crate::config::SparkConf::default()));
     Arc::new(TaskContext::default().with_session_config(config).with_runtime(runtime.build_arc().unwrap()))
 }
 

@@ -30,6 +30,7 @@ use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilt
 use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
+use crate::planner::adaptive::insert_adaptive_spark_plan::should_apply;
 use crate::planner::hints::QueryHints;
 use crate::planner::table_provider::table_schema;
 
@@ -210,7 +211,7 @@ fn acc_plain() -> Plan {
 
 /// EXPLAIN of `plan`, which runs adaptively if `adaptive` and Spark would (as the session plans it).
 fn explain(plan: &Plan, mode: ExplainMode, adaptive: bool) -> String {
-    let plan = if adaptive && applies_adaptive(plan) {
+    let plan = if adaptive && should_apply(plan) {
         Arc::new(AdaptiveSparkPlanExec::new(Arc::clone(plan), SparkConf::default(), QueryHints::default()))
     } else {
         Arc::clone(plan)

@@ -15,6 +15,7 @@
 pub mod adaptive_spark_plan;
 pub mod coalesce_shuffle_partitions;
 pub mod dynamic_join_selection;
+pub mod insert_adaptive_spark_plan;
 pub mod join_shuffle_partitions_apart;
 pub mod optimize_shuffle_with_local_read;
 pub mod optimize_skewed_join;

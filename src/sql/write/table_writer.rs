@@ -28,7 +28,7 @@ use crate::config::SparkConf;
 use crate::error::SqlError;
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
 use crate::exec::sort::SortExec;
-use crate::planner::create_physical_plan;
+use crate::planner::create_static_plan;
 use crate::planner::hints::QueryHints;
 use crate::sql::history::RunningStatement;
 use crate::storage::commit::StagedWrite;
@@ -60,13 +60,13 @@ pub async fn write_table(
         Arc::new(Schema::new(indices.iter().map(|i| schema.field(*i).clone()).collect::<Vec<Field>>()))
     };
     if layout.partition_columns.is_empty() && layout.bucket_spec.is_none() {
-        let physical = create_physical_plan(&state, &plan, &QueryHints::default()).await?;
-        show_running(&state, &physical);
+        let physical = create_static_plan(&state, &plan, &QueryHints::default()).await?;
+        show_running(&state, &physical)?;
         let layout = WriteLayout::unpartitioned(physical.schema());
         return write_partitions(physical, ctx.task_ctx(), layout, write.staging_dir(), write.id).await;
     }
 
-    let input = create_physical_plan(&state, &plan, &QueryHints::default()).await?;
+    let input = create_static_plan(&state, &plan, &QueryHints::default()).await?;
     let schema = input.schema();
     let index = |name: &str| -> Result<usize, SqlError> { Ok(schema.index_of(name)?) };
     let column = |i: usize| -> Arc<dyn PhysicalExpr> { Arc::new(Column::new(schema.field(i).name(), i)) };
@@ -104,7 +104,7 @@ pub async fn write_table(
         Some(ordering) => Arc::new(SortExec::new(ordering, distributed).with_preserve_partitioning(true)),
         None => distributed,
     };
-    show_running(&state, &sorted);
+    show_running(&state, &sorted)?;
 
     let sorted_by = layout.bucket_spec.map(|spec| spec.sort_columns.clone()).unwrap_or_default();
     let layout = WriteLayout {
@@ -118,9 +118,9 @@ pub async fn write_table(
 }
 
 /// Gives the statement's query history entry the plan the write runs.
-fn show_running(state: &SessionState, plan: &Arc<dyn ExecutionPlan>) {
+fn show_running(state: &SessionState, plan: &Arc<dyn ExecutionPlan>) -> Result<(), SqlError> {
     if let Some(running) = state.config().get_extension::<RunningStatement>() {
-        let conf = state.config().get_extension::<SparkConf>().map(|c| c.as_ref().clone()).unwrap_or_default();
-        running.planned(plan, conf);
+        running.planned(plan, SparkConf::of(state.config())?.as_ref().clone());
     }
+    Ok(())
 }

@@ -1,14 +1,13 @@
 //! Spark's limits: `CollectLimit` at the root of the query, `GlobalLimit` and `LocalLimit`
 //! below it, and DataFusion's gathering of partitions, with or without a limit, as Spark's.
 
-use std::sync::Arc;
-
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
 
-use super::{Converter, Position, transparent};
+use super::{Converter, Position};
 use crate::explain::plan::{Codegen, Node, Role, unary};
+use crate::planner::adaptive::insert_adaptive_spark_plan::below_collect_limit;
 
 impl Converter {
     /// Spark's `GlobalLimit`, or `CollectLimit` at the root of the query.
@@ -45,21 +44,5 @@ impl Converter {
             }
             None => self.exchange(child, "SinglePartition".into(), 1, None),
         }
-    }
-}
-
-/// The input of Spark's `CollectLimit`, which gathers and limits by itself: DataFusion's
-/// gathering and per-partition limits below a root limit are part of it.
-fn below_collect_limit(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {
-    loop {
-        plan = if let Some(inner) = transparent(plan) {
-            inner
-        } else if let Some(coalesce) = plan.downcast_ref::<CoalescePartitionsExec>() {
-            coalesce.input()
-        } else if let Some(limit) = plan.downcast_ref::<LocalLimitExec>() {
-            limit.input()
-        } else {
-            return plan;
-        };
     }
 }

@@ -21,20 +21,17 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::aggregates::AggregateExec;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
-use datafusion::physical_plan::{ExecutionPlan, Partitioning, displayable};
+use datafusion::physical_plan::{ExecutionPlan, displayable};
 
 use super::{Codegen, Node, field};
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
-use crate::exec::collect_in_order::CollectInOrderExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::SparkJoinExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
@@ -43,6 +40,7 @@ use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::explain::analyze::figures;
 use crate::explain::expressions::Attr;
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
+use crate::planner::adaptive::insert_adaptive_spark_plan::plumbing_input;
 use relation::{local_rows, range_arguments};
 use window::window_parts;
 
@@ -93,7 +91,7 @@ impl Converter {
     }
 
     pub fn convert(&mut self, plan: &Arc<dyn ExecutionPlan>, at: Position) -> Node {
-        if let Some(inner) = transparent(plan) {
+        if let Some(inner) = plumbing_input(plan) {
             return self.convert(inner, at);
         }
         let mut node = self.operator(plan, at);
@@ -198,31 +196,13 @@ impl Converter {
     }
 }
 
-/// Plumbing that Spark has no operator for: cooperative scheduling, batch coalescing,
-/// round-robin spreading of batches over cores, and reading a global sort's ranges in order.
-fn transparent(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
-    if let Some(cooperative) = plan.downcast_ref::<CooperativeExec>() {
-        return Some(cooperative.input());
-    }
-    if let Some(collect) = plan.downcast_ref::<CollectInOrderExec>() {
-        return Some(collect.input());
-    }
-    if let Some(repartition) = plan.downcast_ref::<RepartitionExec>() {
-        return matches!(repartition.partitioning(), Partitioning::RoundRobinBatch(_)).then(|| repartition.input());
-    }
-    match plan.children().as_slice() {
-        [child] if plan.name() == "CoalesceBatchesExec" => Some(*child),
-        _ => None,
-    }
-}
-
 /// An operator's identity while it is being converted.
 pub(in crate::explain) fn address<T: ?Sized>(value: &T) -> usize {
     value as *const T as *const () as usize
 }
 
 fn below_plumbing(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {
-    while let Some(inner) = transparent(plan) {
+    while let Some(inner) = plumbing_input(plan) {
         plan = inner;
     }
     plan
