@@ -20,10 +20,15 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 
-use super::tables::{Relation, Scan};
-use super::*;
+use super::oids::*;
+use super::scan::{Relation, Scan};
+use super::settings::Settings;
+use super::types;
+use super::views::CATALOG_VIEWS;
 use crate::catalog::metastore::DEFAULT_SCHEMA;
+use crate::catalog::metastore::Metastore;
 use crate::config;
+use crate::error::SqlError;
 use crate::sql::activity::Backend;
 
 /// What `version()` answers: PostgreSQL's shape, so that clients parsing it (SQLAlchemy's
@@ -168,7 +173,7 @@ fn per_relation<T>(
     args: &[ArrayRef],
     f: impl Fn(&Scan, i32, usize) -> Result<Option<T>>,
 ) -> Result<Vec<Option<T>>> {
-    let scan = Scan::new(metastore, None);
+    let scan = Scan::new(metastore, None, CATALOG_VIEWS);
     oids(args, 0)?.into_iter().enumerate().map(|(row, oid)| oid.map_or(Ok(None), |oid| f(&scan, oid, row))).collect()
 }
 
@@ -307,7 +312,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         function("to_regclass", &[1], Volatility::Stable, oid.clone(), {
             let metastore = Arc::clone(&metastore);
             move |args, _| {
-                let scan = Scan::new(&metastore, None);
+                let scan = Scan::new(&metastore, None, CATALOG_VIEWS);
                 let relations = scan.relations()?;
                 let names = texts(&args[0])?;
                 Ok(Arc::new(
@@ -318,7 +323,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         function("regnamespaceout", &[1], Volatility::Stable, text.clone(), {
             let metastore = Arc::clone(&metastore);
             move |args, _| {
-                let scan = Scan::new(&metastore, None);
+                let scan = Scan::new(&metastore, None, CATALOG_VIEWS);
                 let schemas = scan.schemas()?;
                 Ok(text_array(oids(args, 0)?.into_iter().map(|oid| {
                     oid.map(|oid| {
@@ -330,7 +335,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         function("to_regnamespace", &[1], Volatility::Stable, oid.clone(), {
             let metastore = Arc::clone(&metastore);
             move |args, _| {
-                let scan = Scan::new(&metastore, None);
+                let scan = Scan::new(&metastore, None, CATALOG_VIEWS);
                 let schemas = scan.schemas()?;
                 let names = texts(&args[0])?;
                 let oids = names.iter().map(|name| {
@@ -365,7 +370,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         function("pg_database_size", &[1], Volatility::Stable, DataType::Int64, {
             let metastore = Arc::clone(&metastore);
             move |_, rows| {
-                let scan = Scan::new(&metastore, None);
+                let scan = Scan::new(&metastore, None, CATALOG_VIEWS);
                 let total: u64 = scan.relations()?.iter().map(|r| r.bytes).sum();
                 Ok(Arc::new(Int64Array::from(vec![total as i64; rows])))
             }

@@ -35,8 +35,8 @@ use datafusion::sql::sqlparser::ast::{
 };
 use datafusion::sql::sqlparser::parser::Parser;
 
-use super::tables::{PG_CATALOG_VIEWS, always_empty};
-use super::{INFORMATION_SCHEMA, PG_CATALOG};
+use super::oids::{INFORMATION_SCHEMA, PG_CATALOG};
+use super::views::{PG_CATALOG_VIEWS, always_empty};
 use crate::sql::dialect::BucketSqlDialect;
 
 pub fn rewrite(statement: &mut Statement) {

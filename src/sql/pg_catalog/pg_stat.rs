@@ -1,0 +1,71 @@
+//! The rows of `pg_stat_activity` and `pg_stat_progress_copy`: the server's connections and
+//! their running COPYs.
+
+use datafusion::error::Result;
+
+use super::oids::*;
+use super::scan::Scan;
+use super::values::{Row, Value, row};
+use crate::sql::activity::BackendState;
+
+/// One row per connection. Every connection acts as the superuser, whatever name it logged
+/// in with; an idle one waits for its client, as PostgreSQL's `ClientRead`.
+pub(super) fn pg_stat_activity(scan: &Scan) -> Result<Vec<Row>> {
+    Ok(scan
+        .backends()
+        .iter()
+        .filter_map(|backend| {
+            let login = backend.login()?;
+            let statement = backend.statement();
+            let waiting = statement.state != BackendState::Active;
+            Some(row![
+                DATABASE_OID,
+                DATABASE_NAME,
+                login.pid,
+                Value::Null,
+                SUPERUSER_OID,
+                login.user.as_str(),
+                backend.application_name(),
+                backend.client.map(|client| client.ip().to_string()),
+                Value::Null,
+                backend.client.map(|client| i32::from(client.port())),
+                backend.started,
+                statement.transaction_start(),
+                statement.query_start,
+                statement.state_change,
+                waiting.then_some("Client"),
+                waiting.then_some("ClientRead"),
+                statement.state.name(),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                statement.query,
+                "client backend",
+            ])
+        })
+        .collect())
+}
+
+/// One row per running COPY. Its data always comes and goes over the connection (`PIPE`),
+/// whose size is not known ahead (`bytes_total` 0), and COPY has no `WHERE` to exclude rows.
+pub(super) fn pg_stat_progress_copy(scan: &Scan) -> Result<Vec<Row>> {
+    Ok(scan
+        .backends()
+        .iter()
+        .filter_map(|backend| {
+            let (login, copy) = (backend.login()?, backend.copy_progress()?);
+            Some(row![
+                login.pid,
+                DATABASE_OID,
+                DATABASE_NAME,
+                copy.relid,
+                copy.command.name(),
+                "PIPE",
+                copy.bytes() as i64,
+                0,
+                copy.tuples() as i64,
+                0,
+            ])
+        })
+        .collect())
+}
