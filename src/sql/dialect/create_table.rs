@@ -14,7 +14,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
-use super::{dotted_name, is_statement_end, next_is_keyword};
+use super::tokens::{dotted_name, is_statement_end, next_is_keyword};
 
 /// `CREATE TABLE` or `CREATE EXTERNAL TABLE` (not `OR REPLACE`, `TEMPORARY`, views, ...).
 pub(super) fn is_create_table(parser: &Parser) -> bool {

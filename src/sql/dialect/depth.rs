@@ -14,7 +14,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::ParserError;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
-use super::BucketSqlStatement;
+use super::statement::BucketSqlStatement;
 
 /// Most levels of nested expressions and subqueries in one statement: `SELECT 1 + 1` is three
 /// (the query, the sum, its operands).

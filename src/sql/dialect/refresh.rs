@@ -8,7 +8,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
 
-use super::BucketSqlStatement;
+use super::statement::BucketSqlStatement;
 
 /// `REFRESH TABLE` (already consumed) `table`.
 pub(super) fn parse_refresh_table(parser: &mut Parser) -> Result<BucketSqlStatement, ParserError> {

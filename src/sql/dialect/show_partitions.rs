@@ -6,7 +6,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
 
-use super::BucketSqlStatement;
+use super::statement::BucketSqlStatement;
 
 /// `SHOW PARTITIONS` (already consumed) `table [PARTITION (col = value, ...)]`.
 pub(super) fn parse_show_partitions(parser: &mut Parser) -> Result<BucketSqlStatement, ParserError> {

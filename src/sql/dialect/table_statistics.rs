@@ -3,27 +3,15 @@
 //! COMPUTE STATISTICS [NOSCAN | FOR COLUMNS c, .. | FOR ALL COLUMNS]`, `ALTER TABLE t
 //! SET|UNSET TBLPROPERTIES (..)` and `DESCRIBE [TABLE] [EXTENDED|FORMATTED] t column`.
 
-use datafusion::sql::sqlparser::ast::{Expr, Ident, SqlOption, Value};
+use datafusion::sql::sqlparser::ast::{Expr, SqlOption, Value};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::create_table::parse_property_list;
 use super::show_partitions::parse_partition_spec;
-use super::{BucketSqlStatement, is_statement_end};
-
-/// What `ANALYZE TABLE .. COMPUTE STATISTICS` computes besides the table's size.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AnalyzedColumns {
-    /// The size and the row count.
-    Table,
-    /// `NOSCAN`: the size only.
-    NoScan,
-    /// `FOR COLUMNS c1, c2`.
-    Listed(Vec<Ident>),
-    /// `FOR ALL COLUMNS`.
-    All,
-}
+use super::statement::{AnalyzedColumns, BucketSqlStatement};
+use super::tokens::{dotted_name, is_statement_end};
 
 /// `SHOW BUCKETS` (already consumed) `table [PARTITION (col = value, ...)]`.
 pub(super) fn parse_show_buckets(parser: &mut Parser) -> Result<BucketSqlStatement, ParserError> {
@@ -69,7 +57,7 @@ pub(super) fn parse_table_properties(parser: &mut Parser) -> Result<Option<Bucke
                 Token::SingleQuotedString(key) => Ok(key),
                 Token::Word(_) => {
                     p.prev_token();
-                    Ok(super::dotted_name(&p.parse_object_name(false)?))
+                    Ok(dotted_name(&p.parse_object_name(false)?))
                 }
                 _ => p.expected("a property key", token),
             }
@@ -134,7 +122,7 @@ pub fn property_pairs(properties: &[SqlOption]) -> Result<Vec<(String, String)>,
 
 #[cfg(test)]
 mod tests {
-    use datafusion::sql::sqlparser::ast::ObjectName;
+    use datafusion::sql::sqlparser::ast::{Ident, ObjectName};
 
     use super::*;
     use crate::sql::dialect::parse_sql;

@@ -2,7 +2,7 @@
 //! sqlparser parses unchanged, and parity with [`GenericDialect`] for ordinary queries; with the
 //! helpers the tests of each statement family share.
 
-use datafusion::sql::sqlparser::ast::{DataType, Select, SetExpr, ShowStatementInClause, Value};
+use datafusion::sql::sqlparser::ast::{DataType, Ident, Select, SetExpr, ShowStatementInClause, Value};
 
 use super::*;
 

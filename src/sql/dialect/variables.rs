@@ -7,7 +7,8 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
 
-use super::{BucketSqlStatement, dotted_name, is_statement_end};
+use super::statement::BucketSqlStatement;
+use super::tokens::{dotted_name, is_statement_end};
 
 /// `SET`, `SET name` and `SET name (=|TO) value`; an error makes the caller fall back to the
 /// default parser (for `SET TIME ZONE ..`, `SET ROLE ..`, `SET (a, b) = ..`, ...).
