@@ -49,8 +49,8 @@ use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
 use super::aqe_shuffle_read::AqeShuffleReadExec;
+use super::downcast_plan::downcast_plan;
 use super::one_shot::one_shot_plan;
-use super::query_stage::downcast_plan;
 
 #[cfg(test)]
 mod tests;
