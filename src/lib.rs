@@ -5,6 +5,7 @@
 pub mod bench; // `bucketsql bench`: the benchmark, a client of the layers below
 pub mod catalog; // what exists: the SQLite metastore and column types
 pub mod config; // Spark's settings with their defaults and validation
+pub mod credentials; // the users' passwords, which the wire server and the web UI both check
 pub mod demo; // `bucketsql demo`: the bucketing lesson, a client of the server over the wire
 pub mod error;
 pub mod exec; // our operators: bucketed scan, Spark-hash exchanges, joins
