@@ -1,6 +1,7 @@
 //! A plan node as the operator it is, shared rather than borrowed: for the operators and rules
 //! that find one another in a plan (the stages, reads and sorts below a join or an aggregate)
-//! and keep what they found.
+//! and keep what they found. Apart from every operator, as operators that use one another
+//! (the query stages and the reused exchanges they read) both need it.
 
 use std::any::Any;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
-//! What EXPLAIN ANALYZE shows of a shuffle: rows and bytes moved, spills and their files. Its
-//! own file since the map writer (`map_output`) and its spill file (`spill`) both count.
+//! The exchange's figures, in a file of its own because the map writer (`map_output`) and its
+//! spill file (`spill`) both count them.
 
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 

@@ -1,5 +1,5 @@
-//! How a shuffle distributes rows over its output partitions: Spark's hash, single and range
-//! partitionings. Its own file since the operator and its map tasks (`map_output`) both use it.
+//! Spark's partitionings of a shuffle, in a file of its own because the operator
+//! (`shuffle_exchange_exec`) and its map tasks (`map_output`) both read it.
 
 use std::sync::Arc;
 

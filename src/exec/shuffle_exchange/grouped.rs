@@ -1,5 +1,5 @@
-//! One input batch's rows grouped by output partition with a counting sort, the first step of
-//! both batchers (`scatter`, `gather`).
+//! The grouping of a batch's rows by output partition, in a file of its own because both
+//! batchers (`scatter`, `gather`) start with it.
 
 use std::ops::Range;
 

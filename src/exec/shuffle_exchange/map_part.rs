@@ -1,5 +1,5 @@
-//! One map task's output for one partition, as the map side keeps it and readers (`reader`)
-//! take it: batches in memory, then segments in the task's spill file.
+//! A map task's output for one partition, in a file of its own because the map side
+//! (`map_output`) keeps it and the readers (`reader`) take it.
 
 use std::collections::VecDeque;
 
