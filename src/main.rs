@@ -4,7 +4,8 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use bucketsql::server::auth::{Authenticator, Passwords};
+use bucketsql::credentials::Passwords;
+use bucketsql::server::auth::Authenticator;
 use bucketsql::server::connection_limit::DEFAULT_MAX_CONNECTIONS;
 use bucketsql::server::{ClientLimits, Server};
 use bucketsql::sql::engine::{Engine, EngineOptions};

@@ -23,7 +23,8 @@ use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
-use super::query_stage::{ShuffleQueryStageExec, downcast_plan};
+use super::downcast_plan::downcast_plan;
+use super::query_stage::ShuffleQueryStageExec;
 use super::shuffle_exchange::ShuffleReadSpec;
 
 /// What one partition of an adaptive read gets of a shuffle stage's output (Spark's

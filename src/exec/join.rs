@@ -16,13 +16,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::JoinType;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{JoinType, NullEquality};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec,
 };
@@ -32,88 +31,13 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Exe
 use futures::StreamExt;
 
 use super::aqe_shuffle_read::AqeShuffleReadExec;
+use super::downcast_plan::downcast_plan;
+use super::join_spec::{BuildSide, JoinSpec, JoinStrategy, spark_join_type};
 use super::merge_join;
 use super::null_aware_anti_join::NullAwareAntiJoinExec;
-use super::query_stage::{BroadcastQueryStageExec, downcast_plan};
+use super::query_stage::BroadcastQueryStageExec;
 use super::reused_exchange::ReusedExchangeExec;
 use super::sort::SortExec;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JoinStrategy {
-    SortMerge,
-    ShuffledHash,
-    BroadcastHash,
-    BroadcastNestedLoop,
-    Cartesian,
-}
-
-impl JoinStrategy {
-    /// Spark's operator name.
-    pub fn spark_name(&self) -> &'static str {
-        match self {
-            JoinStrategy::SortMerge => "SortMergeJoin",
-            JoinStrategy::ShuffledHash => "ShuffledHashJoin",
-            JoinStrategy::BroadcastHash => "BroadcastHashJoin",
-            JoinStrategy::BroadcastNestedLoop => "BroadcastNestedLoopJoin",
-            JoinStrategy::Cartesian => "CartesianProduct",
-        }
-    }
-
-    /// Whether the join needs both inputs hash-partitioned on the keys.
-    pub fn is_shuffled(&self) -> bool {
-        matches!(self, JoinStrategy::SortMerge | JoinStrategy::ShuffledHash)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BuildSide {
-    Left,
-    Right,
-}
-
-impl BuildSide {
-    pub fn spark_name(&self) -> &'static str {
-        match self {
-            BuildSide::Left => "BuildLeft",
-            BuildSide::Right => "BuildRight",
-        }
-    }
-}
-
-/// Spark's name of a join type (`Inner`, `LeftOuter`, `LeftSemi`, …).
-pub fn spark_join_type(join_type: JoinType) -> &'static str {
-    match join_type {
-        JoinType::Inner => "Inner",
-        JoinType::Left => "LeftOuter",
-        JoinType::Right => "RightOuter",
-        JoinType::Full => "FullOuter",
-        JoinType::LeftSemi => "LeftSemi",
-        JoinType::LeftAnti => "LeftAnti",
-        JoinType::RightSemi => "RightSemi",
-        JoinType::RightAnti => "RightAnti",
-        JoinType::LeftMark => "ExistenceJoin",
-        JoinType::RightMark => "RightExistenceJoin",
-    }
-}
-
-/// Everything that defines a join apart from its inputs.
-#[derive(Debug, Clone)]
-pub struct JoinSpec {
-    pub strategy: JoinStrategy,
-    /// `None` for sort-merge and cartesian joins.
-    pub build_side: Option<BuildSide>,
-    pub join_type: JoinType,
-    /// Equi-join keys as (left expression, right expression).
-    pub on: Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>,
-    pub filter: Option<JoinFilter>,
-    pub null_equality: NullEquality,
-    /// Spark's `isNullAwareAntiJoin`: the anti join of `k NOT IN (subquery)`, on one key, the
-    /// subquery broadcast on the right.
-    pub null_aware: bool,
-    /// Spark's `isSkewJoin`: adaptive execution split a skewed partition of a shuffled join's
-    /// input into pieces, each joined with the whole matching partition of the other side.
-    pub skew: bool,
-}
 
 #[derive(Debug)]
 pub struct SparkJoinExec {

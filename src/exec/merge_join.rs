@@ -26,7 +26,7 @@ use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSe
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
-use super::join::{JoinSpec, JoinStrategy};
+use super::join_spec::{JoinSpec, JoinStrategy};
 use super::sort::{NormalizedKey, normalizable, normalize};
 
 /// Whether `spec` joining sides of these schemas runs on this loop.

@@ -6,11 +6,13 @@
 pub mod aqe_shuffle_read;
 pub mod broadcast_exchange;
 pub mod collect_in_order;
+pub mod downcast_plan;
 pub mod executor;
 pub mod expand;
 pub mod file_source_scan;
 pub mod hash_aggregate;
 pub mod join;
+pub mod join_spec;
 pub mod merge_join;
 pub mod null_aware_anti_join;
 pub(crate) mod one_shot;

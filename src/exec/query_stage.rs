@@ -6,7 +6,6 @@
 //! metrics of EXPLAIN ANALYZE, the benchmark's exchange count) see what ran; the plan above
 //! it must not change what lies below, so a stage refuses new children.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -23,12 +22,6 @@ use parking_lot::Mutex;
 
 use super::reused_exchange::ReusedExchangeExec;
 use super::shuffle_exchange::{MapOutputStatistics, ShuffleExchangeExec, ShuffleReadSpec};
-
-/// `plan` as the operator type it is, sharing its allocation.
-pub fn downcast_plan<T: ExecutionPlan>(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<T>> {
-    let any: Arc<dyn Any + Send + Sync> = Arc::clone(plan) as Arc<dyn Any + Send + Sync>;
-    any.downcast::<T>().ok()
-}
 
 fn refuse_new_children(
     name: &str,

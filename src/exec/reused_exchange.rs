@@ -13,7 +13,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 
 use super::broadcast_exchange::BroadcastExchangeExec;
-use super::query_stage::downcast_plan;
+use super::downcast_plan::downcast_plan;
 use super::shuffle_exchange::{ShuffleExchangeExec, ShuffleReadSpec};
 
 /// The exchange a `ReusedExchange` reads.

@@ -7,7 +7,7 @@
 //! stage's id is taken after its children's stages are built, so ids grow bottom-up, left
 //! subtree first.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::plan::{Codegen, Node, Role, Stage};
 use super::tree::simple;
@@ -94,32 +94,6 @@ fn assign(node: &mut Node, id: u32) {
         node.stage = Stage::Id(id);
         node.children.iter_mut().for_each(|c| assign(c, id));
     }
-}
-
-/// The operators whose codegen stage FORMATTED names (`[codegen id : n]`), by operator id, as
-/// Spark's `ExplainUtils.generateWholeStageCodegenIds` finds them: walking the plan in pre-order,
-/// a stage's root sets the current id and each operator outside a stage under an operator in
-/// one (an `InputAdapter` in Spark's plan) clears it, without restoring it for the siblings
-/// that follow. So in a stage with two inputs (a union fused into one stage, a broadcast join
-/// built on the left) the operators of the later inputs print no id.
-pub(super) fn labelled_operators(root: &Node) -> HashSet<usize> {
-    fn walk(node: &Node, parent: Stage, current: &mut Option<u32>, out: &mut HashSet<usize>) {
-        if node.stage != parent {
-            if matches!(parent, Stage::Id(_)) {
-                *current = None;
-            }
-            if let Stage::Id(id) = node.stage {
-                *current = Some(id);
-            }
-        }
-        if matches!(node.stage, Stage::Id(_)) && current.is_some() {
-            out.insert(node.id);
-        }
-        node.children.iter().for_each(|c| walk(c, node.stage, current, out));
-    }
-    let mut out = HashSet::new();
-    walk(root, Stage::None, &mut None, &mut out);
-    out
 }
 
 /// EXPLAIN CODEGEN: each stage as a subtree in stage id order. The operators run on

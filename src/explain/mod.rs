@@ -12,6 +12,7 @@ mod advice;
 pub mod analyze;
 mod bucketing;
 mod codegen;
+mod codegen_ids;
 mod cost;
 mod expressions;
 pub mod graph;

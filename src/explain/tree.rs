@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::codegen::labelled_operators;
+use super::codegen_ids::labelled_operators;
 use super::plan::{Node, Role, Stage};
 
 /// Gives operators Spark's FORMATTED ids: post-order, children left to right. An adaptive plan

@@ -37,7 +37,8 @@ use super::scan_lineage::{describe_keys, describe_side};
 use super::union_output_partitioning::keep_shared_partitioning;
 use crate::config::SparkConf;
 use crate::exec::collect_in_order::CollectInOrderExec;
-use crate::exec::join::{JoinStrategy, SparkJoinExec};
+use crate::exec::join::SparkJoinExec;
+use crate::exec::join_spec::JoinStrategy;
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
 
 pub fn ensure_requirements(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {

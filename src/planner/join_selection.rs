@@ -28,7 +28,8 @@ use super::statistics::size_in_bytes;
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
-use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
+use crate::exec::join::SparkJoinExec;
+use crate::exec::join_spec::{BuildSide, JoinSpec, JoinStrategy};
 use crate::planner::extract_equi_join_keys::null_safe_keys;
 
 type JoinKeys = Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>;

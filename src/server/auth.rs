@@ -5,18 +5,15 @@
 //! certificate, over TLS). Either way each connection is registered for CancelRequests, with a
 //! pid unique in the server, and, once logged in, shows in `pg_stat_activity`.
 
-use std::collections::HashMap;
-use std::fmt::{self, Debug};
-use std::path::Path;
+use std::fmt::Debug;
 use std::sync::Arc;
 
-use anyhow::Context;
 use async_trait::async_trait;
 use futures::Sink;
 use pgwire::api::auth::noop::NoopStartupHandler;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
-use pgwire::api::auth::sasl::scram::{SCRAM_ITERATIONS, ScramAuth, gen_salted_password};
-use pgwire::api::auth::{AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler};
+use pgwire::api::auth::sasl::scram::ScramAuth;
+use pgwire::api::auth::{AuthSource, DefaultServerParameterProvider, StartupHandler};
 use pgwire::api::{
     ClientInfo, ConnectionManager, METADATA_APPLICATION_NAME, METADATA_USER, PgWireConnectionState,
     PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
@@ -25,80 +22,9 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult, SEVERITY_FATAL};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use super::encoding::user_error;
+use crate::credentials::Passwords;
 use crate::sql::activity::Login;
 use crate::sql::session::Session;
-
-/// The passwords clients must present, kept as PostgreSQL keeps SCRAM secrets: salted once.
-pub struct Passwords {
-    users: HashMap<String, Password>,
-    /// For every user not in `users`: the one `--password`, or else one nobody knows, so
-    /// that an unknown user fails the same way a wrong password does.
-    others: Password,
-}
-
-impl Passwords {
-    /// One password for every user name (`--password`).
-    pub fn for_everyone(password: &str) -> Self {
-        Passwords { users: HashMap::new(), others: salted(password) }
-    }
-
-    /// `user:password` lines (`--users-file`); blank lines and `#` comments are skipped.
-    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut users = HashMap::new();
-        for (number, line) in text.lines().enumerate() {
-            if line.trim().is_empty() || line.trim_start().starts_with('#') {
-                continue;
-            }
-            let (user, password) = line
-                .split_once(':')
-                .with_context(|| format!("{}:{}: expected user:password", path.display(), number + 1))?;
-            users.insert(user.to_string(), salted(password));
-        }
-        anyhow::ensure!(!users.is_empty(), "{} lists no users", path.display());
-        Ok(Passwords { users, others: salted(&uuid::Uuid::new_v4().to_string()) })
-    }
-}
-
-impl Passwords {
-    /// Whether `password` is `user`'s: for the web UI, whose browsers send passwords as they are
-    /// (HTTP Basic authentication), checked against the same salted secrets SCRAM uses.
-    pub fn verify(&self, user: &str, password: &str) -> bool {
-        let secret = self.users.get(user).unwrap_or(&self.others);
-        let Some(salt) = secret.salt() else { return false };
-        let given = gen_salted_password(password, salt, SCRAM_ITERATIONS);
-        // Compared in full, so that the time taken does not tell how much matched.
-        given.len() == secret.password().len()
-            && given.iter().zip(secret.password()).fold(0u8, |differ, (a, b)| differ | (a ^ b)) == 0
-    }
-
-    /// Each user has a password of their own (`--users-file`), rather than all one.
-    pub fn separates_users(&self) -> bool {
-        !self.users.is_empty()
-    }
-}
-
-/// A password with a fresh random salt (a v4 UUID's 122 random bits).
-fn salted(password: &str) -> Password {
-    let salt = uuid::Uuid::new_v4().into_bytes().to_vec();
-    let salted_password = gen_salted_password(password, &salt, SCRAM_ITERATIONS);
-    Password::new(Some(salt), salted_password)
-}
-
-/// Names the users only: a salted password is enough to log in with SCRAM.
-impl Debug for Passwords {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Passwords").field("users", &self.users.keys()).finish_non_exhaustive()
-    }
-}
-
-#[async_trait]
-impl AuthSource for Passwords {
-    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
-        let user = login.user().unwrap_or_default();
-        Ok(self.users.get(user).unwrap_or(&self.others).clone())
-    }
-}
 
 /// How connections authenticate; one for the whole server.
 pub struct Authenticator {

@@ -9,8 +9,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 
-use super::{UiState, html};
-use crate::server::auth::Passwords;
+use super::html;
+use crate::credentials::Passwords;
 use crate::sql::history::QueryRecord;
 
 /// The server's credentials, as the UI checks them.
@@ -62,9 +62,9 @@ impl Access {
 
 /// Lets a request through with its [`Viewer`], or answers 401 with the challenge that makes
 /// a browser ask for the user name and password.
-pub(super) async fn authenticate(State(state): State<Arc<UiState>>, mut request: Request, next: Next) -> Response {
+pub(super) async fn authenticate(State(access): State<Arc<Access>>, mut request: Request, next: Next) -> Response {
     let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    match state.access.viewer(authorization) {
+    match access.viewer(authorization) {
         Some(viewer) => {
             request.extensions_mut().insert(viewer);
             next.run(request).await

@@ -9,8 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::UiState;
 use super::access::Viewer;
+use super::state::UiState;
 use crate::catalog::bucket_summary::BucketSummary;
 use crate::catalog::metastore::TableMeta;
 use crate::config::KNOWN_KEYS;

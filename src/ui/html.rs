@@ -48,6 +48,11 @@ pub fn error_page(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
+/// An answer to a request for something that is not there, or not the viewer's to see.
+pub fn not_found() -> Response {
+    error_page(StatusCode::NOT_FOUND, "There is no such page.")
+}
+
 /// `text` safe inside HTML and SVG, in text and in quoted attributes.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -13,6 +13,7 @@ mod api;
 mod html;
 mod pages;
 mod plan_svg;
+mod state;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -32,9 +33,10 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
-use crate::server::auth::Passwords;
+use crate::credentials::Passwords;
 use crate::sql::engine::Engine;
 pub use access::Access;
+use state::UiState;
 
 /// Spark's UI port, `spark.ui.port`.
 pub const DEFAULT_ADDRESS: &str = "127.0.0.1:4040";
@@ -46,12 +48,6 @@ const MAX_CONNECTIONS: usize = 64;
 const MAX_HEAD_BYTES: usize = 16 << 10;
 /// A connection that completes no TLS handshake or request head for this long is closed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// What the pages read.
-pub(crate) struct UiState {
-    pub engine: Arc<Engine>,
-    pub access: Access,
-}
 
 /// A bound web UI; `run` serves it until the process ends.
 pub struct WebUi {
@@ -72,8 +68,8 @@ impl WebUi {
         tls: Option<TlsAcceptor>,
     ) -> std::io::Result<WebUi> {
         let listener = bind_from(addr).await?;
-        let state = Arc::new(UiState { engine, access: Access::new(passwords, admin) });
-        Ok(WebUi { listener, tls, router: router(state) })
+        let access = Arc::new(Access::new(passwords, admin));
+        Ok(WebUi { listener, tls, router: router(Arc::new(UiState { engine }), access) })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -144,7 +140,7 @@ where
     connection.await.map_err(|e| e.to_string())
 }
 
-fn router(state: Arc<UiState>) -> Router {
+fn router(state: Arc<UiState>, access: Arc<Access>) -> Router {
     let api = Router::new()
         .route("/queries", get(api::queries))
         .route("/queries/{id}", get(api::query))
@@ -165,7 +161,7 @@ fn router(state: Arc<UiState>) -> Router {
         .route("/connections/{pid}/settings", get(pages::settings))
         .nest("/api/v1", api)
         .fallback(pages::not_found)
-        .layer(middleware::from_fn_with_state(Arc::clone(&state), access::authenticate))
+        .layer(middleware::from_fn_with_state(access, access::authenticate))
         .layer(middleware::from_fn(guard))
         .with_state(state)
 }
@@ -188,9 +184,4 @@ async fn guard(request: Request, next: Next) -> Response {
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
     headers.insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
     response
-}
-
-/// An answer to a request for something that is not there, or not the viewer's to see.
-pub(crate) fn not_found() -> Response {
-    html::error_page(StatusCode::NOT_FOUND, "There is no such page.").into_response()
 }

@@ -11,7 +11,8 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use super::access::Viewer;
 use super::api::{self, Bucket, QueryDetail, QuerySummary};
 use super::html::{self, bytes, count, escape, page};
-use super::{UiState, plan_svg};
+use super::plan_svg;
+use super::state::UiState;
 use crate::explain::graph::{Adaptive, NodeKind};
 
 /// The longest statement text shown in the list; the query's page shows all of it.
@@ -55,7 +56,7 @@ pub(super) async fn query(
     Extension(viewer): Extension<Viewer>,
     Path(id): Path<u64>,
 ) -> Response {
-    let Some(record) = api::visible_query(&state, &viewer, id) else { return super::not_found() };
+    let Some(record) = api::visible_query(&state, &viewer, id) else { return html::not_found() };
     let detail = QueryDetail::of(&record);
     let s = &detail.summary;
     let running = s.state == "running";
@@ -140,7 +141,7 @@ pub(super) async fn plan_text(
 ) -> Response {
     match api::visible_query(&state, &viewer, id).and_then(|r| r.graph()) {
         Some(graph) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], graph.formatted.clone()).into_response(),
-        None => super::not_found(),
+        None => html::not_found(),
     }
 }
 
@@ -162,7 +163,7 @@ pub(super) async fn cancel(
     if !same_origin {
         return html::error_page(StatusCode::FORBIDDEN, "Statements are cancelled from this UI's own pages.");
     }
-    let Some(record) = api::visible_query(&state, &viewer, id) else { return super::not_found() };
+    let Some(record) = api::visible_query(&state, &viewer, id) else { return html::not_found() };
     if record.outcome().is_some() {
         return html::error_page(StatusCode::CONFLICT, "This statement has ended already.");
     }
@@ -201,7 +202,7 @@ pub(super) async fn tables(State(state): State<Arc<UiState>>) -> Response {
 pub(super) async fn table(State(state): State<Arc<UiState>>, Path((schema, name)): Path<(String, String)>) -> Response {
     let detail = match api::table_of(&state, &schema, &name) {
         Ok(Some(detail)) => detail,
-        Ok(None) => return super::not_found(),
+        Ok(None) => return html::not_found(),
         Err(e) => return html::error_page(StatusCode::INTERNAL_SERVER_ERROR, &e),
     };
     let t = &detail.summary;
@@ -339,5 +340,5 @@ pub(super) async fn settings(
 }
 
 pub(super) async fn not_found() -> Response {
-    super::not_found()
+    html::not_found()
 }

@@ -17,7 +17,8 @@ use datafusion::arrow::compute::interleave_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::Result;
 
-use super::map_output::{Batcher, Grouped, Routed};
+use super::batcher::{Batcher, Routed};
+use super::grouped::Grouped;
 
 /// The rows per output partition a map task reorders together, on average: fewer make each
 /// partition's share of them a copy too short to be worth its call.

@@ -13,9 +13,7 @@
 //! Where we differ: output that fits stays in memory (Spark always writes files and leans on
 //! the OS cache), and spill runs are not merged at the end.
 
-use std::collections::VecDeque;
 use std::mem;
-use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
@@ -25,79 +23,22 @@ use datafusion::execution::disk_manager::DiskManager;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
-use super::ExchangePartitioning;
+use super::batcher::{Batcher, Routed};
+use super::exchange_metrics::ExchangeMetrics;
+use super::exchange_partitioning::ExchangePartitioning;
 use super::gather::Gather;
+use super::map_part::MapPart;
 use super::range_bounds::{KeySample, RangeRouter};
 use super::reader::PartsReader;
 use super::scatter::Scatter;
-use super::spill::{MapSpill, SpilledSegments};
+use super::spill::MapSpill;
 use super::statistics::MapOutputStatistics;
 use crate::storage::bucket_hash::bucket_ids;
-
-/// What EXPLAIN ANALYZE shows of the exchange, shared by its map tasks.
-#[derive(Clone)]
-pub(super) struct ExchangeMetrics {
-    rows: Count,
-    bytes: Count,
-    spills: Count,
-    spilled_bytes: Count,
-    pub(super) spill_files: Count,
-}
-
-impl ExchangeMetrics {
-    pub(super) fn new(metrics: &ExecutionPlanMetricsSet) -> Self {
-        ExchangeMetrics {
-            rows: MetricBuilder::new(metrics).counter("shuffle_rows", 0),
-            bytes: MetricBuilder::new(metrics).counter("shuffle_bytes", 0),
-            spills: MetricBuilder::new(metrics).spill_count(0),
-            spilled_bytes: MetricBuilder::new(metrics).spilled_bytes(0),
-            spill_files: MetricBuilder::new(metrics).counter("spill_files", 0),
-        }
-    }
-
-    /// The same spill figures, with rows and bytes counted apart: a first pass over rows that
-    /// are shuffled in the second.
-    pub(super) fn first_pass(&self) -> Self {
-        ExchangeMetrics { rows: Count::new(), bytes: Count::new(), ..self.clone() }
-    }
-}
-
-/// One map task's output for one partition: batches held in memory (reserved until read),
-/// then segments spilled to the map task's file.
-pub(super) struct MapPart {
-    batches: VecDeque<RecordBatch>,
-    reservation: MemoryReservation,
-    spilled: Option<SpilledSegments>,
-}
-
-impl MapPart {
-    /// The next batch held in memory; its memory goes back to the pool.
-    pub(super) fn pop(&mut self) -> Option<RecordBatch> {
-        let batch = self.batches.pop_front()?;
-        self.reservation.shrink(batch.get_array_memory_size().min(self.reservation.size()));
-        Some(batch)
-    }
-
-    pub(super) fn take_spilled(&mut self) -> Option<SpilledSegments> {
-        self.spilled.take()
-    }
-
-    /// A copy for a reader other than the last: the same batches and spilled segments, whose
-    /// memory and file stay with this part until the last reader takes it.
-    fn copy(&self) -> Self {
-        MapPart {
-            batches: self.batches.clone(),
-            reservation: self.reservation.new_empty(),
-            spilled: self.spilled.as_ref().map(SpilledSegments::copy),
-        }
-    }
-}
 
 /// What one map task produced: a part per output partition and its figures.
 pub(super) struct MapOutput {
@@ -243,69 +184,6 @@ async fn write_map_output(
     writer.finish().await
 }
 
-/// What a batcher hands over: a batch of rows for one output partition.
-pub(super) type Routed = (usize, RecordBatch);
-
-/// Turns a map task's routed rows into batches per output partition.
-pub(super) trait Batcher: Send {
-    /// Takes `batch`, whose row `i` goes to partition `ids[i]`; batches it completes go to `done`.
-    fn push(&mut self, batch: RecordBatch, ids: &[u32], done: &mut Vec<Routed>) -> Result<()>;
-    /// Hands over every row it still has.
-    fn flush(&mut self, done: &mut Vec<Routed>) -> Result<()>;
-    /// The memory the rows it still has take.
-    fn buffered_bytes(&self) -> usize;
-}
-
-/// One input batch's rows by partition: partition `p`'s are `rows[starts[p]..starts[p + 1]]`,
-/// in their order in the batch.
-pub(super) struct Grouped {
-    rows: Vec<u32>,
-    starts: Vec<u32>,
-}
-
-impl Grouped {
-    pub(super) fn new(partitions: usize) -> Self {
-        Grouped { rows: Vec::new(), starts: vec![0; partitions + 1] }
-    }
-
-    /// Groups rows `0..ids.len()` by `ids` (a counting sort).
-    pub(super) fn group(&mut self, ids: &[u32]) {
-        self.starts.fill(0);
-        for id in ids {
-            self.starts[*id as usize + 1] += 1;
-        }
-        for partition in 1..self.starts.len() {
-            self.starts[partition] += self.starts[partition - 1];
-        }
-        self.rows.resize(ids.len(), 0);
-        let mut next = self.starts.clone();
-        for (row, id) in ids.iter().enumerate() {
-            let slot = &mut next[*id as usize];
-            self.rows[*slot as usize] = row as u32;
-            *slot += 1;
-        }
-    }
-
-    /// Where partition `partition`'s rows are in [`Self::rows`].
-    pub(super) fn range(&self, partition: usize) -> Range<u32> {
-        self.starts[partition]..self.starts[partition + 1]
-    }
-
-    pub(super) fn len(&self, partition: usize) -> usize {
-        self.range(partition).len()
-    }
-
-    /// Every row, partition by partition.
-    pub(super) fn rows(&self) -> &[u32] {
-        &self.rows
-    }
-
-    /// Each partition's rows, partition by partition.
-    pub(super) fn partitions(&self) -> impl Iterator<Item = &[u32]> {
-        self.starts.windows(2).map(|range| &self.rows[range[0] as usize..range[1] as usize])
-    }
-}
-
 /// A map task's rows on their way to its output.
 struct MapWriter {
     schema: SchemaRef,
@@ -413,7 +291,7 @@ impl MapWriter {
             .zip(spilled)
             .map(|(batches, spilled)| {
                 let size = batches.iter().map(RecordBatch::get_array_memory_size).sum();
-                MapPart { batches: batches.into(), reservation: self.reservation.split(size), spilled }
+                MapPart::new(batches.into(), self.reservation.split(size), spilled)
             })
             .collect();
         Ok(MapOutput { parts, bytes: self.bytes, rows: self.rows })

@@ -22,7 +22,7 @@ use datafusion::error::{DataFusionError, Result};
 use futures::Stream;
 use tokio::sync::Semaphore;
 
-use super::map_output::MapPart;
+use super::map_part::MapPart;
 use super::spill::SpilledSegments;
 
 /// Which part of the exchange's output a read returns.

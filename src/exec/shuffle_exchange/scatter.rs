@@ -23,7 +23,8 @@ use datafusion::arrow::buffer::{BooleanBuffer, Buffer};
 use datafusion::arrow::datatypes::{ArrowNativeType, DataType, SchemaRef, i256};
 use datafusion::error::{DataFusionError, Result};
 
-use super::map_output::{Batcher, Grouped, Routed};
+use super::batcher::{Batcher, Routed};
+use super::grouped::Grouped;
 
 /// One column's values waiting in each partition.
 trait ColumnBuffers: Send {

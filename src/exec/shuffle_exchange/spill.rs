@@ -32,7 +32,7 @@ use datafusion::execution::SpillFile;
 use datafusion::execution::disk_manager::DiskManager;
 use tokio::sync::Semaphore;
 
-use super::map_output::ExchangeMetrics;
+use super::exchange_metrics::ExchangeMetrics;
 
 /// Spill files of one exchange open for reading at once.
 pub(super) const CONCURRENT_READS: usize = 16;

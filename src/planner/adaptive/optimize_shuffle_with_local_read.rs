@@ -14,7 +14,8 @@ use super::validate_requirements::is_valid;
 use super::{StageRead, matching, replace_nth};
 use crate::config::SparkConf;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
-use crate::exec::join::{BuildSide, JoinStrategy, SparkJoinExec};
+use crate::exec::join::SparkJoinExec;
+use crate::exec::join_spec::{BuildSide, JoinStrategy};
 
 pub fn optimize_shuffle_with_local_read(
     plan: Arc<dyn ExecutionPlan>,

@@ -19,7 +19,8 @@ use super::validate_requirements::is_valid;
 use super::{bare_stage, below_sort, matching, replace_nth};
 use crate::config::SparkConf;
 use crate::exec::aqe_shuffle_read::{AqeShuffleReadExec, ShufflePartitionSpec};
-use crate::exec::join::{JoinSpec, SparkJoinExec};
+use crate::exec::join::SparkJoinExec;
+use crate::exec::join_spec::JoinSpec;
 
 pub fn optimize_skewed_join(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
     if !conf.skew_join_enabled {

@@ -17,7 +17,8 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitio
 
 use crate::config::SparkConf;
 use crate::exec::file_source_scan::FileSourceScanExec;
-use crate::exec::join::{BuildSide, JoinStrategy, SparkJoinExec};
+use crate::exec::join::SparkJoinExec;
+use crate::exec::join_spec::{BuildSide, JoinStrategy};
 
 pub fn coalesce_buckets_in_join(plan: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Arc<dyn ExecutionPlan>> {
     if !conf.coalesce_buckets_in_join {

@@ -9,13 +9,15 @@ use pgwire::error::PgWireResult;
 
 use super::types::pg_type;
 use super::user_error;
-use super::writers::{ValueWriter, put_length_prefixed, value_writer};
+use super::value_writer::{ValueWriter, put_length_prefixed};
 
 /// One-dimensional arrays with lower bound 1, as `array_out`/`array_send`
-/// write them.
+/// write them. `value_writer` makes the elements' writer: the dispatch by type
+/// (`writers`), passed in since lists are part of it.
 pub(super) fn list_writer<'a, O: OffsetSizeTrait>(
     list: &'a GenericListArray<O>,
     format: FieldFormat,
+    value_writer: fn(&'a dyn Array, FieldFormat) -> PgWireResult<ValueWriter<'a>>,
 ) -> PgWireResult<ValueWriter<'a>> {
     // Rejects nested lists, which have no PostgreSQL array type.
     pg_type(list.data_type())?;

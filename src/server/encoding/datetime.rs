@@ -7,7 +7,7 @@ use bytes::{BufMut, BytesMut};
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 
 use super::user_error;
-use super::writers::{ValueWriter, put_display};
+use super::value_writer::{ValueWriter, put_display};
 
 pub(super) const USECS_PER_SEC: i64 = 1_000_000;
 pub(super) const USECS_PER_MINUTE: i64 = 60 * USECS_PER_SEC;

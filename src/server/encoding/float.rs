@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use bytes::{BufMut, BytesMut};
 
-use super::writers::put_display;
+use super::value_writer::put_display;
 
 /// Formats short values without a heap allocation.
 #[derive(Default)]

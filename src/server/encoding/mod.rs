@@ -7,20 +7,24 @@
 //! way, into `ScalarValue`s for DataFusion.
 //!
 //! - `types`: which PostgreSQL type each Arrow type is sent as, RowDescription fields, format codes.
-//! - `writers`: per-column value writers and [`encode_batch`]; `arrays` for lists.
+//! - `writers`: per-column value writers and [`encode_batch`]; `arrays` for lists; `value_writer`
+//!   for what every writer is and how values go into a row.
 //! - `float`, `numeric`, `datetime`: PostgreSQL's text and binary forms of those values.
-//! - `params`: Bind parameters, read by `text_values` or `binary_values` (which binary COPY shares).
+//! - `params`: Bind parameters, read by `text_values` or `binary_values` (which binary COPY shares),
+//!   rejected with a `param_error`.
 
 mod arrays;
 mod binary_values;
 mod datetime;
 mod float;
 mod numeric;
+mod param_error;
 mod params;
 #[cfg(test)]
 mod test_support;
 mod text_values;
 mod types;
+mod value_writer;
 mod writers;
 
 use pgwire::error::{ErrorInfo, PgWireError};

@@ -10,7 +10,7 @@ use datafusion::arrow::array::{ArrowPrimitiveType, PrimitiveArray};
 use datafusion::arrow::datatypes::Decimal256Type;
 use datafusion::common::ScalarValue;
 
-use super::writers::ValueWriter;
+use super::value_writer::ValueWriter;
 
 /// Largest precision and scale of Arrow's Decimal128.
 const DECIMAL128_MAX_DIGITS: usize = 38;

@@ -6,46 +6,13 @@ use datafusion::common::ScalarValue;
 use pgwire::api::Type;
 use pgwire::api::portal::Portal;
 use pgwire::api::results::FieldFormat;
-use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::error::PgWireResult;
 
-use super::binary_values::{BinaryError, decode_binary};
+use super::binary_values::decode_binary;
+use super::param_error::ParamError;
 use super::text_values::decode_text;
 use super::types::{arrow_type, resolve_formats};
 use super::user_error;
-
-/// Why a bound value was rejected; turned into an error naming the parameter.
-pub(super) enum ParamError {
-    Invalid(String),
-    OutOfRange,
-    BinaryUnsupported,
-    /// Text that is not UTF-8: PostgreSQL's 22021.
-    Encoding,
-}
-
-impl ParamError {
-    pub(super) fn syntax(input: &str) -> Self {
-        ParamError::Invalid(format!("invalid input syntax: \"{input}\""))
-    }
-
-    fn into_pg(self, number: usize, ty: &Type) -> PgWireError {
-        let name = ty.name();
-        match self {
-            ParamError::Invalid(detail) => {
-                user_error("22P02", format!("invalid value for parameter ${number} of type {name}: {detail}"))
-            }
-            ParamError::OutOfRange => {
-                user_error("22003", format!("value for parameter ${number} is out of range for type {name}"))
-            }
-            ParamError::BinaryUnsupported => {
-                user_error("0A000", format!("binary format for parameter ${number} of type {name} is not supported"))
-            }
-            ParamError::Encoding => user_error(
-                "22021",
-                format!("invalid byte sequence for encoding \"UTF8\" in parameter ${number} of type {name}"),
-            ),
-        }
-    }
-}
 
 /// Decodes the parameters bound to `portal`. Parameter i has the type the
 /// client declared in Parse when it declared one other than UNKNOWN, else the
@@ -89,22 +56,14 @@ pub fn decode_parameters<S: Clone>(portal: &Portal<S>, types: &[Type]) -> PgWire
         .collect()
 }
 
-impl From<BinaryError> for ParamError {
-    fn from(e: BinaryError) -> Self {
-        match e {
-            BinaryError::Invalid(detail) => ParamError::Invalid(detail),
-            BinaryError::Unsupported => ParamError::BinaryUnsupported,
-            BinaryError::Encoding => ParamError::Encoding,
-        }
-    }
-}
-
 fn typed_null(ty: &Type) -> ScalarValue {
     arrow_type(ty).and_then(|dt| ScalarValue::try_from(&dt).ok()).unwrap_or(ScalarValue::Utf8(None))
 }
 
 #[cfg(test)]
 mod tests {
+    use pgwire::error::PgWireError;
+
     use super::*;
 
     use super::super::test_support::{code, decode_one, decode_text_one, hex, portal};

@@ -10,7 +10,7 @@ use pgwire::api::Type;
 
 use super::datetime::{USECS_PER_DAY, parse_time, parse_timestamp};
 use super::numeric::parse_numeric;
-use super::params::ParamError;
+use super::param_error::ParamError;
 
 /// Decodes a text-format value the way PostgreSQL's input functions accept it
 /// (surrounding whitespace allowed for all but string types).

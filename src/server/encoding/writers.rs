@@ -3,7 +3,7 @@
 //! text or binary form. Numerics, floats, dates and times, and arrays have
 //! their own files; this one holds the dispatch and the simple types.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::sync::Arc;
 
 use bytes::{BufMut, BytesMut};
@@ -27,6 +27,7 @@ use super::float::write_float;
 use super::numeric::{decimal_writer, decimal256_writer};
 use super::types::unsupported_type;
 use super::user_error;
+use super::value_writer::{ValueWriter, put_display, put_length_prefixed};
 
 /// Encodes every row of `batch`. The Arrow type of each column decides the
 /// encoding and `fields` only the text/binary choice, so `fields` must come
@@ -55,28 +56,7 @@ pub fn encode_batch(batch: &RecordBatch, fields: &Arc<Vec<FieldInfo>>) -> PgWire
     Ok(rows.into_iter().map(|data| DataRow::new(data, field_count)).collect())
 }
 
-/// Writes the non-null value at a row index.
-pub(super) type ValueWriter<'a> = Box<dyn Fn(usize, &mut BytesMut) -> PgWireResult<()> + 'a>;
-
-pub(super) fn put_length_prefixed(
-    buf: &mut BytesMut,
-    write: impl FnOnce(&mut BytesMut) -> PgWireResult<()>,
-) -> PgWireResult<()> {
-    let at = buf.len();
-    buf.put_i32(0);
-    write(buf)?;
-    let len =
-        i32::try_from(buf.len() - at - 4).map_err(|_| user_error("54000", "field value too large for the protocol"))?;
-    buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
-    Ok(())
-}
-
-/// `fmt::Write` into `BytesMut` only grows the buffer and cannot fail.
-pub(super) fn put_display(buf: &mut BytesMut, value: impl fmt::Display) {
-    let _ = write!(buf, "{value}");
-}
-
-pub(super) fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgWireResult<ValueWriter<'a>> {
+fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgWireResult<ValueWriter<'a>> {
     let text = format == FieldFormat::Text;
     Ok(match array.data_type() {
         DataType::Null => Box::new(|_, _| Ok(())),
@@ -237,8 +217,8 @@ pub(super) fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgW
             let a = array.as_primitive::<DurationNanosecondType>();
             interval_writer(move |i| Some((0, 0, a.value(i) / 1000)), text)
         }
-        DataType::List(_) => list_writer(array.as_list::<i32>(), format)?,
-        DataType::LargeList(_) => list_writer(array.as_list::<i64>(), format)?,
+        DataType::List(_) => list_writer(array.as_list::<i32>(), format, value_writer)?,
+        DataType::LargeList(_) => list_writer(array.as_list::<i64>(), format, value_writer)?,
         DataType::Dictionary(_, _) => {
             let dict = array.as_any_dictionary();
             let values = dict.values();

@@ -7,7 +7,7 @@ use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateInputMode, AggregateMode, AggregateOutputMode};
 
-use super::{Converter, Position, address};
+use super::{Converter, Position, SPARK_GROUPING_ID, address};
 use crate::exec::expand::ExpandExec;
 use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::explain::expressions::{Attr, Columns, join, key, list, render};
@@ -208,9 +208,6 @@ impl Converter {
         }
     }
 }
-
-/// The name Spark gives the grouping-set id column, which DataFusion calls `__grouping_id`.
-pub(super) const SPARK_GROUPING_ID: &str = "spark_grouping_id";
 
 /// `count` from DataFusion's state field name `count(x)[count]`.
 fn state_name(name: &str) -> &str {

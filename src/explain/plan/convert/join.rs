@@ -6,7 +6,8 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{JoinSide, JoinType};
 
 use super::{Converter, Position};
-use crate::exec::join::{BuildSide, JoinStrategy, SparkJoinExec, spark_join_type};
+use crate::exec::join::SparkJoinExec;
+use crate::exec::join_spec::{BuildSide, JoinStrategy, spark_join_type};
 use crate::explain::expressions::{Attr, Columns, key, list, render};
 use crate::explain::plan::{Codegen, Node, Role, field};
 
