@@ -20,7 +20,7 @@ use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile, STATISTICS_SIZE, TableMeta};
 use crate::catalog::types::SparkType;
 use crate::config::SparkConf;
-use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
+use crate::exec::aqe_shuffle_read::{AqeShuffleReadExec, ShufflePartitionSpec};
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::exec::join::{BuildSide, JoinSpec, JoinStrategy, SparkJoinExec};
@@ -306,6 +306,26 @@ pub(crate) fn conf(settings: &[(&str, &str)]) -> SparkConf {
 /// Stage `id`: `exchange` as if its map tasks had written `bytes[map][partition]`.
 pub(crate) fn stage(id: usize, exchange: Arc<ShuffleExchangeExec>, bytes: Vec<Vec<u64>>) -> Plan {
     Arc::new(ShuffleQueryStageExec::with_statistics(id, exchange, bytes))
+}
+
+/// Stage `id` of a hash exchange on `keys` of a scan of `table` (without buckets, in two
+/// partitions), as if its map tasks had written `bytes[map][partition]`; it has as many
+/// partitions as `bytes[0]` has figures.
+pub(crate) fn hash_stage(id: usize, table: &str, keys: &[&str], bytes: Vec<Vec<u64>>) -> Plan {
+    let input = scan(table_of(table, ABC, None, 4, &[]));
+    stage(id, exchange(input, keys, bytes[0].len()), bytes)
+}
+
+/// Each shuffle stage below `plan`, in plan order, with the specs of the adaptive read over it
+/// (`None` where it is read as it is).
+pub(crate) fn read_specs(plan: &Plan) -> Vec<(usize, Option<Vec<ShufflePartitionSpec>>)> {
+    if let Some(read) = plan.downcast_ref::<AqeShuffleReadExec>() {
+        return vec![(read.stage().id(), Some(read.specs().to_vec()))];
+    }
+    if let Some(stage) = plan.downcast_ref::<ShuffleQueryStageExec>() {
+        return vec![(stage.id(), None)];
+    }
+    plan.children().into_iter().flat_map(read_specs).collect()
 }
 
 /// Where a side of a plan moves rows: each exchange and adaptive read from the top down to the
