@@ -435,6 +435,7 @@ mod tests {
 
     use super::*;
     use crate::planner::test_fixtures::*;
+    use JoinHint::{Broadcast, NoBroadcastHash, PreferShuffleHash, ShuffleHash, ShuffleMerge, ShuffleReplicateNl};
 
     const MB: u128 = 1 << 20;
 
@@ -486,13 +487,12 @@ mod tests {
         Case { name, join_type, has_keys: false, left, right, settings, expected }
     }
 
-    use JoinHint::{Broadcast, NoBroadcastHash, PreferShuffleHash, ShuffleHash, ShuffleMerge, ShuffleReplicateNl};
-
-    /// Spark's `JoinSelection` strategy and `JoinSelectionHelperSuite`: hints first (broadcast,
-    /// merge, shuffle hash, shuffle-replicate nested loop), then broadcast by size
+    /// Spark's `JoinSelection` strategy and `JoinSelectionHelperSuite`: with equi-join keys, hints
+    /// first (broadcast, merge, shuffle hash), then broadcast by size
     /// (`spark.sql.autoBroadcastJoinThreshold`), shuffled hash by size when
-    /// `spark.sql.join.preferSortMergeJoin` is off, sort-merge; without equi-join keys a
-    /// broadcast nested loop join or a cartesian product. The build side is the smaller of the
+    /// `spark.sql.join.preferSortMergeJoin` is off, else sort-merge; without keys a broadcast
+    /// nested loop join (by hint or size), a cartesian product (by the shuffle-replicate hint, or
+    /// for an inner join), else a broadcast nested loop join. The build side is the smaller of the
     /// sides allowed, the right on a tie.
     const CASES: &[Case] = &[
         equi("right side under the threshold", JoinType::Inner, (100 * MB, &[]), (MB, &[]), &[], BHJ_RIGHT),

@@ -329,7 +329,7 @@ pub(crate) fn read_specs(plan: &Plan) -> Vec<(usize, Option<Vec<ShufflePartition
 }
 
 /// Where a side of a plan moves rows: each exchange and adaptive read from the top down to the
-/// first scan, join or stage, as `hash(a, b) 8`, `single`, `range(a) 200` and `read(<specs>)`,
+/// first scan, join or stage, as `hash(a, b) 8`, `single`, `range(a) 200` and `read[<specs>]`,
 /// joined by ` / `, with `broadcast` for a broadcast exchange; other operators of one input are
 /// passed through. Empty when nothing moves.
 pub(crate) fn movement(plan: &Plan) -> String {
