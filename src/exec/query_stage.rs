@@ -68,6 +68,16 @@ impl ShuffleQueryStageExec {
         Ok(ShuffleQueryStageExec { id, exchange, child: reused, statistics })
     }
 
+    /// Stage `id` of `exchange` as if its map tasks had written `bytes[map][partition]`, for
+    /// tests of the rules that read a stage's figures; its rows cannot be read.
+    #[cfg(test)]
+    pub(crate) fn with_statistics(id: usize, exchange: Arc<ShuffleExchangeExec>, bytes: Vec<Vec<u64>>) -> Self {
+        let partitions = exchange.partitioning().partition_count();
+        let statistics = Arc::new(MapOutputStatistics::of_bytes(bytes, partitions));
+        let child: Arc<dyn ExecutionPlan> = Arc::clone(&exchange) as Arc<dyn ExecutionPlan>;
+        ShuffleQueryStageExec { id, exchange, child, statistics }
+    }
+
     pub fn id(&self) -> usize {
         self.id
     }

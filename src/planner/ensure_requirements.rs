@@ -309,3 +309,426 @@ fn mismatch_detail(spec: &ShuffleSpec, best: &ShuffleSpec) -> String {
         format!(" (bucket counts {} and {}: neither divides the other)", best.partitions, spec.partitions)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::common::JoinType;
+    use datafusion::physical_plan::aggregates::AggregateMode;
+    use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+
+    use super::*;
+    use crate::exec::join_spec::BuildSide;
+    use crate::planner::test_fixtures::*;
+
+    /// A join or aggregate input as a test case gives it.
+    #[derive(Clone, Copy)]
+    enum Side {
+        /// A scan of a table bucketed by these columns into this many buckets.
+        Bucketed(u32, &'static [&'static str]),
+        /// A scan of a table without buckets, read in two partitions.
+        Plain,
+        /// `Plain` under a hash exchange on these columns into this many partitions, as a rule
+        /// before left it.
+        Shuffled(&'static [&'static str], usize),
+        /// `Plain` gathered into one partition (Spark's `SinglePartition`).
+        Single,
+    }
+
+    impl Side {
+        fn build(self, name: &str) -> Plan {
+            match self {
+                Side::Bucketed(n, columns) => scan(table_of(name, ABC, Some((n, columns)), 1, &[])),
+                Side::Plain => scan(table_of(name, ABC, None, 4, &[])),
+                Side::Shuffled(keys, n) => exchange(Side::Plain.build(name), keys, n),
+                Side::Single => Arc::new(CoalescePartitionsExec::new(Side::Plain.build(name))),
+            }
+        }
+    }
+
+    const PARTITIONS_10: &[(&str, &str)] = &[("spark.sql.shuffle.partitions", "10")];
+    const PARTITIONS_20: &[(&str, &str)] = &[("spark.sql.shuffle.partitions", "20")];
+    const SUBSET_KEYS: &[(&str, &str)] = &[("spark.sql.requireAllClusterKeysForCoPartition", "false")];
+
+    struct JoinCase {
+        name: &'static str,
+        strategy: JoinStrategy,
+        left: Side,
+        right: Side,
+        /// The join keys of each side, pairwise.
+        keys: (&'static [&'static str], &'static [&'static str]),
+        settings: &'static [(&'static str, &'static str)],
+        /// The exchanges each side gets, as `movement` describes them.
+        expected: (&'static str, &'static str),
+    }
+
+    /// Spark's `EnsureRequirementsSuite` (co-partitioning by `ShuffleSpec`) and
+    /// `BucketedReadSuite` (which side of a bucketed join is shuffled).
+    const JOINS: &[JoinCase] = &[
+        JoinCase {
+            name: "both sides bucketed alike on the keys: no exchange",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(8, &["a"]),
+            right: Side::Bucketed(8, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: &[],
+            expected: ("", ""),
+        },
+        JoinCase {
+            name: "bucket counts differ: the side with fewer buckets is shuffled to the larger count",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(8, &["a"]),
+            right: Side::Bucketed(4, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: &[],
+            expected: ("", "hash(a) 8"),
+        },
+        JoinCase {
+            name: "bucket counts differ, the larger on the right",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(4, &["a"]),
+            right: Side::Bucketed(8, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: &[],
+            expected: ("hash(a) 8", ""),
+        },
+        JoinCase {
+            name: "bucket counts 6 and 5 under 10 shuffle partitions: the 5 side is shuffled to 6",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(6, &["a"]),
+            right: Side::Bucketed(5, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: PARTITIONS_10,
+            expected: ("", "hash(a) 6"),
+        },
+        JoinCase {
+            name: "bucket counts 16 and 4 over 10 shuffle partitions: the 4 side is shuffled to 16",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(16, &["a"]),
+            right: Side::Bucketed(4, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: PARTITIONS_10,
+            expected: ("", "hash(a) 16"),
+        },
+        JoinCase {
+            name: "an unbucketed side is shuffled to the bucket count, not spark.sql.shuffle.partitions",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(8, &["a"]),
+            right: Side::Plain,
+            keys: (&["a"], &["a"]),
+            settings: &[],
+            expected: ("", "hash(a) 8"),
+        },
+        JoinCase {
+            name: "both sides unbucketed: both shuffled into spark.sql.shuffle.partitions",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Plain,
+            right: Side::Plain,
+            keys: (&["a"], &["b"]),
+            settings: &[],
+            expected: ("hash(a) 200", "hash(b) 200"),
+        },
+        JoinCase {
+            name: "both sides unbucketed, 10 shuffle partitions",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Plain,
+            right: Side::Plain,
+            keys: (&["a"], &["a"]),
+            settings: PARTITIONS_10,
+            expected: ("hash(a) 10", "hash(a) 10"),
+        },
+        JoinCase {
+            name: "a side bucketed on another column is shuffled, to the other side's bucket count",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(8, &["b"]),
+            right: Side::Bucketed(8, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: &[],
+            expected: ("hash(a) 8", ""),
+        },
+        JoinCase {
+            name: "both sides bucketed on other columns: both shuffled into spark.sql.shuffle.partitions",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(7, &["b"]),
+            right: Side::Bucketed(6, &["b"]),
+            keys: (&["a"], &["a"]),
+            settings: PARTITIONS_10,
+            expected: ("hash(a) 10", "hash(a) 10"),
+        },
+        JoinCase {
+            name: "join keys a superset of the bucket keys: both shuffled on all keys \
+                   (spark.sql.requireAllClusterKeysForCoPartition)",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(8, &["a"]),
+            right: Side::Bucketed(8, &["a"]),
+            keys: (&["a", "b"], &["a", "b"]),
+            settings: &[],
+            expected: ("hash(a, b) 200", "hash(a, b) 200"),
+        },
+        JoinCase {
+            name: "join keys a superset of the bucket keys, all keys not required: no exchange",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(8, &["a"]),
+            right: Side::Bucketed(8, &["a"]),
+            keys: (&["a", "b"], &["a", "b"]),
+            settings: SUBSET_KEYS,
+            expected: ("", ""),
+        },
+        JoinCase {
+            name: "bucket keys at different key positions: the left spec wins the tie, the right is \
+                   shuffled on the key at the left's position",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(5, &["a"]),
+            right: Side::Bucketed(5, &["b"]),
+            keys: (&["a", "b"], &["a", "b"]),
+            settings: SUBSET_KEYS,
+            expected: ("", "hash(a) 5"),
+        },
+        JoinCase {
+            name: "bucket keys at different key positions: the side with more partitions wins",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(5, &["a"]),
+            right: Side::Bucketed(10, &["b"]),
+            keys: (&["a", "b"], &["a", "b"]),
+            settings: SUBSET_KEYS,
+            expected: ("hash(b) 10", ""),
+        },
+        JoinCase {
+            name: "join keys the bucket keys in another order: the keys are reordered, no exchange",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(8, &["a", "b"]),
+            right: Side::Bucketed(8, &["a", "b"]),
+            keys: (&["b", "a"], &["b", "a"]),
+            settings: &[],
+            expected: ("", ""),
+        },
+        JoinCase {
+            name: "an exchange of 7 beside 6 buckets is replaced by one of 6, not stacked",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Shuffled(&["a"], 7),
+            right: Side::Bucketed(6, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: PARTITIONS_10,
+            expected: ("hash(a) 6", ""),
+        },
+        JoinCase {
+            name: "exchanges of 7 and 6, both under spark.sql.shuffle.partitions: both redone with it",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Shuffled(&["a"], 7),
+            right: Side::Shuffled(&["a"], 6),
+            keys: (&["a"], &["a"]),
+            settings: PARTITIONS_10,
+            expected: ("hash(a) 10", "hash(a) 10"),
+        },
+        JoinCase {
+            name: "a single partition beside 5 buckets is shuffled to 5",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Single,
+            right: Side::Bucketed(5, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: PARTITIONS_10,
+            expected: ("hash(a) 5", ""),
+        },
+        JoinCase {
+            name: "a single partition beside 10 buckets under 20 shuffle partitions: shuffled to 10",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Bucketed(10, &["a"]),
+            right: Side::Single,
+            keys: (&["a"], &["c"]),
+            settings: PARTITIONS_20,
+            expected: ("", "hash(c) 10"),
+        },
+        JoinCase {
+            name: "a single partition beside an exchange of 10 under 20 shuffle partitions: both into 20",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Shuffled(&["a"], 10),
+            right: Side::Single,
+            keys: (&["a"], &["c"]),
+            settings: PARTITIONS_20,
+            expected: ("hash(a) 20", "hash(c) 20"),
+        },
+        JoinCase {
+            name: "both sides a single partition: no exchange",
+            strategy: JoinStrategy::SortMerge,
+            left: Side::Single,
+            right: Side::Single,
+            keys: (&["a"], &["a"]),
+            settings: &[],
+            expected: ("", ""),
+        },
+        JoinCase {
+            name: "a shuffled hash join co-partitions as a sort-merge join does, without sorts",
+            strategy: JoinStrategy::ShuffledHash,
+            left: Side::Bucketed(8, &["a"]),
+            right: Side::Bucketed(4, &["a"]),
+            keys: (&["a"], &["a"]),
+            settings: &[],
+            expected: ("", "hash(a) 8"),
+        },
+        JoinCase {
+            name: "a shuffled hash join of unbucketed sides",
+            strategy: JoinStrategy::ShuffledHash,
+            left: Side::Plain,
+            right: Side::Bucketed(8, &["b"]),
+            keys: (&["a"], &["a"]),
+            settings: &[],
+            expected: ("hash(a) 200", "hash(a) 200"),
+        },
+    ];
+
+    #[test]
+    fn joins_get_the_exchanges_spark_inserts() {
+        for case in JOINS {
+            let build_side = (case.strategy == JoinStrategy::ShuffledHash).then_some(BuildSide::Right);
+            let plan = join_by_name(
+                case.strategy,
+                build_side,
+                JoinType::Inner,
+                (case.left.build("l"), case.keys.0),
+                (case.right.build("r"), case.keys.1),
+            );
+            let planned = ensure_requirements(plan, &conf(case.settings)).unwrap();
+            let join = planned.downcast_ref::<SparkJoinExec>().expect("a join");
+            let sides = (join.left(), join.right());
+            assert_eq!((movement(sides.0).as_str(), movement(sides.1).as_str()), case.expected, "{}", case.name);
+            let sorted = case.strategy == JoinStrategy::SortMerge;
+            assert_eq!((sides.0.is::<SortExec>(), sides.1.is::<SortExec>()), (sorted, sorted), "{}", case.name);
+        }
+    }
+
+    struct UnaryCase {
+        name: &'static str,
+        input: Side,
+        operator: fn(Plan) -> Plan,
+        settings: &'static [(&'static str, &'static str)],
+        /// The exchanges the operator's input gets, as `movement` describes them.
+        expected: &'static str,
+    }
+
+    fn group_by_a(input: Plan) -> Plan {
+        aggregate(AggregateMode::FinalPartitioned, input, &["a"])
+    }
+
+    fn group_by_b(input: Plan) -> Plan {
+        aggregate(AggregateMode::FinalPartitioned, input, &["b"])
+    }
+
+    fn group_by_a_b(input: Plan) -> Plan {
+        aggregate(AggregateMode::FinalPartitioned, input, &["a", "b"])
+    }
+
+    fn global_count(input: Plan) -> Plan {
+        aggregate(AggregateMode::Final, input, &[])
+    }
+
+    fn partial_by_b(input: Plan) -> Plan {
+        aggregate(AggregateMode::Partial, input, &["b"])
+    }
+
+    fn order_by_a(input: Plan) -> Plan {
+        let ordering = LexOrdering::new([PhysicalSortExpr::new(column(&input, "a"), SortOptions::new(false, true))]);
+        Arc::new(SortExec::new(ordering.unwrap(), input))
+    }
+
+    fn order_by_a_limit(input: Plan) -> Plan {
+        let ordering = LexOrdering::new([PhysicalSortExpr::new(column(&input, "a"), SortOptions::new(false, true))]);
+        Arc::new(SortExec::new(ordering.unwrap(), input).with_fetch(Some(10)))
+    }
+
+    /// Spark's `EnsureRequirements` for one input: `ClusteredDistribution` of an aggregate's
+    /// grouping keys, `AllTuples` of a global aggregate, `OrderedDistribution` of a global sort.
+    const UNARY: &[UnaryCase] = &[
+        UnaryCase {
+            name: "an aggregate on the bucket column of a bucketed scan: no exchange",
+            input: Side::Bucketed(8, &["a"]),
+            operator: group_by_a,
+            settings: &[],
+            expected: "",
+        },
+        UnaryCase {
+            name: "an aggregate on another column: shuffled on the grouping key into spark.sql.shuffle.partitions",
+            input: Side::Bucketed(8, &["a"]),
+            operator: group_by_b,
+            settings: &[],
+            expected: "hash(b) 200",
+        },
+        UnaryCase {
+            name: "grouping keys a superset of the bucket keys: no exchange",
+            input: Side::Bucketed(8, &["a"]),
+            operator: group_by_a_b,
+            settings: &[],
+            expected: "",
+        },
+        UnaryCase {
+            name: "grouping keys a superset of the bucket keys, all keys required: shuffled on all of them",
+            input: Side::Bucketed(8, &["a"]),
+            operator: group_by_a_b,
+            settings: &[("spark.sql.requireAllClusterKeysForDistribution", "true")],
+            expected: "hash(a, b) 200",
+        },
+        UnaryCase {
+            name: "an aggregate over an unbucketed scan, 10 shuffle partitions",
+            input: Side::Plain,
+            operator: group_by_a,
+            settings: PARTITIONS_10,
+            expected: "hash(a) 10",
+        },
+        UnaryCase {
+            name: "an aggregate over an exchange on its key: nothing more",
+            input: Side::Shuffled(&["a"], 7),
+            operator: group_by_a,
+            settings: &[],
+            expected: "hash(a) 7",
+        },
+        UnaryCase {
+            name: "a partial aggregate requires nothing",
+            input: Side::Plain,
+            operator: partial_by_b,
+            settings: &[],
+            expected: "",
+        },
+        UnaryCase {
+            name: "a global aggregate gathers every row into one partition (AllTuples)",
+            input: Side::Bucketed(8, &["a"]),
+            operator: global_count,
+            settings: &[],
+            expected: "single",
+        },
+        UnaryCase {
+            name: "a global aggregate over a single partition: no exchange",
+            input: Side::Single,
+            operator: global_count,
+            settings: &[],
+            expected: "",
+        },
+        UnaryCase {
+            name: "a global sort range-partitions its input into spark.sql.shuffle.partitions",
+            input: Side::Plain,
+            operator: order_by_a,
+            settings: &[],
+            expected: "range(a) 200",
+        },
+        UnaryCase {
+            name: "a global sort of a single partition: no exchange",
+            input: Side::Single,
+            operator: order_by_a,
+            settings: &[],
+            expected: "",
+        },
+        UnaryCase {
+            name: "a sort with a limit takes the top rows of each partition: no exchange",
+            input: Side::Plain,
+            operator: order_by_a_limit,
+            settings: &[],
+            expected: "",
+        },
+    ];
+
+    #[test]
+    fn single_inputs_get_the_exchanges_spark_inserts() {
+        for case in UNARY {
+            let plan = (case.operator)(case.input.build("t"));
+            let planned = ensure_requirements(plan, &conf(case.settings)).unwrap();
+            assert_eq!(movement(&planned), case.expected, "{}", case.name);
+        }
+    }
+}

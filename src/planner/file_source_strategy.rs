@@ -280,7 +280,7 @@ pub fn literal_text(value: &ScalarValue) -> String {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::logical_expr::{col, lit};
+    use datafusion::logical_expr::{binary_expr, col, lit};
 
     use super::*;
     use crate::storage::bucket_hash::{SPARK_HASH_SEED, hash_long, pmod};
@@ -290,7 +290,8 @@ mod tests {
     }
 
     fn schema() -> Schema {
-        Schema::new(vec![datafusion::arrow::datatypes::Field::new("k", DataType::Int64, true)])
+        let field = |name| datafusion::arrow::datatypes::Field::new(name, DataType::Int64, true);
+        Schema::new(vec![field("k"), field("b")])
     }
 
     fn bucket_of(v: i64) -> usize {
@@ -327,5 +328,167 @@ mod tests {
         assert_eq!(source_filter(&lit(3i64).lt(col("k"))).unwrap(), "GreaterThan(k,3)");
         assert_eq!(source_filter(&col("s").like(lit("ab%"))).unwrap(), "StringStartsWith(s,ab)");
         assert!(source_filter(&(col("k") + lit(1i64)).eq(lit(2i64))).is_none());
+    }
+
+    /// The buckets a case expects.
+    enum Expect {
+        /// No pruning: every bucket is read.
+        All,
+        /// The buckets Spark's Murmur3 hash puts these values of `k` in (`None` for NULL).
+        Of(&'static [Option<i64>]),
+        /// Not one bucket can match.
+        Nothing,
+    }
+
+    struct Case {
+        name: &'static str,
+        filters: fn() -> Vec<Expr>,
+        expected: Expect,
+    }
+
+    fn null() -> Expr {
+        lit(ScalarValue::Int64(None))
+    }
+
+    /// Spark's `FileSourceStrategy.getExpressionBuckets` (and `BucketedReadSuite`'s pruning
+    /// cases): `=`, `<=>`, `IN` and `IS NULL` on the one bucket column select the buckets of
+    /// their values, `AND` intersects, `OR` unites, anything else reads every bucket; the data
+    /// filters of a scan are ANDed.
+    const CASES: &[Case] = &[
+        Case { name: "k = 42", filters: || vec![col("k").eq(lit(42i64))], expected: Expect::Of(&[Some(42)]) },
+        Case { name: "42 = k", filters: || vec![lit(42i64).eq(col("k"))], expected: Expect::Of(&[Some(42)]) },
+        Case {
+            name: "k <=> 42",
+            filters: || vec![binary_expr(col("k"), Operator::IsNotDistinctFrom, lit(42i64))],
+            expected: Expect::Of(&[Some(42)]),
+        },
+        Case {
+            name: "k = 42 with an int literal, hashed as the column's bigint",
+            filters: || vec![col("k").eq(lit(42i32))],
+            expected: Expect::Of(&[Some(42)]),
+        },
+        Case {
+            name: "k IN (1, 2, 3)",
+            filters: || vec![col("k").in_list(vec![lit(1i64), lit(2i64), lit(3i64)], false)],
+            expected: Expect::Of(&[Some(1), Some(2), Some(3)]),
+        },
+        Case {
+            name: "k IN (1, NULL)",
+            filters: || vec![col("k").in_list(vec![lit(1i64), null()], false)],
+            expected: Expect::Of(&[Some(1), None]),
+        },
+        Case {
+            name: "k NOT IN (1, 2)",
+            filters: || vec![col("k").in_list(vec![lit(1i64), lit(2i64)], true)],
+            expected: Expect::All,
+        },
+        Case { name: "k IS NULL", filters: || vec![col("k").is_null()], expected: Expect::Of(&[None]) },
+        Case { name: "k IS NOT NULL", filters: || vec![col("k").is_not_null()], expected: Expect::All },
+        Case { name: "k > 0", filters: || vec![col("k").gt(lit(0i64))], expected: Expect::All },
+        Case { name: "NOT k = 1", filters: || vec![!col("k").eq(lit(1i64))], expected: Expect::All },
+        Case { name: "b = 1, not the bucket column", filters: || vec![col("b").eq(lit(1i64))], expected: Expect::All },
+        Case { name: "k = b, no literal", filters: || vec![col("k").eq(col("b"))], expected: Expect::All },
+        Case {
+            name: "k = 1 AND k > 0",
+            filters: || vec![col("k").eq(lit(1i64)).and(col("k").gt(lit(0i64)))],
+            expected: Expect::Of(&[Some(1)]),
+        },
+        Case {
+            name: "k = 1 AND b = 2",
+            filters: || vec![col("k").eq(lit(1i64)).and(col("b").eq(lit(2i64)))],
+            expected: Expect::Of(&[Some(1)]),
+        },
+        Case {
+            name: "k = 1 AND k IN (1, 2)",
+            filters: || vec![col("k").eq(lit(1i64)).and(col("k").in_list(vec![lit(1i64), lit(2i64)], false))],
+            expected: Expect::Of(&[Some(1)]),
+        },
+        Case {
+            name: "k = 1 AND k = 3, in different buckets",
+            filters: || vec![col("k").eq(lit(1i64)).and(col("k").eq(lit(3i64)))],
+            expected: Expect::Nothing,
+        },
+        Case {
+            name: "k = 1 OR k = 2",
+            filters: || vec![col("k").eq(lit(1i64)).or(col("k").eq(lit(2i64)))],
+            expected: Expect::Of(&[Some(1), Some(2)]),
+        },
+        Case {
+            name: "k = 1 OR k IS NULL",
+            filters: || vec![col("k").eq(lit(1i64)).or(col("k").is_null())],
+            expected: Expect::Of(&[Some(1), None]),
+        },
+        Case {
+            name: "k = 1 OR b = 2",
+            filters: || vec![col("k").eq(lit(1i64)).or(col("b").eq(lit(2i64)))],
+            expected: Expect::All,
+        },
+        Case {
+            name: "two filters, k = 1 and k IN (1, 2)",
+            filters: || vec![col("k").eq(lit(1i64)), col("k").in_list(vec![lit(1i64), lit(2i64)], false)],
+            expected: Expect::Of(&[Some(1)]),
+        },
+        Case {
+            name: "two filters, k IN (1, 2) and b > 0",
+            filters: || vec![col("k").in_list(vec![lit(1i64), lit(2i64)], false), col("b").gt(lit(0i64))],
+            expected: Expect::Of(&[Some(1), Some(2)]),
+        },
+    ];
+
+    /// Spark hashes NULL to the seed.
+    fn bucket_of_value(value: Option<i64>) -> usize {
+        value.map_or(pmod(SPARK_HASH_SEED, 8) as usize, bucket_of)
+    }
+
+    #[test]
+    fn predicates_select_the_buckets_spark_selects() {
+        assert_ne!(bucket_of(1), bucket_of(3), "the AND case needs two values in different buckets");
+        let schema = schema();
+        for case in CASES {
+            let filters = (case.filters)();
+            let refs: Vec<&Expr> = filters.iter().collect();
+            let pruned = prune_buckets(&spec(), &schema, &refs).unwrap();
+            let selected =
+                pruned.map(|s| s.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i).collect::<Vec<_>>());
+            let expected = match case.expected {
+                Expect::All => None,
+                Expect::Nothing => Some(vec![]),
+                Expect::Of(values) => {
+                    let mut buckets: Vec<usize> = values.iter().map(|v| bucket_of_value(*v)).collect();
+                    buckets.sort();
+                    buckets.dedup();
+                    Some(buckets)
+                }
+            };
+            assert_eq!(selected, expected, "{}", case.name);
+        }
+    }
+
+    /// The buckets a scan of `table` planned with `filters` under `settings` reads.
+    fn planned_buckets(table: Arc<TableMeta>, filters: &[Expr], settings: &[(&str, &str)]) -> (BucketedStatus, usize) {
+        use datafusion::prelude::{SessionConfig, SessionContext};
+        let config = SessionConfig::new().with_extension(Arc::new(crate::planner::test_fixtures::conf(settings)));
+        let state = SessionContext::new_with_config(config).state();
+        let schema = crate::planner::table_provider::table_schema(&table).unwrap();
+        let scan = plan_scan(&state, table, schema, None, filters).unwrap();
+        (scan.status(), scan.selected_bucket_count().unwrap())
+    }
+
+    #[test]
+    fn buckets_are_pruned_only_where_spark_prunes_them() {
+        use crate::planner::test_fixtures::table_of;
+        const KB: &[(&str, &str)] = &[("k", "bigint"), ("b", "bigint")];
+        let by_k = || table_of("t", KB, Some((8, &["k"])), 1, &[]);
+        let equal = [col("k").eq(lit(42i64))];
+        assert_eq!(planned_buckets(by_k(), &equal, &[]), (BucketedStatus::Bucketed, 1));
+        // spark.sql.sources.bucketing.enabled=false: the table is read as if it had no buckets.
+        let off = [("spark.sql.sources.bucketing.enabled", "false")];
+        assert_eq!(planned_buckets(by_k(), &equal, &off), (BucketedStatus::DisabledByConfiguration, 8));
+        // Only a table bucketed by one column is pruned.
+        let by_k_b = table_of("t", KB, Some((8, &["k", "b"])), 1, &[]);
+        assert_eq!(planned_buckets(by_k_b, &equal, &[]), (BucketedStatus::Bucketed, 8));
+        // One bucket: nothing to prune.
+        let one = table_of("t", KB, Some((1, &["k"])), 1, &[]);
+        assert_eq!(planned_buckets(one, &equal, &[]), (BucketedStatus::Bucketed, 1));
     }
 }

@@ -426,3 +426,331 @@ pub fn choose_strategy(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::logical_expr::LogicalPlanBuilder;
+    use datafusion::physical_plan::joins::PartitionMode;
+    use datafusion::sql::sqlparser::dialect::GenericDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    use super::*;
+    use crate::planner::test_fixtures::*;
+    use JoinHint::{Broadcast, NoBroadcastHash, PreferShuffleHash, ShuffleHash, ShuffleMerge, ShuffleReplicateNl};
+
+    const MB: u128 = 1 << 20;
+
+    const SMJ: (JoinStrategy, Option<BuildSide>) = (JoinStrategy::SortMerge, None);
+    const BHJ_LEFT: (JoinStrategy, Option<BuildSide>) = (JoinStrategy::BroadcastHash, Some(BuildSide::Left));
+    const BHJ_RIGHT: (JoinStrategy, Option<BuildSide>) = (JoinStrategy::BroadcastHash, Some(BuildSide::Right));
+    const SHJ_RIGHT: (JoinStrategy, Option<BuildSide>) = (JoinStrategy::ShuffledHash, Some(BuildSide::Right));
+    const BNLJ_LEFT: (JoinStrategy, Option<BuildSide>) = (JoinStrategy::BroadcastNestedLoop, Some(BuildSide::Left));
+    const BNLJ_RIGHT: (JoinStrategy, Option<BuildSide>) = (JoinStrategy::BroadcastNestedLoop, Some(BuildSide::Right));
+    const CARTESIAN: (JoinStrategy, Option<BuildSide>) = (JoinStrategy::Cartesian, None);
+
+    const NO_THRESHOLD: &[(&str, &str)] = &[("spark.sql.autoBroadcastJoinThreshold", "-1")];
+    const THRESHOLD_1MB: &[(&str, &str)] = &[("spark.sql.autoBroadcastJoinThreshold", "1MB")];
+    /// `spark.sql.join.preferSortMergeJoin` off, the broadcast threshold 1 MiB: a side may build a
+    /// local hash map under 1 MiB × 200 shuffle partitions.
+    const PREFER_HASH: &[(&str, &str)] =
+        &[("spark.sql.join.preferSortMergeJoin", "false"), ("spark.sql.autoBroadcastJoinThreshold", "1MB")];
+
+    struct Case {
+        name: &'static str,
+        join_type: JoinType,
+        has_keys: bool,
+        /// Each side's estimated size and hints.
+        left: (u128, &'static [JoinHint]),
+        right: (u128, &'static [JoinHint]),
+        settings: &'static [(&'static str, &'static str)],
+        expected: (JoinStrategy, Option<BuildSide>),
+    }
+
+    const fn equi(
+        name: &'static str,
+        join_type: JoinType,
+        left: (u128, &'static [JoinHint]),
+        right: (u128, &'static [JoinHint]),
+        settings: &'static [(&'static str, &'static str)],
+        expected: (JoinStrategy, Option<BuildSide>),
+    ) -> Case {
+        Case { name, join_type, has_keys: true, left, right, settings, expected }
+    }
+
+    const fn non_equi(
+        name: &'static str,
+        join_type: JoinType,
+        left: (u128, &'static [JoinHint]),
+        right: (u128, &'static [JoinHint]),
+        settings: &'static [(&'static str, &'static str)],
+        expected: (JoinStrategy, Option<BuildSide>),
+    ) -> Case {
+        Case { name, join_type, has_keys: false, left, right, settings, expected }
+    }
+
+    /// Spark's `JoinSelection` strategy and `JoinSelectionHelperSuite`: with equi-join keys, hints
+    /// first (broadcast, merge, shuffle hash), then broadcast by size
+    /// (`spark.sql.autoBroadcastJoinThreshold`), shuffled hash by size when
+    /// `spark.sql.join.preferSortMergeJoin` is off, else sort-merge; without keys a broadcast
+    /// nested loop join (by hint or size), a cartesian product (by the shuffle-replicate hint, or
+    /// for an inner join), else a broadcast nested loop join. The build side is the smaller of the
+    /// sides allowed, the right on a tie.
+    const CASES: &[Case] = &[
+        equi("right side under the threshold", JoinType::Inner, (100 * MB, &[]), (MB, &[]), &[], BHJ_RIGHT),
+        equi("left side under the threshold", JoinType::Inner, (MB, &[]), (100 * MB, &[]), &[], BHJ_LEFT),
+        equi("both under the threshold: the smaller", JoinType::Inner, (MB, &[]), (2 * MB, &[]), &[], BHJ_LEFT),
+        equi("both under the threshold, equal: the right", JoinType::Inner, (MB, &[]), (MB, &[]), &[], BHJ_RIGHT),
+        equi("exactly the threshold is broadcast", JoinType::Inner, (100 * MB, &[]), (10 * MB, &[]), &[], BHJ_RIGHT),
+        equi("a byte over the threshold is not", JoinType::Inner, (100 * MB, &[]), (10 * MB + 1, &[]), &[], SMJ),
+        equi("threshold -1: nothing by size", JoinType::Inner, (100 * MB, &[]), (1, &[]), NO_THRESHOLD, SMJ),
+        equi(
+            "threshold -1, BROADCAST hint",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (1, &[Broadcast]),
+            NO_THRESHOLD,
+            BHJ_RIGHT,
+        ),
+        equi("left outer: the left is never built", JoinType::Left, (MB, &[]), (100 * MB, &[]), &[], SMJ),
+        equi("left outer: the right is built", JoinType::Left, (100 * MB, &[]), (MB, &[]), &[], BHJ_RIGHT),
+        equi("right outer: the right is never built", JoinType::Right, (100 * MB, &[]), (MB, &[]), &[], SMJ),
+        equi("right outer: the left is built", JoinType::Right, (MB, &[]), (100 * MB, &[]), &[], BHJ_LEFT),
+        equi("full outer: no side is broadcast", JoinType::Full, (MB, &[]), (MB, &[]), &[], SMJ),
+        equi("left semi: the left is never built", JoinType::LeftSemi, (MB, &[]), (100 * MB, &[]), &[], SMJ),
+        equi("left semi: the right is built", JoinType::LeftSemi, (100 * MB, &[]), (MB, &[]), &[], BHJ_RIGHT),
+        equi("left anti: the right is built", JoinType::LeftAnti, (100 * MB, &[]), (MB, &[]), &[], BHJ_RIGHT),
+        equi("left anti: the left is never built", JoinType::LeftAnti, (MB, &[]), (100 * MB, &[]), &[], SMJ),
+        equi("existence join: the right is built", JoinType::LeftMark, (100 * MB, &[]), (MB, &[]), &[], BHJ_RIGHT),
+        equi("BROADCAST beats size", JoinType::Inner, (100 * MB, &[Broadcast]), (MB, &[]), &[], BHJ_LEFT),
+        equi(
+            "BROADCAST on both: the smaller",
+            JoinType::Inner,
+            (200 * MB, &[Broadcast]),
+            (100 * MB, &[Broadcast]),
+            &[],
+            BHJ_RIGHT,
+        ),
+        equi(
+            "BROADCAST on a side the join type cannot build is ignored",
+            JoinType::Left,
+            (100 * MB, &[Broadcast]),
+            (100 * MB, &[]),
+            &[],
+            SMJ,
+        ),
+        equi("MERGE beats size", JoinType::Inner, (100 * MB, &[ShuffleMerge]), (MB, &[]), &[], SMJ),
+        equi("BROADCAST beats MERGE", JoinType::Inner, (100 * MB, &[ShuffleMerge]), (MB, &[Broadcast]), &[], BHJ_RIGHT),
+        equi("SHUFFLE_HASH", JoinType::Inner, (100 * MB, &[]), (100 * MB, &[ShuffleHash]), &[], SHJ_RIGHT),
+        equi("MERGE beats SHUFFLE_HASH", JoinType::Inner, (100 * MB, &[ShuffleMerge]), (MB, &[ShuffleHash]), &[], SMJ),
+        equi("SHUFFLE_HASH beats size", JoinType::Inner, (MB, &[]), (2 * MB, &[ShuffleHash]), &[], SHJ_RIGHT),
+        equi(
+            "SHUFFLE_HASH on a left semi join's left is ignored",
+            JoinType::LeftSemi,
+            (100 * MB, &[ShuffleHash]),
+            (100 * MB, &[]),
+            &[],
+            SMJ,
+        ),
+        equi(
+            "preferSortMergeJoin off: a much smaller side",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (10 * MB, &[]),
+            PREFER_HASH,
+            SHJ_RIGHT,
+        ),
+        equi(
+            "preferSortMergeJoin on (the default)",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (10 * MB, &[]),
+            THRESHOLD_1MB,
+            SMJ,
+        ),
+        equi(
+            "preferSortMergeJoin off: not three times smaller",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (50 * MB, &[]),
+            PREFER_HASH,
+            SMJ,
+        ),
+        equi(
+            "preferSortMergeJoin off: too large for a local hash map",
+            JoinType::Inner,
+            (1000 * MB, &[]),
+            (200 * MB, &[]),
+            PREFER_HASH,
+            SMJ,
+        ),
+        equi(
+            "preferSortMergeJoin off: a full outer join builds its smaller side",
+            JoinType::Full,
+            (100 * MB, &[]),
+            (10 * MB, &[]),
+            PREFER_HASH,
+            SHJ_RIGHT,
+        ),
+        equi(
+            "adaptive execution's PREFER_SHUFFLE_HASH",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (100 * MB, &[PreferShuffleHash]),
+            &[],
+            SHJ_RIGHT,
+        ),
+        equi(
+            "adaptive execution's NO_BROADCAST_HASH",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (MB, &[NoBroadcastHash]),
+            &[],
+            SMJ,
+        ),
+        non_equi(
+            "no keys, inner: broadcast the small side",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (MB, &[]),
+            &[],
+            BNLJ_RIGHT,
+        ),
+        non_equi(
+            "no keys, inner, both large: cartesian product",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (100 * MB, &[]),
+            &[],
+            CARTESIAN,
+        ),
+        non_equi("no keys, BROADCAST beats size", JoinType::Inner, (100 * MB, &[Broadcast]), (MB, &[]), &[], BNLJ_LEFT),
+        non_equi(
+            "no keys, SHUFFLE_REPLICATE_NL beats size",
+            JoinType::Inner,
+            (100 * MB, &[]),
+            (MB, &[ShuffleReplicateNl]),
+            &[],
+            CARTESIAN,
+        ),
+        non_equi(
+            "no keys, left outer, both large: the right",
+            JoinType::Left,
+            (100 * MB, &[]),
+            (100 * MB, &[]),
+            &[],
+            BNLJ_RIGHT,
+        ),
+        non_equi(
+            "no keys, right outer, both large: the left",
+            JoinType::Right,
+            (100 * MB, &[]),
+            (100 * MB, &[]),
+            &[],
+            BNLJ_LEFT,
+        ),
+        non_equi("no keys, left outer, the right small", JoinType::Left, (100 * MB, &[]), (MB, &[]), &[], BNLJ_RIGHT),
+        non_equi(
+            "no keys, left semi, both large: the right",
+            JoinType::LeftSemi,
+            (100 * MB, &[]),
+            (100 * MB, &[]),
+            &[],
+            BNLJ_RIGHT,
+        ),
+        non_equi(
+            "no keys, full outer, the right smaller",
+            JoinType::Full,
+            (100 * MB, &[]),
+            (50 * MB, &[]),
+            &[],
+            BNLJ_RIGHT,
+        ),
+    ];
+
+    #[test]
+    fn strategies_are_chosen_as_spark_chooses_them() {
+        for case in CASES {
+            let conf = conf(case.settings);
+            let facts = |(size, hints): (u128, &[JoinHint])| SideFacts {
+                size,
+                broadcast_threshold: conf.auto_broadcast_join_threshold,
+                hints: hints.iter().copied().collect(),
+            };
+            let chosen = choose_strategy(case.join_type, case.has_keys, &facts(case.left), &facts(case.right), &conf);
+            assert_eq!(chosen, case.expected, "{}", case.name);
+        }
+    }
+
+    /// DataFusion's hash join of `tx` (`tx_bytes` large) and `acc` (`acc_bytes`) on `account_id`.
+    fn hash_join(join_type: JoinType, tx_bytes: u64, acc_bytes: u64) -> Plan {
+        let left = scan(sized(table("tx", TX, None, &[]), tx_bytes));
+        let right = scan(sized(table("acc", ACC, None, &[]), acc_bytes));
+        let on = vec![(column(&left, "account_id"), column(&right, "account_id"))];
+        let mode = PartitionMode::Auto;
+        let join = HashJoinExec::try_new(
+            left,
+            right,
+            on,
+            None,
+            &join_type,
+            None,
+            mode,
+            NullEquality::NullEqualsNothing,
+            false,
+        );
+        Arc::new(join.unwrap())
+    }
+
+    fn hints(sql: &str) -> QueryHints {
+        let statement = Parser::parse_sql(&GenericDialect, sql).unwrap().remove(0);
+        QueryHints::resolve(&statement, &LogicalPlanBuilder::empty(false).build().unwrap())
+    }
+
+    type Selected = (JoinStrategy, Option<BuildSide>, JoinType, String, String);
+
+    /// The join `join_selection` makes of `plan`: strategy, build side, join type, and each side
+    /// as its exchanges and the table it reads.
+    fn selected(plan: Plan, hints: &QueryHints) -> Selected {
+        let planned = join_selection(plan, &conf(&[]), hints).unwrap();
+        let join = planned.downcast_ref::<SparkJoinExec>().expect("a join");
+        let spec = join.spec();
+        let table = |side: &Plan| scans(side).first().map(|s| s.table().name.clone()).unwrap_or_default();
+        let side = |side: &Plan| format!("{} {}", movement(side), table(side)).trim().to_string();
+        (spec.strategy, spec.build_side, spec.join_type, side(join.left()), side(join.right()))
+    }
+
+    fn expect(strategy: JoinStrategy, build: Option<BuildSide>, join_type: JoinType, sides: (&str, &str)) -> Selected {
+        (strategy, build, join_type, sides.0.to_string(), sides.1.to_string())
+    }
+
+    #[test]
+    fn the_small_side_is_broadcast_from_its_table_size() {
+        let plan = hash_join(JoinType::Inner, 100 << 20, 1 << 20);
+        let expected =
+            expect(JoinStrategy::BroadcastHash, Some(BuildSide::Right), JoinType::Inner, ("tx", "broadcast acc"));
+        assert_eq!(selected(plan, &QueryHints::default()), expected);
+    }
+
+    #[test]
+    fn a_hint_names_the_table_it_applies_to() {
+        let plan = hash_join(JoinType::Inner, 100 << 20, 1 << 20);
+        let expected =
+            expect(JoinStrategy::BroadcastHash, Some(BuildSide::Left), JoinType::Inner, ("broadcast tx", "acc"));
+        assert_eq!(selected(plan, &hints("SELECT /*+ BROADCAST(default.tx) */ 1")), expected);
+        let plan = hash_join(JoinType::Inner, 1 << 20, 1 << 20);
+        let expected = expect(JoinStrategy::SortMerge, None, JoinType::Inner, ("tx", "acc"));
+        assert_eq!(selected(plan, &hints("SELECT /*+ MERGE(default.acc) */ 1")), expected);
+    }
+
+    #[test]
+    fn right_semi_joins_are_left_semi_joins_with_sides_swapped() {
+        // `tx RIGHT SEMI JOIN acc` is Spark's `acc LEFT SEMI JOIN tx`, which may build only tx.
+        let plan = hash_join(JoinType::RightSemi, 1 << 20, 100 << 20);
+        let expected =
+            expect(JoinStrategy::BroadcastHash, Some(BuildSide::Right), JoinType::LeftSemi, ("acc", "broadcast tx"));
+        assert_eq!(selected(plan, &QueryHints::default()), expected);
+        let plan = hash_join(JoinType::RightSemi, 100 << 20, 1 << 20);
+        let expected = expect(JoinStrategy::SortMerge, None, JoinType::LeftSemi, ("acc", "tx"));
+        assert_eq!(selected(plan, &QueryHints::default()), expected);
+    }
+}

@@ -30,6 +30,8 @@ pub mod scan_lineage;
 pub mod single_distinct_aggregate;
 pub mod statistics;
 pub mod table_provider;
+#[cfg(test)]
+pub(crate) mod test_fixtures;
 pub mod union_output_nullability;
 pub mod union_output_partitioning;
 pub mod unwrap_cast_in_binary_comparison;

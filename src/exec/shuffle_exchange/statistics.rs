@@ -22,6 +22,12 @@ impl MapOutputStatistics {
         MapOutputStatistics { bytes, rows, partitions }
     }
 
+    /// Figures for tests: `bytes[map][partition]` over `partitions`, one row for each byte.
+    #[cfg(test)]
+    pub(crate) fn of_bytes(bytes: Vec<Vec<u64>>, partitions: usize) -> Self {
+        MapOutputStatistics { rows: bytes.clone(), bytes, partitions }
+    }
+
     pub fn map_count(&self) -> usize {
         self.bytes.len()
     }

@@ -127,3 +127,151 @@ fn update_reads(
         plan.children().into_iter().map(|child| update_reads(child, new_specs)).collect::<Result<Vec<_>>>()?;
     replace_children_if_necessary(Arc::clone(plan), children)
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::physical_plan::aggregates::AggregateMode;
+    use datafusion::physical_plan::union::InterleaveExec;
+
+    use super::*;
+    use crate::exec::join_spec::JoinStrategy;
+    use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
+    use crate::planner::test_fixtures::*;
+    use ShufflePartitionSpec::Coalesced;
+
+    const MB: u64 = 1 << 20;
+
+    /// Four partitions of 2 MiB over two map tasks.
+    fn small(id: usize, table: &str) -> Plan {
+        hash_stage(id, table, &["a"], vec![vec![MB; 4], vec![MB; 4]])
+    }
+
+    fn sort_merge_on_a(left: Plan, right: Plan) -> Plan {
+        let (left_key, right_key) = (column(&left, "a"), column(&right, "a"));
+        let left = local_sort(left, Arc::clone(&left_key));
+        let right = local_sort(right, Arc::clone(&right_key));
+        join(JoinStrategy::SortMerge, None, left, right, (left_key, right_key))
+    }
+
+    struct Case {
+        name: &'static str,
+        /// A stage's plan about to run, over finished shuffle stages.
+        plan: fn() -> Plan,
+        /// Cores.
+        parallelism: usize,
+        settings: &'static [(&'static str, &'static str)],
+        /// Each stage and the specs it is read by (`None`: read as it is).
+        expected: &'static [(usize, Option<&'static [ShufflePartitionSpec]>)],
+    }
+
+    /// Spark's `CoalesceShufflePartitions` (`CoalesceShufflePartitionsSuite`): the stages read
+    /// by one operator are coalesced together, the inputs of a union apart, nothing where a leaf
+    /// is not a stage or a stage is a single partition; the target size is
+    /// `max(min(ceil(total / minPartitions), advisory), minPartitionSize)`, `minPartitions`
+    /// being the cores with `parallelismFirst`, shared among the groups by size.
+    const CASES: &[Case] = &[
+        Case {
+            name: "an aggregate's stage of 8 MiB on one core: one partition",
+            plan: || aggregate(AggregateMode::FinalPartitioned, small(0, "t"), &["a"]),
+            parallelism: 1,
+            settings: &[],
+            expected: &[(0, Some(&[Coalesced(0..4)]))],
+        },
+        Case {
+            name: "parallelism first: two cores, two partitions of 4 MiB",
+            plan: || aggregate(AggregateMode::FinalPartitioned, small(0, "t"), &["a"]),
+            parallelism: 2,
+            settings: &[],
+            expected: &[(0, Some(&[Coalesced(0..2), Coalesced(2..4)]))],
+        },
+        Case {
+            name: "parallelism first, but not under spark.sql.adaptive.coalescePartitions.minPartitionSize",
+            plan: || aggregate(AggregateMode::FinalPartitioned, small(0, "t"), &["a"]),
+            parallelism: 8,
+            settings: &[("spark.sql.adaptive.coalescePartitions.minPartitionSize", "4MB")],
+            expected: &[(0, Some(&[Coalesced(0..2), Coalesced(2..4)]))],
+        },
+        Case {
+            name: "parallelism first off: the advisory size alone",
+            plan: || aggregate(AggregateMode::FinalPartitioned, small(0, "t"), &["a"]),
+            parallelism: 8,
+            settings: &[("spark.sql.adaptive.coalescePartitions.parallelismFirst", "false")],
+            expected: &[(0, Some(&[Coalesced(0..4)]))],
+        },
+        Case {
+            name: "spark.sql.adaptive.coalescePartitions.enabled=false",
+            plan: || aggregate(AggregateMode::FinalPartitioned, small(0, "t"), &["a"]),
+            parallelism: 1,
+            settings: &[("spark.sql.adaptive.coalescePartitions.enabled", "false")],
+            expected: &[(0, None)],
+        },
+        Case {
+            name: "empty partitions are skipped",
+            plan: || {
+                let stage = hash_stage(0, "t", &["a"], vec![vec![0, MB, 0, 0, MB, 0]]);
+                aggregate(AggregateMode::FinalPartitioned, stage, &["a"])
+            },
+            parallelism: 1,
+            settings: &[],
+            expected: &[(0, Some(&[Coalesced(0..6)]))],
+        },
+        Case {
+            name: "a join's stages are coalesced together, by their summed sizes",
+            plan: || {
+                let left = hash_stage(0, "l", &["a"], vec![vec![10 * MB, 10 * MB, 40 * MB, 10 * MB]]);
+                let right = hash_stage(1, "r", &["a"], vec![vec![10 * MB; 4]]);
+                sort_merge_on_a(left, right)
+            },
+            parallelism: 1,
+            settings: &[],
+            expected: &[
+                (0, Some(&[Coalesced(0..2), Coalesced(2..3), Coalesced(3..4)])),
+                (1, Some(&[Coalesced(0..2), Coalesced(2..3), Coalesced(3..4)])),
+            ],
+        },
+        Case {
+            name: "a stage joined with a bucketed scan keeps its partitions",
+            plan: || {
+                let bucketed = scan(table_of("b", ABC, Some((4, &["a"])), 1, &[]));
+                sort_merge_on_a(small(0, "t"), bucketed)
+            },
+            parallelism: 1,
+            settings: &[],
+            expected: &[(0, None)],
+        },
+        Case {
+            name: "a single-partition stage is not coalesced",
+            plan: || {
+                let input = scan(table_of("t", ABC, None, 4, &[]));
+                let single = Arc::new(ShuffleExchangeExec::new(input, ExchangePartitioning::Single, None));
+                aggregate(AggregateMode::Final, stage(0, single, vec![vec![MB], vec![MB]]), &[])
+            },
+            parallelism: 1,
+            settings: &[],
+            expected: &[(0, None)],
+        },
+        Case {
+            name: "the inputs of a union are coalesced apart, each with a share of the cores",
+            plan: || UnionExec::try_new(vec![small(0, "l"), small(1, "r")]).unwrap(),
+            parallelism: 2,
+            settings: &[],
+            expected: &[(0, Some(&[Coalesced(0..4)])), (1, Some(&[Coalesced(0..4)]))],
+        },
+        Case {
+            name: "the inputs of a union keeping their hash partitioning are coalesced together (ours)",
+            plan: || Arc::new(InterleaveExec::try_new(vec![small(0, "l"), small(1, "r")]).unwrap()),
+            parallelism: 2,
+            settings: &[],
+            expected: &[(0, Some(&[Coalesced(0..2), Coalesced(2..4)])), (1, Some(&[Coalesced(0..2), Coalesced(2..4)]))],
+        },
+    ];
+
+    #[test]
+    fn partitions_are_coalesced_as_spark_coalesces_them() {
+        for case in CASES {
+            let planned = coalesce_shuffle_partitions((case.plan)(), &conf(case.settings), case.parallelism).unwrap();
+            let expected: Vec<_> = case.expected.iter().map(|(id, specs)| (*id, specs.map(<[_]>::to_vec))).collect();
+            assert_eq!(read_specs(&planned), expected, "{}", case.name);
+        }
+    }
+}

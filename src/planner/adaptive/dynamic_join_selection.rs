@@ -151,7 +151,10 @@ fn alternatives(join: &SparkJoinExec, conf: &SparkConf, hints: &QueryHints) -> R
 
 #[cfg(test)]
 mod tests {
+    use datafusion::common::JoinType;
+
     use super::*;
+    use crate::planner::test_fixtures::*;
 
     #[test]
     fn a_side_mostly_empty_is_not_broadcast() {
@@ -172,5 +175,134 @@ mod tests {
         conf.max_shuffled_hash_join_local_map_threshold = 64 << 20;
         assert!(fits_local_hash_maps(&[10, 64 << 20], &conf));
         assert!(!fits_local_hash_maps(&[10, (64 << 20) + 1], &conf));
+    }
+
+    const MB: u64 = 1 << 20;
+
+    /// A stage of four partitions holding `bytes` in all, over two map tasks.
+    fn even(id: usize, table: &str, bytes: u64) -> Plan {
+        hash_stage(id, table, &["a"], vec![vec![bytes / 8; 4], vec![bytes / 8; 4]])
+    }
+
+    /// A stage of ten partitions holding `bytes`, all in one partition.
+    fn mostly_empty(id: usize, table: &str, bytes: u64) -> Plan {
+        let mut partitions = vec![0; 10];
+        partitions[3] = bytes;
+        hash_stage(id, table, &["a"], vec![partitions])
+    }
+
+    /// An exchange that has not run, over a table of `bytes`.
+    fn unfinished(table: &str, bytes: u64) -> Plan {
+        exchange(scan(sized(table_of(table, ABC, None, 4, &[]), bytes)), &["a"], 4)
+    }
+
+    fn sort_merge(join_type: JoinType, left: Plan, right: Plan) -> Plan {
+        let (left_key, right_key) = (column(&left, "a"), column(&right, "a"));
+        let (left, right) = (local_sort(left, Arc::clone(&left_key)), local_sort(right, Arc::clone(&right_key)));
+        join_on(JoinStrategy::SortMerge, None, join_type, left, right, vec![(left_key, right_key)])
+    }
+
+    struct Case {
+        name: &'static str,
+        plan: fn() -> Plan,
+        settings: &'static [(&'static str, &'static str)],
+        /// The join's strategy and build side, and each side's exchanges as `movement` gives them.
+        expected: (JoinStrategy, Option<BuildSide>, &'static str, &'static str),
+    }
+
+    const SMJ: (JoinStrategy, Option<BuildSide>) = (JoinStrategy::SortMerge, None);
+
+    /// Spark's adaptive re-planning of a sort-merge join over finished stages: `JoinSelection`
+    /// with the stages' measured sizes against `spark.sql.adaptive.autoBroadcastJoinThreshold`
+    /// (by default the static threshold), and `DynamicJoinSelection`'s hints: no broadcast of a
+    /// side with most partitions empty, a shuffled hash join where every partition fits
+    /// `spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold`.
+    const CASES: &[Case] = &[
+        Case {
+            name: "inner join, the left stage small: broadcast it",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", MB), even(1, "r", 100 * MB)),
+            settings: &[],
+            expected: (JoinStrategy::BroadcastHash, Some(BuildSide::Left), "broadcast", ""),
+        },
+        Case {
+            name: "inner join, the right stage small: broadcast it",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", 100 * MB), even(1, "r", MB)),
+            settings: &[],
+            expected: (JoinStrategy::BroadcastHash, Some(BuildSide::Right), "", "broadcast"),
+        },
+        Case {
+            name: "both stages large",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", 100 * MB), even(1, "r", 100 * MB)),
+            settings: &[],
+            expected: (SMJ.0, SMJ.1, "", ""),
+        },
+        Case {
+            name: "left outer join, the left stage small: the left is never built",
+            plan: || sort_merge(JoinType::Left, even(0, "l", MB), even(1, "r", 100 * MB)),
+            settings: &[],
+            expected: (SMJ.0, SMJ.1, "", ""),
+        },
+        Case {
+            name: "most partitions of the small stage empty: not broadcast",
+            plan: || sort_merge(JoinType::Inner, mostly_empty(0, "l", MB), even(1, "r", 100 * MB)),
+            settings: &[],
+            expected: (SMJ.0, SMJ.1, "", ""),
+        },
+        Case {
+            name: "most partitions empty, spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin=0",
+            plan: || sort_merge(JoinType::Inner, mostly_empty(0, "l", MB), even(1, "r", 100 * MB)),
+            settings: &[("spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin", "0")],
+            expected: (JoinStrategy::BroadcastHash, Some(BuildSide::Left), "broadcast", ""),
+        },
+        Case {
+            name: "spark.sql.adaptive.autoBroadcastJoinThreshold=-1",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", MB), even(1, "r", 100 * MB)),
+            settings: &[("spark.sql.adaptive.autoBroadcastJoinThreshold", "-1")],
+            expected: (SMJ.0, SMJ.1, "", ""),
+        },
+        Case {
+            name: "the static threshold off, the adaptive one set: measured sizes use the adaptive one",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", MB), even(1, "r", 100 * MB)),
+            settings: &[
+                ("spark.sql.autoBroadcastJoinThreshold", "-1"),
+                ("spark.sql.adaptive.autoBroadcastJoinThreshold", "10MB"),
+            ],
+            expected: (JoinStrategy::BroadcastHash, Some(BuildSide::Left), "broadcast", ""),
+        },
+        Case {
+            name: "every partition within maxShuffledHashJoinLocalMapThreshold: a shuffled hash join building the smaller",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", 100 * MB), even(1, "r", 40 * MB)),
+            settings: &[("spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold", "128MB")],
+            expected: (JoinStrategy::ShuffledHash, Some(BuildSide::Right), "", ""),
+        },
+        Case {
+            name: "maxShuffledHashJoinLocalMapThreshold under the advisory partition size: no preference",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", 100 * MB), even(1, "r", 40 * MB)),
+            settings: &[("spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold", "32MB")],
+            expected: (SMJ.0, SMJ.1, "", ""),
+        },
+        Case {
+            name: "one side finished and small: broadcast, and the other side's exchange is not run",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", MB), unfinished("r", 100 << 20)),
+            settings: &[],
+            expected: (JoinStrategy::BroadcastHash, Some(BuildSide::Left), "broadcast", ""),
+        },
+        Case {
+            name: "one side finished and large, the other estimated small: broadcast the estimated side",
+            plan: || sort_merge(JoinType::Inner, even(0, "l", 100 * MB), unfinished("r", MB)),
+            settings: &[],
+            expected: (JoinStrategy::BroadcastHash, Some(BuildSide::Right), "", "broadcast"),
+        },
+    ];
+
+    #[test]
+    fn joins_are_replanned_with_stage_sizes_as_spark_replans_them() {
+        for case in CASES {
+            let planned = reselect_joins((case.plan)(), &conf(case.settings), &QueryHints::default()).unwrap();
+            let join = planned.downcast_ref::<SparkJoinExec>().expect("a join");
+            let found = (join.spec().strategy, join.spec().build_side, movement(join.left()), movement(join.right()));
+            let expected = (case.expected.0, case.expected.1, case.expected.2.to_string(), case.expected.3.to_string());
+            assert_eq!(found, expected, "{}", case.name);
+        }
     }
 }

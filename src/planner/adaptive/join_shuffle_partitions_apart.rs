@@ -44,3 +44,108 @@ pub fn join_shuffle_partitions_apart(
         None => Ok(plan),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::common::JoinType;
+    use datafusion::physical_plan::ExecutionPlanProperties;
+
+    use super::*;
+    use crate::exec::aqe_shuffle_read::{AqeShuffleReadExec, ShufflePartitionSpec};
+    use crate::exec::join_spec::JoinStrategy;
+    use crate::planner::adaptive::matching;
+    use crate::planner::test_fixtures::*;
+    use ShufflePartitionSpec::Coalesced;
+
+    /// A stage of four shuffle partitions on `a`, read by `specs`, sorted on `a`.
+    fn sorted_read(id: usize, specs: &[ShufflePartitionSpec]) -> Plan {
+        let stage = hash_stage(id, &format!("t{id}"), &["a"], vec![vec![10; 4]]);
+        let read: Plan = Arc::new(AqeShuffleReadExec::try_new(stage, specs.to_vec()).unwrap());
+        let key = column(&read, "a");
+        local_sort(read, key)
+    }
+
+    const TWO: &[ShufflePartitionSpec] = &[Coalesced(0..2), Coalesced(2..4)];
+    const FOUR: &[ShufflePartitionSpec] = &[Coalesced(0..1), Coalesced(1..2), Coalesced(2..3), Coalesced(3..4)];
+
+    fn sort_merge(join_type: JoinType, left: Plan, right: Plan) -> Plan {
+        let on = vec![(column(&left, "a"), column(&right, "a"))];
+        join_on(JoinStrategy::SortMerge, None, join_type, left, right, on)
+    }
+
+    fn coalesced_join() -> Plan {
+        sort_merge(JoinType::Inner, sorted_read(0, TWO), sorted_read(1, TWO))
+    }
+
+    struct Case {
+        name: &'static str,
+        plan: fn() -> Plan,
+        /// Whether the stage's consumer relies on its order.
+        order_needed: bool,
+        /// For each join, innermost first: whether it joins its shuffle partitions apart.
+        expected: &'static [bool],
+    }
+
+    /// Ours, not Spark's: a sort-merge join whose sides read the same coalesced partitions joins
+    /// their shuffle partitions one by one, unless something above relies on its order.
+    const CASES: &[Case] = &[
+        Case {
+            name: "an inner join on one bigint key over coalesced reads",
+            plan: coalesced_join,
+            order_needed: false,
+            expected: &[true],
+        },
+        Case {
+            name: "the stage's consumer needs the order",
+            plan: coalesced_join,
+            order_needed: true,
+            expected: &[false],
+        },
+        Case {
+            name: "a projection passes the order its consumer needs down",
+            plan: || project(coalesced_join(), &["a"]),
+            order_needed: true,
+            expected: &[false],
+        },
+        Case {
+            name: "a projection whose consumer needs no order",
+            plan: || project(coalesced_join(), &["a"]),
+            order_needed: false,
+            expected: &[true],
+        },
+        Case {
+            name: "a sort-merge join above relies on the order of the one below",
+            plan: || {
+                let inner = coalesced_join();
+                let outer_right = sorted_read(2, TWO);
+                let on = vec![(column(&inner, "a"), column(&outer_right, "a"))];
+                join_on(JoinStrategy::SortMerge, None, JoinType::Inner, inner, outer_right, on)
+            },
+            order_needed: false,
+            expected: &[false, false],
+        },
+        Case {
+            name: "reads of single shuffle partitions: nothing coalesced to take apart",
+            plan: || sort_merge(JoinType::Inner, sorted_read(0, FOUR), sorted_read(1, FOUR)),
+            order_needed: false,
+            expected: &[false],
+        },
+        Case {
+            name: "a left outer join runs as DataFusion's sort-merge join",
+            plan: || sort_merge(JoinType::Left, sorted_read(0, TWO), sorted_read(1, TWO)),
+            order_needed: false,
+            expected: &[false],
+        },
+    ];
+
+    #[test]
+    fn coalesced_partitions_are_joined_apart_where_no_order_is_needed() {
+        for case in CASES {
+            let planned = join_shuffle_partitions_apart((case.plan)(), case.order_needed).unwrap();
+            let joins = matching(&planned, &|node| node.is::<SparkJoinExec>());
+            // A join taken apart declares no order; one that is not keeps its keys' order.
+            let apart: Vec<bool> = joins.iter().map(|join| join.output_ordering().is_none()).collect();
+            assert_eq!(apart, case.expected, "{}", case.name);
+        }
+    }
+}

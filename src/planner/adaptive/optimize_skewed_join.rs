@@ -156,7 +156,10 @@ pub fn split_skewed_partitions(
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
+    use crate::exec::join_spec::JoinStrategy;
+    use crate::planner::test_fixtures::*;
     use ShufflePartitionSpec::{Coalesced, PartialReducer};
 
     fn conf(threshold: u64, advisory: u64) -> SparkConf {
@@ -200,5 +203,162 @@ mod tests {
         assert_eq!(median(&[1, 9, 3]), 3);
         assert_eq!(median(&[1, 9, 3, 5]), 4);
         assert_eq!(median(&[0, 0]), 1);
+    }
+
+    /// Partition 1 of two map tasks holds 100 bytes, ten times the others.
+    fn skewed(id: usize, table: &str) -> Plan {
+        hash_stage(id, table, &["a"], vec![vec![5, 50, 5, 5], vec![5, 50, 5, 5]])
+    }
+
+    fn even(id: usize, table: &str) -> Plan {
+        hash_stage(id, table, &["a"], vec![vec![5; 4], vec![5; 4]])
+    }
+
+    fn shuffled_join(strategy: JoinStrategy, join_type: JoinType, left: Plan, right: Plan) -> Plan {
+        let (left_key, right_key) = (column(&left, "a"), column(&right, "a"));
+        let (left, right, build) = match strategy {
+            JoinStrategy::SortMerge => {
+                (local_sort(left, Arc::clone(&left_key)), local_sort(right, Arc::clone(&right_key)), None)
+            }
+            _ => (left, right, Some(crate::exec::join_spec::BuildSide::Right)),
+        };
+        join_on(strategy, build, join_type, left, right, vec![(left_key, right_key)])
+    }
+
+    fn sort_merge(join_type: JoinType, left: Plan, right: Plan) -> Plan {
+        shuffled_join(JoinStrategy::SortMerge, join_type, left, right)
+    }
+
+    /// The skewed partition split in two by map task, and the other side's partition 1 read
+    /// once for each piece.
+    const SPLIT: &[ShufflePartitionSpec] = &[
+        Coalesced(0..1),
+        PartialReducer { partition: 1, maps: 0..1 },
+        PartialReducer { partition: 1, maps: 1..2 },
+        Coalesced(2..3),
+        Coalesced(3..4),
+    ];
+    const REPEATED: &[ShufflePartitionSpec] =
+        &[Coalesced(0..1), Coalesced(1..2), Coalesced(1..2), Coalesced(2..3), Coalesced(3..4)];
+
+    /// 20 bytes make a partition skewed (if over 5 times the median); pieces aim at 10.
+    const SMALL: &[(&str, &str)] = &[
+        ("spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "20"),
+        ("spark.sql.adaptive.advisoryPartitionSizeInBytes", "10"),
+    ];
+
+    struct Case {
+        name: &'static str,
+        plan: fn() -> Plan,
+        settings: &'static [(&'static str, &'static str)],
+        /// The read specs of the left and the right stage, `None` where nothing is split.
+        expected: Option<(&'static [ShufflePartitionSpec], &'static [ShufflePartitionSpec])>,
+    }
+
+    /// Spark's `OptimizeSkewedJoin` over a whole plan: a sort-merge or shuffled hash join of two
+    /// stages, the sides a join type lets be split (left of inner, left outer, semi, anti;
+    /// right of inner and right outer), kept only if no distribution above breaks.
+    const PLANS: &[Case] = &[
+        Case {
+            name: "inner join, the left skewed",
+            plan: || sort_merge(JoinType::Inner, skewed(0, "l"), even(1, "r")),
+            settings: SMALL,
+            expected: Some((SPLIT, REPEATED)),
+        },
+        Case {
+            name: "inner join, the right skewed",
+            plan: || sort_merge(JoinType::Inner, even(0, "l"), skewed(1, "r")),
+            settings: SMALL,
+            expected: Some((REPEATED, SPLIT)),
+        },
+        Case {
+            name: "spark.sql.adaptive.skewJoin.enabled=false",
+            plan: || sort_merge(JoinType::Inner, skewed(0, "l"), even(1, "r")),
+            settings: &[
+                ("spark.sql.adaptive.skewJoin.enabled", "false"),
+                ("spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "20"),
+                ("spark.sql.adaptive.advisoryPartitionSizeInBytes", "10"),
+            ],
+            expected: None,
+        },
+        Case {
+            name: "under spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes",
+            plan: || sort_merge(JoinType::Inner, skewed(0, "l"), even(1, "r")),
+            settings: &[("spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "100")],
+            expected: None,
+        },
+        Case {
+            name: "left outer join, the left skewed",
+            plan: || sort_merge(JoinType::Left, skewed(0, "l"), even(1, "r")),
+            settings: SMALL,
+            expected: Some((SPLIT, REPEATED)),
+        },
+        Case {
+            name: "left outer join, the right skewed: not split",
+            plan: || sort_merge(JoinType::Left, even(0, "l"), skewed(1, "r")),
+            settings: SMALL,
+            expected: None,
+        },
+        Case {
+            name: "right outer join, the right skewed",
+            plan: || sort_merge(JoinType::Right, even(0, "l"), skewed(1, "r")),
+            settings: SMALL,
+            expected: Some((REPEATED, SPLIT)),
+        },
+        Case {
+            name: "right outer join, the left skewed: not split",
+            plan: || sort_merge(JoinType::Right, skewed(0, "l"), even(1, "r")),
+            settings: SMALL,
+            expected: None,
+        },
+        Case {
+            name: "left semi join, the left skewed",
+            plan: || sort_merge(JoinType::LeftSemi, skewed(0, "l"), even(1, "r")),
+            settings: SMALL,
+            expected: Some((SPLIT, REPEATED)),
+        },
+        Case {
+            name: "left anti join, the right skewed: not split",
+            plan: || sort_merge(JoinType::LeftAnti, even(0, "l"), skewed(1, "r")),
+            settings: SMALL,
+            expected: None,
+        },
+        Case {
+            name: "full outer join: neither side is split",
+            plan: || sort_merge(JoinType::Full, skewed(0, "l"), skewed(1, "r")),
+            settings: SMALL,
+            expected: None,
+        },
+        Case {
+            name: "shuffled hash join, the left skewed",
+            plan: || shuffled_join(JoinStrategy::ShuffledHash, JoinType::Inner, skewed(0, "l"), even(1, "r")),
+            settings: SMALL,
+            expected: Some((SPLIT, REPEATED)),
+        },
+        Case {
+            name: "an aggregate above needs the join's partitioning: not split",
+            plan: || {
+                let join = sort_merge(JoinType::Inner, skewed(0, "l"), even(1, "r"));
+                aggregate(datafusion::physical_plan::aggregates::AggregateMode::FinalPartitioned, join, &["a"])
+            },
+            settings: SMALL,
+            expected: None,
+        },
+    ];
+
+    #[test]
+    fn skewed_joins_are_split_where_spark_splits_them() {
+        for case in PLANS {
+            let planned =
+                optimize_skewed_join((case.plan)(), &crate::planner::test_fixtures::conf(case.settings)).unwrap();
+            let expected = match case.expected {
+                Some((left, right)) => vec![(0, Some(left.to_vec())), (1, Some(right.to_vec()))],
+                None => vec![(0, None), (1, None)],
+            };
+            assert_eq!(read_specs(&planned), expected, "{}", case.name);
+            let joins = matching(&planned, &|node| node.is::<SparkJoinExec>());
+            let skew = joins[0].downcast_ref::<SparkJoinExec>().unwrap().spec().skew;
+            assert_eq!(skew, case.expected.is_some(), "{}: the join is marked a skew join", case.name);
+        }
     }
 }

@@ -35,3 +35,140 @@ pub fn is_valid(plan: &Arc<dyn ExecutionPlan>, conf: &SparkConf) -> bool {
     }
     children.iter().all(|child| is_valid(child, conf))
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::common::{JoinType, NullEquality};
+    use datafusion::physical_plan::aggregates::AggregateMode;
+
+    use super::*;
+    use crate::exec::broadcast_exchange::BroadcastExchangeExec;
+    use crate::exec::join::SparkJoinExec;
+    use crate::exec::join_spec::{BuildSide, JoinSpec, JoinStrategy};
+    use crate::planner::test_fixtures::*;
+
+    fn bucketed(name: &str, buckets: u32, column: &'static str) -> Plan {
+        scan(table_of(name, ABC, Some((buckets, &[column])), 1, &[]))
+    }
+
+    fn sort_merge_on_a(left: Plan, right: Plan, skew: bool) -> Plan {
+        let (left_key, right_key) = (column(&left, "a"), column(&right, "a"));
+        let (left, right) = (local_sort(left, Arc::clone(&left_key)), local_sort(right, Arc::clone(&right_key)));
+        let spec = JoinSpec {
+            strategy: JoinStrategy::SortMerge,
+            build_side: None,
+            join_type: JoinType::Inner,
+            on: vec![(left_key, right_key)],
+            filter: None,
+            null_equality: NullEquality::NullEqualsNothing,
+            null_aware: false,
+            skew,
+        };
+        Arc::new(SparkJoinExec::try_new(spec, left, right).unwrap())
+    }
+
+    struct Case {
+        name: &'static str,
+        plan: fn() -> Plan,
+        settings: &'static [(&'static str, &'static str)],
+        valid: bool,
+    }
+
+    /// Spark's `ValidateRequirements`: every child satisfies its required distribution, and the
+    /// children of an operator clustering several are partitioned alike.
+    const CASES: &[Case] = &[
+        Case {
+            name: "a sort-merge join of sides bucketed alike",
+            plan: || sort_merge_on_a(bucketed("l", 8, "a"), bucketed("r", 8, "a"), false),
+            settings: &[],
+            valid: true,
+        },
+        Case {
+            name: "a sort-merge join of 8 and 4 buckets",
+            plan: || sort_merge_on_a(bucketed("l", 8, "a"), bucketed("r", 4, "a"), false),
+            settings: &[],
+            valid: false,
+        },
+        Case {
+            name: "a sort-merge join of a side bucketed on another column",
+            plan: || sort_merge_on_a(bucketed("l", 8, "a"), bucketed("r", 8, "b"), false),
+            settings: &[],
+            valid: false,
+        },
+        Case {
+            name: "a skew join requires nothing of its sides",
+            plan: || sort_merge_on_a(bucketed("l", 8, "a"), bucketed("r", 4, "b"), true),
+            settings: &[],
+            valid: true,
+        },
+        Case {
+            name: "an aggregate on the bucket column",
+            plan: || aggregate(AggregateMode::FinalPartitioned, bucketed("t", 8, "a"), &["a"]),
+            settings: &[],
+            valid: true,
+        },
+        Case {
+            name: "an aggregate on another column",
+            plan: || aggregate(AggregateMode::FinalPartitioned, bucketed("t", 8, "a"), &["b"]),
+            settings: &[],
+            valid: false,
+        },
+        Case {
+            name: "an aggregate on a superset of the bucket columns",
+            plan: || aggregate(AggregateMode::FinalPartitioned, bucketed("t", 8, "a"), &["a", "b"]),
+            settings: &[],
+            valid: true,
+        },
+        Case {
+            name: "an aggregate on a superset of the bucket columns, all required",
+            plan: || aggregate(AggregateMode::FinalPartitioned, bucketed("t", 8, "a"), &["a", "b"]),
+            settings: &[("spark.sql.requireAllClusterKeysForDistribution", "true")],
+            valid: false,
+        },
+        Case {
+            name: "a global aggregate over 8 partitions",
+            plan: || aggregate(AggregateMode::Final, bucketed("t", 8, "a"), &[]),
+            settings: &[],
+            valid: false,
+        },
+        Case {
+            name: "a global aggregate over one partition",
+            plan: || aggregate(AggregateMode::Final, bucketed("t", 1, "a"), &[]),
+            settings: &[],
+            valid: true,
+        },
+        Case {
+            name: "an invalid operator below another",
+            plan: || project(aggregate(AggregateMode::FinalPartitioned, bucketed("t", 8, "a"), &["b"]), &["b"]),
+            settings: &[],
+            valid: false,
+        },
+        Case {
+            name: "a broadcast hash join requires nothing of its stream side",
+            plan: || {
+                let (stream, build) = (bucketed("l", 8, "b"), bucketed("r", 4, "b"));
+                let broadcast: Plan = Arc::new(BroadcastExchangeExec::new(Arc::clone(&build), columns(&build, &["a"])));
+                let on = vec![(column(&stream, "a"), column(&build, "a"))];
+                join_on(JoinStrategy::BroadcastHash, Some(BuildSide::Right), JoinType::Inner, stream, broadcast, on)
+            },
+            settings: &[],
+            valid: true,
+        },
+        Case {
+            name: "what ran in a finished stage is not judged again",
+            plan: || {
+                let invalid = aggregate(AggregateMode::FinalPartitioned, bucketed("t", 8, "a"), &["b"]);
+                stage(0, exchange(invalid, &["b"], 4), vec![vec![1; 4]])
+            },
+            settings: &[],
+            valid: true,
+        },
+    ];
+
+    #[test]
+    fn plans_are_valid_where_spark_finds_them_valid() {
+        for case in CASES {
+            assert_eq!(is_valid(&(case.plan)(), &conf(case.settings)), case.valid, "{}", case.name);
+        }
+    }
+}
