@@ -17,7 +17,7 @@ use super::oids::{INFORMATION_SCHEMA, PG_CATALOG};
 use super::scan::Scan;
 use super::values::batch;
 use super::view::View;
-use super::views::{CATALOG_VIEWS, INFORMATION_SCHEMA_VIEWS, PG_CATALOG_VIEWS};
+use super::views::{INFORMATION_SCHEMA_VIEWS, PG_CATALOG_VIEWS, catalog_relations};
 use crate::catalog::metastore::Metastore;
 use crate::planner::table_provider::{MetastoreCatalog, MetastoreHandle};
 
@@ -70,7 +70,7 @@ impl std::fmt::Debug for CatalogTable {
 
 impl CatalogTable {
     fn rows(&self, state: &dyn Session) -> Result<RecordBatch> {
-        let scan = Scan::new(&self.metastore.0, Some(state), CATALOG_VIEWS);
+        let scan = Scan::new(&self.metastore.0, Some(state), catalog_relations);
         batch(&self.schema, self.view.rows(&scan)?)
     }
 }

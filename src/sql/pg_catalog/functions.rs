@@ -24,7 +24,7 @@ use super::oids::*;
 use super::scan::{Relation, Scan};
 use super::settings::Settings;
 use super::types;
-use super::views::CATALOG_VIEWS;
+use super::views::catalog_relations;
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::catalog::metastore::Metastore;
 use crate::config;
@@ -173,7 +173,7 @@ fn per_relation<T>(
     args: &[ArrayRef],
     f: impl Fn(&Scan, i32, usize) -> Result<Option<T>>,
 ) -> Result<Vec<Option<T>>> {
-    let scan = Scan::new(metastore, None, CATALOG_VIEWS);
+    let scan = Scan::new(metastore, None, catalog_relations);
     oids(args, 0)?.into_iter().enumerate().map(|(row, oid)| oid.map_or(Ok(None), |oid| f(&scan, oid, row))).collect()
 }
 
@@ -312,7 +312,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         function("to_regclass", &[1], Volatility::Stable, oid.clone(), {
             let metastore = Arc::clone(&metastore);
             move |args, _| {
-                let scan = Scan::new(&metastore, None, CATALOG_VIEWS);
+                let scan = Scan::new(&metastore, None, catalog_relations);
                 let relations = scan.relations()?;
                 let names = texts(&args[0])?;
                 Ok(Arc::new(
@@ -323,7 +323,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         function("regnamespaceout", &[1], Volatility::Stable, text.clone(), {
             let metastore = Arc::clone(&metastore);
             move |args, _| {
-                let scan = Scan::new(&metastore, None, CATALOG_VIEWS);
+                let scan = Scan::new(&metastore, None, catalog_relations);
                 let schemas = scan.schemas()?;
                 Ok(text_array(oids(args, 0)?.into_iter().map(|oid| {
                     oid.map(|oid| {
@@ -335,7 +335,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         function("to_regnamespace", &[1], Volatility::Stable, oid.clone(), {
             let metastore = Arc::clone(&metastore);
             move |args, _| {
-                let scan = Scan::new(&metastore, None, CATALOG_VIEWS);
+                let scan = Scan::new(&metastore, None, catalog_relations);
                 let schemas = scan.schemas()?;
                 let names = texts(&args[0])?;
                 let oids = names.iter().map(|name| {
@@ -370,7 +370,7 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         function("pg_database_size", &[1], Volatility::Stable, DataType::Int64, {
             let metastore = Arc::clone(&metastore);
             move |_, rows| {
-                let scan = Scan::new(&metastore, None, CATALOG_VIEWS);
+                let scan = Scan::new(&metastore, None, catalog_relations);
                 let total: u64 = scan.relations()?.iter().map(|r| r.bytes).sum();
                 Ok(Arc::new(Int64Array::from(vec![total as i64; rows])))
             }

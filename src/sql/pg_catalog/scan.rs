@@ -9,10 +9,9 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::catalog::Session;
 use datafusion::error::{DataFusionError, Result};
 
-use super::oids::{DEFAULT_SCHEMA_OID, PG_CATALOG_OID, schema_oid, table_oid};
+use super::oids::{DEFAULT_SCHEMA_OID, INFORMATION_SCHEMA, PG_CATALOG, PG_CATALOG_OID, schema_oid, table_oid};
 use super::settings::Settings;
 use super::snapshot::Snapshot;
-use super::view::View;
 use crate::catalog::metastore::{Metastore, TableMeta};
 use crate::sql::activity::{Backend, Backends};
 
@@ -74,27 +73,6 @@ impl Relation {
         })
     }
 
-    fn view(schema: &str, view: &View) -> Self {
-        let columns = view
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| Column { name: f.name().clone(), data_type: f.data_type().clone(), nullable: true, comment: None })
-            .collect();
-        Relation {
-            oid: view.oid,
-            namespace: schema_oid(schema),
-            schema: schema.to_string(),
-            name: view.name.to_string(),
-            kind: "v",
-            columns,
-            comment: None,
-            options: None,
-            rows: None,
-            bytes: 0,
-        }
-    }
-
     /// Whether an unqualified name finds it: the search path is `pg_catalog`, `default`.
     pub fn visible(&self) -> bool {
         self.namespace == PG_CATALOG_OID || self.namespace == DEFAULT_SCHEMA_OID
@@ -108,29 +86,22 @@ impl Relation {
 /// What one scan of a catalog relation reads, each part loaded when first asked for.
 pub struct Scan<'a> {
     metastore: &'a Metastore,
-    /// The catalog's own relations, by schema, which it lists beside the metastore's tables.
-    catalog: &'static [(&'static str, &'static [View])],
+    /// The catalog's own relations, which it lists before the metastore's tables.
+    catalog: fn() -> Vec<Relation>,
     pub(super) state: Option<&'a dyn Session>,
     relations: OnceCell<Vec<Relation>>,
     schemas: OnceCell<Vec<String>>,
 }
 
 impl<'a> Scan<'a> {
-    pub fn new(
-        metastore: &'a Metastore,
-        state: Option<&'a dyn Session>,
-        catalog: &'static [(&'static str, &'static [View])],
-    ) -> Self {
+    pub fn new(metastore: &'a Metastore, state: Option<&'a dyn Session>, catalog: fn() -> Vec<Relation>) -> Self {
         Scan { metastore, catalog, state, relations: OnceCell::new(), schemas: OnceCell::new() }
     }
 
     fn load(&self) -> Result<()> {
         if self.relations.get().is_none() {
             let snapshot = Snapshot::load(self.metastore).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let mut relations = Vec::new();
-            for (schema, views) in self.catalog {
-                relations.extend(views.iter().map(|v| Relation::view(schema, v)));
-            }
+            let mut relations = (self.catalog)();
             for meta in &snapshot.tables {
                 relations.push(Relation::table(meta)?);
             }
@@ -150,7 +121,7 @@ impl<'a> Scan<'a> {
     pub fn schemas(&self) -> Result<Vec<&str>> {
         self.load()?;
         let metastore = self.schemas.get().expect("loaded").iter().map(String::as_str);
-        Ok(self.catalog.iter().map(|(schema, _)| *schema).chain(metastore).collect())
+        Ok([PG_CATALOG, INFORMATION_SCHEMA].into_iter().chain(metastore).collect())
     }
 
     pub fn relation(&self, oid: i32) -> Result<Option<&Relation>> {

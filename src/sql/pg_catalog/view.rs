@@ -8,7 +8,8 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::Result;
 
-use super::scan::Scan;
+use super::oids::schema_oid;
+use super::scan::{Column, Relation, Scan};
 use super::values::Row;
 
 /// One emulated relation: its PostgreSQL name, OID and columns (`name:type ...`), and how
@@ -52,6 +53,28 @@ fn arrow_type(name: &str) -> DataType {
 }
 
 impl View {
+    /// The view as the relation `schema.name` that `pg_class` and `information_schema` list.
+    pub(super) fn relation(&self, schema: &str) -> Relation {
+        let columns = self
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| Column { name: f.name().clone(), data_type: f.data_type().clone(), nullable: true, comment: None })
+            .collect();
+        Relation {
+            oid: self.oid,
+            namespace: schema_oid(schema),
+            schema: schema.to_string(),
+            name: self.name.to_string(),
+            kind: "v",
+            columns,
+            comment: None,
+            options: None,
+            rows: None,
+            bytes: 0,
+        }
+    }
+
     pub(super) fn rows(&self, scan: &Scan) -> Result<Vec<Row>> {
         self.rows.map_or(Ok(Vec::new()), |rows| rows(scan))
     }

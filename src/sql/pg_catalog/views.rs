@@ -6,6 +6,7 @@ use super::information_schema::*;
 use super::oids::{INFORMATION_SCHEMA, PG_CATALOG};
 use super::pg_catalog_rows::*;
 use super::pg_stat::*;
+use super::scan::Relation;
 use super::view::{View, empty, view};
 
 pub const PG_CATALOG_VIEWS: &[View] = &[
@@ -221,9 +222,13 @@ pub fn always_empty(name: &str) -> bool {
     PG_CATALOG_VIEWS.iter().any(|v| v.name == name && v.rows.is_none())
 }
 
-/// Both catalog schemas with their relations, in the order `pg_class` lists them.
-pub const CATALOG_VIEWS: &[(&str, &[View])] =
-    &[(PG_CATALOG, PG_CATALOG_VIEWS), (INFORMATION_SCHEMA, INFORMATION_SCHEMA_VIEWS)];
+/// Both catalog schemas' relations, in the order `pg_class` lists them.
+pub(super) fn catalog_relations() -> Vec<Relation> {
+    [(PG_CATALOG, PG_CATALOG_VIEWS), (INFORMATION_SCHEMA, INFORMATION_SCHEMA_VIEWS)]
+        .into_iter()
+        .flat_map(|(schema, views)| views.iter().map(move |view| view.relation(schema)))
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {
@@ -274,7 +279,7 @@ mod tests {
     /// The view's rows, the given columns as text.
     fn rows(view: &View, store: &Metastore, columns: &[&str]) -> Vec<Vec<String>> {
         let schema = view.schema();
-        let all = batch(&schema, view.rows(&Scan::new(store, None, CATALOG_VIEWS)).unwrap()).unwrap();
+        let all = batch(&schema, view.rows(&Scan::new(store, None, catalog_relations)).unwrap()).unwrap();
         let arrays: Vec<&ArrayRef> = columns.iter().map(|c| all.column(schema.index_of(c).unwrap())).collect();
         (0..all.num_rows()).map(|row| arrays.iter().map(|a| array_value_to_string(a, row).unwrap()).collect()).collect()
     }
@@ -291,7 +296,7 @@ mod tests {
     fn every_view_builds_its_declared_columns() {
         let (_dir, store) = metastore();
         for view in PG_CATALOG_VIEWS.iter().chain(INFORMATION_SCHEMA_VIEWS) {
-            let rows = view.rows(&Scan::new(&store, None, CATALOG_VIEWS)).unwrap();
+            let rows = view.rows(&Scan::new(&store, None, catalog_relations)).unwrap();
             batch(&view.schema(), rows).unwrap_or_else(|e| panic!("{}: {e}", view.name));
         }
     }
