@@ -21,8 +21,6 @@ pub enum SparkDistribution {
     Clustered(Vec<Arc<dyn PhysicalExpr>>),
     /// Everything in one partition (`AllTuples`).
     AllTuples,
-    /// The child is broadcast (`BroadcastDistribution`).
-    Broadcast,
 }
 
 impl SparkDistribution {
@@ -69,7 +67,7 @@ pub fn required_distributions(plan: &dyn ExecutionPlan) -> Vec<SparkDistribution
 /// when `require_all` — Spark's `requireAllClusterKeysForDistribution`).
 pub fn satisfies(partitioning: &Partitioning, required: &SparkDistribution, require_all: bool) -> bool {
     if partitioning.partition_count() == 1 {
-        return !matches!(required, SparkDistribution::Broadcast);
+        return true;
     }
     match (required, partitioning) {
         (SparkDistribution::Unspecified, _) => true,

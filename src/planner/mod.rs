@@ -115,77 +115,62 @@ pub struct RuleContext<'a> {
     pub options: &'a ConfigOptions,
 }
 
-/// One step of physical planning, and why it stands where it does.
+/// One step of physical planning; the comment above each in [`PHYSICAL_RULES`] says why it
+/// stands where it does.
 pub struct PhysicalRule {
+    /// Spark's name for the rule, or ours where Spark has none.
     pub name: &'static str,
-    pub why_here: &'static str,
-    pub apply: fn(Arc<dyn ExecutionPlan>, &RuleContext) -> Result<Arc<dyn ExecutionPlan>>,
+    pub apply: fn(Plan, &RuleContext) -> Result<Plan>,
 }
+
+type Plan = Arc<dyn ExecutionPlan>;
 
 /// The physical rules in the order they run, on the plan DataFusion lowers the optimized
 /// logical plan to with none of its own physical rules. Spark's `QueryExecution` runs
 /// `JoinSelection` while planning, then its preparations (`EnsureRequirements` and what
 /// follows); our steps keep that order.
 pub const PHYSICAL_RULES: &[PhysicalRule] = &[
-    PhysicalRule {
-        name: "ResolveGroupingAnalytics",
-        why_here: "first: Spark's analyzer puts the Expand under a grouping-sets aggregate before any planning, so \
-                   every later rule sees Spark's shape",
-        apply: |plan, _| resolve_grouping_analytics(plan),
-    },
-    PhysicalRule {
-        name: "JoinSelection",
-        why_here: "Spark chooses each join's strategy while planning, before any exchange exists: broadcast, \
-                   shuffled hash or sort-merge decide which distributions the sides must have",
-        apply: |plan, rule| join_selection(plan, rule.conf, rule.hints),
-    },
-    PhysicalRule {
-        name: "CoalesceBucketsInJoin",
-        why_here: "before EnsureRequirements, as in Spark's preparations: a scan read in fewer buckets satisfies \
-                   its join, so no exchange is planned for it",
-        apply: |plan, rule| coalesce_buckets_in_join(plan, rule.conf),
-    },
-    PhysicalRule {
-        name: "EnsureRequirements",
-        why_here: "once every operator's required distribution and ordering is known: it adds the exchanges and \
-                   sorts that are missing, and reorders join keys to match the sides' partitioning",
-        apply: |plan, rule| ensure_requirements(plan, rule.conf),
-    },
+    // First: Spark's analyzer puts the Expand under a grouping-sets aggregate before any planning,
+    // so every later rule sees Spark's shape.
+    PhysicalRule { name: "ResolveGroupingAnalytics", apply: |plan, _| resolve_grouping_analytics(plan) },
+    // Spark chooses each join's strategy while planning, before any exchange exists: broadcast,
+    // shuffled hash or sort-merge decide which distributions the sides must have.
+    PhysicalRule { name: "JoinSelection", apply: |plan, rule| join_selection(plan, rule.conf, rule.hints) },
+    // Before EnsureRequirements, as in Spark's preparations: a scan read in fewer buckets satisfies
+    // its join, so no exchange is planned for it.
+    PhysicalRule { name: "CoalesceBucketsInJoin", apply: |plan, rule| coalesce_buckets_in_join(plan, rule.conf) },
+    // Once every operator's required distribution and ordering is known: it adds the exchanges and
+    // sorts that are missing, and reorders join keys to match the sides' partitioning.
+    PhysicalRule { name: "EnsureRequirements", apply: |plan, rule| ensure_requirements(plan, rule.conf) },
+    // After EnsureRequirements, which leaves a partial and a final aggregate adjacent where no
+    // exchange was needed between them; inner aggregates of a distinct rewrite are then split again
+    // into Spark's four.
     PhysicalRule {
         name: "CombinePartialFinalAggregate",
-        why_here: "after EnsureRequirements, which leaves a partial and a final aggregate adjacent where no \
-                   exchange was needed between them; inner aggregates of a distinct rewrite are then split \
-                   again into Spark's four",
         apply: |plan, rule| split_inner_aggregates(CombinePartialFinalAggregate::new().optimize(plan, rule.options)?),
     },
+    // After EnsureRequirements, which alone knows whether an operator above used a scan's
+    // bucketing: a scan whose buckets nothing needs is read as plain files.
     PhysicalRule {
         name: "DisableUnnecessaryBucketedScan",
-        why_here: "after EnsureRequirements, which alone knows whether an operator above used a scan's \
-                   bucketing: a scan whose buckets nothing needs is read as plain files",
         apply: |plan, rule| disable_unnecessary_bucketed_scan(plan, rule.conf),
     },
-    PhysicalRule {
-        name: "LimitPushdown",
-        why_here: "DataFusion's, on the final shape: it moves no rows between partitions, so it must not run \
-                   before the exchanges are placed",
-        apply: |plan, rule| LimitPushdown::new().optimize(plan, rule.options),
-    },
+    // DataFusion's, on the final shape: it moves no rows between partitions, so it must not run
+    // before the exchanges are placed.
+    PhysicalRule { name: "LimitPushdown", apply: |plan, rule| LimitPushdown::new().optimize(plan, rule.options) },
+    // DataFusion's cooperative scheduling of long-running operators, over the joins as well, once
+    // no rule changes the operators any more.
     PhysicalRule {
         name: "EnsureCooperative",
-        why_here: "DataFusion's cooperative scheduling of long-running operators, over the joins as well, once \
-                   no rule changes the operators any more",
         apply: |plan, rule| EnsureCooperative::new().optimize(cooperative_joins(plan)?, rule.options),
     },
-    PhysicalRule {
-        name: "HashAggregateInOrder",
-        why_here: "ours: aggregates find their groups as runs of equal keys where rows arrive grouped, which is \
-                   only known once the sorts and exchanges below are final",
-        apply: |plan, _| HashAggregateExec::wrap_aggregates(plan),
-    },
+    // Ours: aggregates find their groups as runs of equal keys where rows arrive grouped, which is
+    // only known once the sorts and exchanges below are final.
+    PhysicalRule { name: "HashAggregateInOrder", apply: |plan, _| HashAggregateExec::wrap_aggregates(plan) },
+    // Last, as in Spark: identical exchanges are only identical once nothing below them changes;
+    // under adaptive execution the query stages are reused instead.
     PhysicalRule {
         name: "ReuseExchangeAndSubquery",
-        why_here: "last, as in Spark: identical exchanges are only identical once nothing below them changes; \
-                   under adaptive execution the query stages are reused instead",
         apply: |plan, rule| reuse_exchanges(plan, rule.conf.exchange_reuse && !rule.conf.adaptive_enabled),
     },
 ];
@@ -213,14 +198,17 @@ pub async fn create_static_plan(
     let conf = SparkConf::of(state.config())?;
     let context = RuleContext { conf: &conf, hints, options: state.config_options() };
     let lowered = SortExec::replace_external_sorts(state.create_physical_plan(plan).await?)?;
-    PHYSICAL_RULES.iter().try_fold(lowered, |plan, rule| (rule.apply)(plan, &context))
+    PHYSICAL_RULES.iter().try_fold(lowered, |plan, rule| {
+        tracing::trace!(rule = rule.name, "physical rule");
+        (rule.apply)(plan, &context)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Each rule needs what the rules before it leave (see each `why_here`).
+    /// Each rule needs what the rules before it leave (see the comment above each).
     #[test]
     fn physical_rules_run_in_spark_order() {
         let names: Vec<&str> = PHYSICAL_RULES.iter().map(|rule| rule.name).collect();
@@ -239,6 +227,5 @@ mod tests {
                 "ReuseExchangeAndSubquery",
             ]
         );
-        assert!(PHYSICAL_RULES.iter().all(|rule| !rule.why_here.is_empty()));
     }
 }

@@ -31,7 +31,7 @@ use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
 use crate::exec::shuffle_exchange::ExchangePartitioning;
-pub use adaptive_spark_plan::{AdaptiveSparkPlanExec, FinalPlan};
+pub use adaptive_spark_plan::AdaptiveSparkPlanExec;
 
 /// A finished stage or a read of one; rules do not look below it.
 fn is_query_stage(plan: &Arc<dyn ExecutionPlan>) -> bool {
