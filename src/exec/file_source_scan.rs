@@ -206,11 +206,6 @@ impl FileSourceScanExec {
         self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.byte_size).sum()
     }
 
-    /// Rows of the files read.
-    pub fn row_count(&self) -> u64 {
-        self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).map(|f| f.row_count).sum()
-    }
-
     /// A copy with another bucketing decision (`DisableUnnecessaryBucketedScan`).
     pub fn with_status(&self, status: BucketedStatus) -> Result<Self> {
         let mut scan = self.clone();

@@ -3,21 +3,21 @@
 //! execution, Spark's `range()` relation, reading a global sort's partitions in order, and the
 //! runtime statements run on.
 
-pub mod aqe_shuffle_read;
-pub mod broadcast_exchange;
-pub mod collect_in_order;
-pub mod downcast_plan;
+pub(crate) mod aqe_shuffle_read;
+pub(crate) mod broadcast_exchange;
+pub(crate) mod collect_in_order;
+pub(crate) mod downcast_plan;
 pub mod executor;
-pub mod expand;
-pub mod file_source_scan;
-pub mod hash_aggregate;
-pub mod join;
-pub mod join_spec;
-pub mod merge_join;
-pub mod null_aware_anti_join;
+pub(crate) mod expand;
+pub(crate) mod file_source_scan;
+pub(crate) mod hash_aggregate;
+pub(crate) mod join;
+pub(crate) mod join_spec;
+pub(crate) mod merge_join;
+pub(crate) mod null_aware_anti_join;
 pub(crate) mod one_shot;
-pub mod query_stage;
-pub mod range;
-pub mod reused_exchange;
-pub mod shuffle_exchange;
-pub mod sort;
+pub(crate) mod query_stage;
+pub(crate) mod range;
+pub(crate) mod reused_exchange;
+pub(crate) mod shuffle_exchange;
+pub(crate) mod sort;

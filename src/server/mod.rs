@@ -1,13 +1,13 @@
 //! The PostgreSQL wire front end: accepts connections and gives each its own session.
 
 pub mod auth;
-pub mod cancel;
-pub mod connection;
+pub(crate) mod cancel;
+pub(crate) mod connection;
 pub mod connection_limit;
-pub mod copy;
-pub mod encoding;
-pub mod frame_guard;
-pub mod handler;
+pub(crate) mod copy;
+pub(crate) mod encoding;
+pub(crate) mod frame_guard;
+pub(crate) mod handler;
 pub mod tls;
 
 use std::net::SocketAddr;

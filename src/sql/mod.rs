@@ -2,19 +2,19 @@
 //! dispatch over their kinds, each command in a file of its own, writing rows into tables,
 //! the PostgreSQL catalog clients query and what each connection is doing.
 
-pub mod activity;
+pub(crate) mod activity;
 pub(crate) mod commands;
-pub mod dialect;
+pub(crate) mod dialect;
 pub(crate) mod dispatch;
 pub mod engine;
-pub mod functions;
-pub mod grouping_limits;
+pub(crate) mod functions;
+pub(crate) mod grouping_limits;
 pub mod history;
-pub mod interrupt;
+pub(crate) mod interrupt;
 pub(crate) mod names;
-pub mod output;
-pub mod pg_catalog;
-pub mod rewrite;
-pub mod session;
-pub mod statement;
-pub mod write;
+pub(crate) mod output;
+pub(crate) mod pg_catalog;
+pub(crate) mod rewrite;
+pub(crate) mod session;
+pub(crate) mod statement;
+pub(crate) mod write;

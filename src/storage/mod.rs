@@ -2,10 +2,10 @@
 //! say, the commit protocol and the janitor that deletes what no table holds.
 
 pub mod bucket_hash;
-pub mod commit;
-pub mod existing_files;
+pub(crate) mod commit;
+pub(crate) mod existing_files;
 pub mod file_naming;
-pub mod footer;
-pub mod janitor;
-pub mod parquet_writer;
-pub mod partition_path;
+pub(crate) mod footer;
+pub(crate) mod janitor;
+pub(crate) mod parquet_writer;
+pub(crate) mod partition_path;

@@ -42,6 +42,7 @@ impl MapOutputStatistics {
     }
 
     /// Each partition's rows over all map tasks.
+    #[cfg(test)]
     pub fn rows_by_partition(&self) -> Vec<u64> {
         self.by_partition(&self.rows)
     }
