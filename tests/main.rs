@@ -19,6 +19,7 @@ mod plans;
 mod protocol;
 mod psql;
 mod random_queries;
+mod readme_layout;
 mod refresh;
 mod reliability;
 mod safety;

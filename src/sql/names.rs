@@ -38,11 +38,7 @@ pub(crate) fn schema_of(name: &ObjectName) -> Result<String, SqlError> {
 
 /// The table `schema.table`, as the metastore holds it; PostgreSQL's error where there is none.
 pub(crate) fn existing_table(session: &Session, schema: &str, table: &str) -> Result<TableMeta, SqlError> {
-    session
-        .engine
-        .metastore
-        .table(schema, table)?
-        .ok_or_else(|| SqlError::undefined_table(format!("relation \"{schema}.{table}\" does not exist")))
+    table_or_else(session, schema, table, || format!("relation \"{schema}.{table}\" does not exist"))
 }
 
 /// The table `table` names, as the metastore holds it.
@@ -53,11 +49,17 @@ pub(crate) fn named_table(session: &Session, table: &ObjectName) -> Result<Table
 
 /// The table `schema.name` for Spark's describing commands, with Spark's error where there is none.
 pub(crate) fn described_table(session: &Session, schema: &str, name: &str) -> Result<TableMeta, SqlError> {
-    session
-        .engine
-        .metastore
-        .table(schema, name)?
-        .ok_or_else(|| SqlError::undefined_table(format!("table or view `{schema}`.`{name}` cannot be found")))
+    table_or_else(session, schema, name, || format!("table or view `{schema}`.`{name}` cannot be found"))
+}
+
+/// The table `schema.name`, or `42P01` with `missing`'s message.
+fn table_or_else(
+    session: &Session,
+    schema: &str,
+    name: &str,
+    missing: impl FnOnce() -> String,
+) -> Result<TableMeta, SqlError> {
+    session.engine.metastore.table(schema, name)?.ok_or_else(|| SqlError::undefined_table(missing()))
 }
 
 /// The column `column` names in `meta`, case-insensitively, with Spark's error where there is none.
