@@ -467,3 +467,42 @@ fn the_check_sees_circles_of_files() {
         ]
     );
 }
+
+/// The most lines a source file may hold before its tests: past it, a file holds more than one
+/// topic and is split by topic.
+const MAX_LINES_BEFORE_TESTS: usize = 900;
+
+/// Every source file of `root` with more than [`MAX_LINES_BEFORE_TESTS`] lines before its
+/// `#[cfg(test)]` module, as `path: lines`.
+fn oversized_files(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    collect_sources(root, &mut files);
+    let mut oversized: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let source = std::fs::read_to_string(file).expect("readable source");
+            let lines = source.lines().take_while(|line| line.trim() != "#[cfg(test)]").count();
+            (lines > MAX_LINES_BEFORE_TESTS)
+                .then(|| format!("{}: {lines}", file.strip_prefix(root).expect("under src").display()))
+        })
+        .collect();
+    oversized.sort();
+    oversized
+}
+
+#[test]
+fn no_source_file_is_over_900_lines_before_its_tests() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let oversized = oversized_files(&src);
+    assert!(oversized.is_empty(), "files to split by topic:\n{}", oversized.join("\n"));
+}
+
+#[test]
+fn the_size_check_counts_lines_before_the_tests() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let body = |lines: usize| "fn f() {}\n".repeat(lines);
+    std::fs::write(dir.path().join("long.rs"), body(901)).expect("write");
+    std::fs::write(dir.path().join("tested.rs"), body(900) + "#[cfg(test)]\nmod tests {}\n" + &body(500))
+        .expect("write");
+    assert_eq!(oversized_files(dir.path()), vec!["long.rs: 901"]);
+}
