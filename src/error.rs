@@ -23,6 +23,13 @@ impl SqlError {
     pub fn syntax(message: impl Into<String>) -> Self {
         Self::new("42601", message)
     }
+    /// Spark's DIVIDE_BY_ZERO, which ANSI mode raises for every numeric type.
+    pub fn divide_by_zero() -> Self {
+        Self::new(
+            "22012",
+            "[DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0 and return NULL instead.",
+        )
+    }
     pub fn undefined_table(message: impl Into<String>) -> Self {
         Self::new("42P01", message)
     }
@@ -141,7 +148,7 @@ impl From<&DataFusionError> for SqlError {
 /// must get the SQLSTATE it would have had alone.
 fn arrow_error(e: &ArrowError) -> SqlError {
     match e {
-        ArrowError::DivideByZero => SqlError::new("22012", "division by zero"),
+        ArrowError::DivideByZero => SqlError::divide_by_zero(),
         ArrowError::ArithmeticOverflow(m) => SqlError::new("22003", format!("numeric value out of range: {m}")),
         ArrowError::CastError(m) if m.contains("Can't cast value") || m.contains("overflow") => {
             SqlError::new("22003", format!("numeric value out of range: {m}"))
@@ -237,7 +244,7 @@ fn plan_error(message: String) -> SqlError {
     } else if lower.contains("function") && (lower.contains("not found") || lower.contains("invalid function")) {
         SqlError::new("42883", message)
     } else if lower.contains("divide by zero") || lower.contains("division by zero") {
-        SqlError::new("22012", "division by zero")
+        SqlError::divide_by_zero()
     } else if lower.contains("cannot") && lower.contains("cast")
         || lower.contains("coerc")
         || lower.contains("compatible types")
@@ -253,7 +260,7 @@ fn plan_error(message: String) -> SqlError {
 fn execution_error(message: String) -> SqlError {
     let lower = message.to_lowercase();
     if lower.contains("divide by zero") || lower.contains("division by zero") {
-        SqlError::new("22012", "division by zero")
+        SqlError::divide_by_zero()
     } else if lower.contains("overflow") {
         SqlError::new("22003", format!("numeric value out of range: {message}"))
     } else if lower.contains("cast") || lower.contains("parse") {

@@ -9,14 +9,13 @@
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::InList;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
 use datafusion::optimizer::AnalyzerRule;
 
+use super::expression_rule::rewrite_expressions;
 use super::infer_filters_from_constraints::is_comparison;
 
 #[derive(Debug, Default)]
@@ -28,16 +27,7 @@ impl AnalyzerRule for DecimalPrecision {
     }
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|plan| {
-            let schema = merge_schema(&plan.inputs());
-            let names = NamePreserver::new(&plan);
-            plan.map_expressions(|expr| {
-                let name = names.save(&expr);
-                let rewritten = expr.transform_up(|expr| doubles_over_decimals(expr, &schema))?;
-                Ok(rewritten.update_data(|expr| name.restore(expr)))
-            })
-        })
-        .map(|transformed| transformed.data)
+        rewrite_expressions(plan, doubles_over_decimals)
     }
 }
 

@@ -13,7 +13,9 @@ pub mod bucketing;
 pub mod cooperative_joins;
 pub mod decimal_precision;
 pub mod distribution;
+pub mod division;
 pub mod ensure_requirements;
+pub(crate) mod expression_rule;
 pub mod extract_equi_join_keys;
 pub mod file_source_strategy;
 pub mod hints;
@@ -57,6 +59,7 @@ use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use cooperative_joins::cooperative_joins;
 use decimal_precision::DecimalPrecision;
+use division::Division;
 use ensure_requirements::ensure_requirements;
 use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
@@ -70,11 +73,12 @@ use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates}
 use union_output_nullability::UnionOutputNullability;
 use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 
-/// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL made before its
-/// type coercion.
+/// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL, then its
+/// fractional `/`, made before its type coercion.
 pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     let mut rules = Analyzer::new().rules;
     let coercion = rules.iter().position(|rule| rule.name() == "type_coercion").unwrap_or(rules.len());
+    rules.insert(coercion, Arc::new(Division));
     rules.insert(coercion, Arc::new(DecimalPrecision));
     rules
 }

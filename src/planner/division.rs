@@ -1,0 +1,136 @@
+//! Spark's `TypeCoercion.Division` with ANSI mode's `Divide`: `/` always divides fractionally.
+//! Operands that are neither DECIMAL nor both DOUBLE (integers, FLOAT, NULL) are cast to DOUBLE
+//! first, so `7 / 2` is 3.5 and `sum(x) / count(*)` an average, where DataFusion divides
+//! integers into an integer. And, as Spark 4 runs with `spark.sql.ansi.enabled` by default, a
+//! DOUBLE divided by zero (or -0.0) fails with DIVIDE_BY_ZERO (22012) instead of giving an
+//! infinity or NaN; a NULL dividend gives NULL, whatever the divisor. DECIMAL division keeps
+//! DataFusion's result type. Where we differ: there is no legacy mode (`ansi.enabled =
+//! false`, where Spark gives NULL for a zero divisor). Runs before DataFusion's type coercion,
+//! after [`DecimalPrecision`](super::decimal_precision), which makes a DECIMAL divided by a
+//! DOUBLE two DOUBLEs.
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::compute::kernels::numeric::div;
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::error::ArrowError;
+use datafusion::common::DFSchema;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::Transformed;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+
+use super::expression_rule::rewrite_expressions;
+
+/// The function `/` becomes over DOUBLE operands.
+pub const ANSI_DIVIDE: &str = "ansi_divide";
+
+#[derive(Debug, Default)]
+pub struct Division;
+
+impl AnalyzerRule for Division {
+    fn name(&self) -> &str {
+        "division"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+        rewrite_expressions(plan, fractional_division)
+    }
+}
+
+fn fractional_division(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right }) = expr else {
+        return Ok(Transformed::no(expr));
+    };
+    let (Ok(left_type), Ok(right_type)) = (left.get_type(schema), right.get_type(schema)) else {
+        return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right })));
+    };
+    let numeric = |t: &DataType| t.is_numeric() || t.is_null();
+    if !numeric(&left_type) || !numeric(&right_type) || left_type.is_decimal() || right_type.is_decimal() {
+        return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right })));
+    }
+    let args = vec![left.cast_to(&DataType::Float64, schema)?, right.cast_to(&DataType::Float64, schema)?];
+    Ok(Transformed::yes(ANSI_DIVIDE_UDF.call(args)))
+}
+
+static ANSI_DIVIDE_UDF: LazyLock<Arc<ScalarUDF>> =
+    LazyLock::new(|| Arc::new(ScalarUDF::new_from_impl(AnsiDivide { signature: double_pair() })));
+
+fn double_pair() -> Signature {
+    Signature::exact(vec![DataType::Float64, DataType::Float64], Volatility::Immutable)
+}
+
+/// Spark's `Divide` over DOUBLEs under ANSI mode.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct AnsiDivide {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for AnsiDivide {
+    fn name(&self) -> &str {
+        ANSI_DIVIDE
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Float64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [dividend, divisor]: [ArrayRef; 2] = ColumnarValue::values_to_arrays(&args.args)?
+            .try_into()
+            .map_err(|_| DataFusionError::Internal(format!("{ANSI_DIVIDE} takes two arguments")))?;
+        let (dividends, divisors) = (dividend.as_primitive::<Float64Type>(), divisor.as_primitive::<Float64Type>());
+        let zero_divisor =
+            (0..dividends.len()).any(|i| dividends.is_valid(i) && divisors.is_valid(i) && divisors.value(i) == 0.0);
+        if zero_divisor {
+            return Err(DataFusionError::ArrowError(Box::new(ArrowError::DivideByZero), None));
+        }
+        Ok(ColumnarValue::Array(div(&dividend, &divisor)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::Float64Array;
+    use datafusion::arrow::datatypes::Field;
+
+    use super::*;
+
+    fn divide(dividends: Vec<Option<f64>>, divisors: Vec<Option<f64>>) -> Result<Vec<Option<f64>>> {
+        let rows = dividends.len();
+        let args = ScalarFunctionArgs {
+            args: vec![
+                ColumnarValue::Array(Arc::new(Float64Array::from(dividends))),
+                ColumnarValue::Array(Arc::new(Float64Array::from(divisors))),
+            ],
+            arg_fields: vec![Arc::new(Field::new("a", DataType::Float64, true)); 2],
+            number_rows: rows,
+            return_field: Arc::new(Field::new("q", DataType::Float64, true)),
+            config_options: Arc::new(ConfigOptions::default()),
+        };
+        let ColumnarValue::Array(result) = ANSI_DIVIDE_UDF.invoke_with_args(args)? else { panic!("an array") };
+        Ok(result.as_primitive::<Float64Type>().iter().collect())
+    }
+
+    /// Spark 4.3 (ANSI on): `7D / 2D` = 3.5, `-1D / 4D` = -0.25; `NULL / 0D` is NULL and
+    /// `1D / NULL` is NULL; `1D / 0D` and `1D / -0D` raise DIVIDE_BY_ZERO.
+    #[test]
+    fn doubles_divide_and_a_zero_divisor_fails() {
+        let quotients =
+            divide(vec![Some(7.0), Some(-1.0), None, Some(1.0)], vec![Some(2.0), Some(4.0), Some(0.0), None]);
+        assert_eq!(quotients.unwrap(), [Some(3.5), Some(-0.25), None, None]);
+        for zero in [0.0, -0.0] {
+            let error = divide(vec![Some(1.0)], vec![Some(zero)]).unwrap_err();
+            assert!(matches!(error, DataFusionError::ArrowError(ref e, _) if matches!(**e, ArrowError::DivideByZero)));
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The walk an analyzer rule that rewrites expressions shares: every expression of every plan
+//! node, subqueries included, bottom up, each keeping the name it had so that the columns a
+//! query returns keep theirs.
+
+use datafusion::common::DFSchema;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::error::Result;
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{Expr, LogicalPlan};
+
+/// `plan` with `rewrite` applied to each expression, bottom up, against the schema of the
+/// node's inputs.
+pub fn rewrite_expressions(
+    plan: LogicalPlan,
+    rewrite: impl Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
+) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|plan| {
+        let schema = merge_schema(&plan.inputs());
+        let names = NamePreserver::new(&plan);
+        plan.map_expressions(|expr| {
+            let name = names.save(&expr);
+            let rewritten = expr.transform_up(|expr| rewrite(expr, &schema))?;
+            Ok(rewritten.update_data(|expr| name.restore(expr)))
+        })
+    })
+    .map(|transformed| transformed.data)
+}
