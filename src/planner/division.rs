@@ -112,7 +112,7 @@ mod tests {
                 ColumnarValue::Array(Arc::new(Float64Array::from(dividends))),
                 ColumnarValue::Array(Arc::new(Float64Array::from(divisors))),
             ],
-            arg_fields: vec![Arc::new(Field::new("a", DataType::Float64, true)); 2],
+            arg_fields: ["a", "b"].map(|name| Arc::new(Field::new(name, DataType::Float64, true))).to_vec(),
             number_rows: rows,
             return_field: Arc::new(Field::new("q", DataType::Float64, true)),
             config_options: Arc::new(ConfigOptions::default()),
