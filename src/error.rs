@@ -90,9 +90,19 @@ impl fmt::Display for SqlError {
 
 impl std::error::Error for SqlError {}
 
+/// Begins the text of a [`numeric_literal_out_of_range`] error.
+const LITERAL_OUT_OF_RANGE: &str = "numeric literal out of range: ";
+
+/// A literal its type cannot hold (`128Y`): Spark refuses it while parsing, with
+/// `INVALID_NUMERIC_LITERAL_RANGE` (22003) rather than a syntax error.
+pub fn numeric_literal_out_of_range(message: String) -> ParserError {
+    ParserError::ParserError(format!("{LITERAL_OUT_OF_RANGE}{message}"))
+}
+
 impl From<ParserError> for SqlError {
     fn from(e: ParserError) -> Self {
         let text = match e {
+            ParserError::ParserError(m) if m.starts_with(LITERAL_OUT_OF_RANGE) => return SqlError::new("22003", m),
             ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
             ParserError::RecursionLimitExceeded => {
                 return SqlError::new("54001", "statement is too deeply nested");
@@ -263,6 +273,9 @@ fn execution_error(message: String) -> SqlError {
         SqlError::divide_by_zero()
     } else if lower.contains("overflow") {
         SqlError::new("22003", format!("numeric value out of range: {message}"))
+    } else if lower.contains("coercion failed") {
+        // A function's own check of its argument types (`2.5D div 2`), found while planning.
+        SqlError::datatype_mismatch(message)
     } else if lower.contains("cast") || lower.contains("parse") {
         SqlError::new("22P02", message)
     } else {

@@ -17,14 +17,16 @@
 //!   resolving `ORDER BY` through the aggregate took the alias `c1` for that key: `SELECT
 //!   CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 … GROUP BY 1, 2 ORDER BY 2` sorted by `c0`.
 //! - Spark's `a RLIKE p` and `a REGEXP p` are `a ~ p` (both find the pattern anywhere in
-//!   the string; DataFusion has no plan for the `RLIKE` form).
+//!   the string; DataFusion has no plan for the `RLIKE` form), and `a div b` is Spark's
+//!   `div(a, b)` (DataFusion plans no integer division operator).
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, ExactNumberInfo, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident,
-    LimitClause, OrderBy, OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut,
-    WindowFrameBound, WindowType, visit_expressions,
+    BinaryOperator, CastKind, DataType, ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, LimitClause, ObjectName, OrderBy, OrderByKind, Query,
+    SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
+    visit_expressions,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -41,7 +43,7 @@ pub fn rewrite(statement: &mut Statement) {
     let _ = statement.visit(&mut SortAboveCastGroupKeys);
     let _ = statement.visit(&mut NarrowIntegerLiterals);
     let _ = statement.visit(&mut IntRankingFunctions);
-    let _ = statement.visit(&mut RegexOperators);
+    let _ = statement.visit(&mut SparkOperators);
     let _ = statement.visit(&mut ExponentLiteralsAreDouble);
 }
 
@@ -159,15 +161,37 @@ impl VisitorMut for ExponentLiteralsAreDouble {
     }
 }
 
-struct RegexOperators;
+/// Spark's operators DataFusion has no plan for.
+struct SparkOperators;
 
-impl VisitorMut for RegexOperators {
+impl VisitorMut for SparkOperators {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::RLike { negated, expr: text, pattern, .. } = expr {
-            let op = if *negated { BinaryOperator::PGRegexNotMatch } else { BinaryOperator::PGRegexMatch };
-            *expr = Expr::Nested(Box::new(Expr::BinaryOp { left: text.clone(), op, right: pattern.clone() }));
+        match expr {
+            Expr::RLike { negated, expr: text, pattern, .. } => {
+                let op = if *negated { BinaryOperator::PGRegexNotMatch } else { BinaryOperator::PGRegexMatch };
+                *expr = Expr::Nested(Box::new(Expr::BinaryOp { left: text.clone(), op, right: pattern.clone() }));
+            }
+            Expr::BinaryOp { left, op: BinaryOperator::MyIntegerDivide, right } => {
+                let args =
+                    [left, right].map(|operand| FunctionArg::Unnamed(FunctionArgExpr::Expr((**operand).clone())));
+                *expr = Expr::Function(Function {
+                    name: ObjectName::from(vec![Ident::new("div")]),
+                    uses_odbc_syntax: false,
+                    parameters: FunctionArguments::None,
+                    args: FunctionArguments::List(FunctionArgumentList {
+                        duplicate_treatment: None,
+                        args: args.into(),
+                        clauses: vec![],
+                    }),
+                    filter: None,
+                    null_treatment: None,
+                    over: None,
+                    within_group: vec![],
+                });
+            }
+            _ => {}
         }
         ControlFlow::Continue(())
     }

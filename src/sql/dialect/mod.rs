@@ -33,6 +33,7 @@ mod create_table;
 mod depth;
 mod describe;
 mod explain;
+mod minus;
 mod refresh;
 mod show_partitions;
 mod statement;
@@ -40,11 +41,12 @@ mod table_statistics;
 #[cfg(test)]
 mod tests;
 mod tokens;
+mod typed_literals;
 mod variables;
 
 use std::any::TypeId;
 
-use datafusion::sql::sqlparser::ast::{Expr, Reset, ResetStatement, Set, Statement};
+use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, Reset, ResetStatement, Set, Statement};
 use datafusion::sql::sqlparser::dialect::{Dialect, GenericDialect};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -54,12 +56,14 @@ use create_table::{is_create_table, parse_create_table};
 use describe::parse_describe_table;
 pub use explain::explain_mode;
 use explain::{parse_spark_explain, spark_explain_mode};
+use minus::minus_as_except;
 use refresh::{parse_recover_partitions, parse_refresh_table};
 use show_partitions::parse_show_partitions;
 pub use statement::{AnalyzedColumns, BucketSqlStatement};
 pub use table_statistics::property_pairs;
 use table_statistics::{parse_analyze_table, parse_describe_column, parse_show_buckets, parse_table_properties};
 use tokens::{is_statement_end, next_is_keyword};
+use typed_literals::cast_typed_literals;
 use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable};
 
 /// sqlparser dialect for bucketsql.
@@ -77,6 +81,9 @@ use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable
 ///   bare `RESET` becomes
 ///   [`Statement::Reset`] with [`Reset::ALL`].
 /// * `LONG` is a column type (`BIGINT`), as in Spark.
+/// * Spark's typed literals (`3Y`, `7S`, `10L`, `2.5F`, `2.5D`, `1.5BD`) are casts of the
+///   number (see [`typed_literals`]), `a div b` is [`BinaryOperator::MyIntegerDivide`] and
+///   `MINUS` is `EXCEPT`.
 ///
 /// The resulting `CREATE TABLE` AST:
 /// * `columns`: the column list (empty when omitted, e.g. for CTAS);
@@ -214,6 +221,7 @@ impl Dialect for BucketSqlDialect {
         supports_xml_expressions,
     }
 
+    /// Spark's `a div b` is [`BinaryOperator::MyIntegerDivide`], as high in precedence as `*`.
     /// `a IS [NOT] DISTINCT FROM b AND c` compares `a` with `b`, as in PostgreSQL and Spark:
     /// the right-hand side binds as tightly as `IS`, where sqlparser reads the rest of the
     /// expression (`b AND c`) into it. An operator whose left operand already nests too deep
@@ -224,6 +232,15 @@ impl Dialect for BucketSqlDialect {
         }
         let [is, first, second, third] = parser.peek_tokens::<4>();
         let keyword = |token: &Token, expected: Keyword| matches!(token, Token::Word(w) if w.keyword == expected);
+        if keyword(&is, Keyword::DIV) {
+            parser.next_token();
+            let left = Box::new(expr.clone());
+            return Some(parser.parse_subexpr(precedence).map(|right| Expr::BinaryOp {
+                left,
+                op: BinaryOperator::MyIntegerDivide,
+                right: Box::new(right),
+            }));
+        }
         if !keyword(&is, Keyword::IS) {
             return None;
         }
@@ -273,6 +290,7 @@ impl Dialect for BucketSqlDialect {
 pub fn parse_sql(sql: &str) -> Result<Vec<BucketSqlStatement>, ParserError> {
     let dialect = BucketSqlDialect;
     let tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location()?;
+    let tokens = cast_typed_literals(tokens)?;
     depth::check_set_operations(&tokens)?;
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut statements = Vec::new();
@@ -329,7 +347,10 @@ fn parse_statement(parser: &mut Parser) -> Result<BucketSqlStatement, ParserErro
         Statement::Set(Set::SetTimeZone { value, .. }) => set_time_zone(value),
         Statement::Reset(ResetStatement { reset }) => reset_variable(reset),
         Statement::ShowVariable { variable } => show_variable(variable),
-        statement => BucketSqlStatement::Sql(statement),
+        mut statement => {
+            minus_as_except(&mut statement);
+            BucketSqlStatement::Sql(statement)
+        }
     })
 }
 

@@ -267,3 +267,82 @@ fn is_distinct_from_binds_tighter_than_and() {
     };
     assert!(matches!(left.as_ref(), Expr::IsDistinctFrom(..)), "{left}");
 }
+
+#[test]
+fn typed_literals_are_casts() {
+    for (sql, expected) in [
+        (
+            "SELECT 3Y, 7s, 10L, 10l",
+            "SELECT CAST(3 AS TINYINT), CAST(7 AS SMALLINT), CAST(10 AS BIGINT), CAST(10 AS BIGINT)",
+        ),
+        (
+            "SELECT 2.5D, .5d, 1e2D, 1.5F",
+            "SELECT CAST('2.5' AS DOUBLE), CAST('0.5' AS DOUBLE), CAST('100.0' AS DOUBLE), CAST('1.5' AS FLOAT)",
+        ),
+        (
+            "SELECT 1.50BD, 0.001bd, 1e2BD, 1.5e-3BD, 00012BD",
+            "SELECT CAST(1.50 AS DECIMAL(3,2)), CAST(0.001 AS DECIMAL(3,3)), CAST(100 AS DECIMAL(3,0)), \
+             CAST(0.0015 AS DECIMAL(4,4)), CAST(12 AS DECIMAL(2,0))",
+        ),
+        // A sign that is not a subtraction belongs to the literal, so the type's minimum is in range.
+        (
+            "SELECT -128Y, - 128Y, 2 * -128Y, 1 - -128Y",
+            "SELECT CAST(-128 AS TINYINT), CAST(-128 AS TINYINT), 2 * CAST(-128 AS TINYINT), 1 - CAST(-128 AS TINYINT)",
+        ),
+        ("SELECT x - 1Y FROM t WHERE -1L < x", "SELECT x - CAST(1 AS TINYINT) FROM t WHERE CAST(-1 AS BIGINT) < x"),
+        // Apart, or quoted, the letter is an alias.
+        ("SELECT 10 L, 10 \"Y\"", "SELECT 10 AS L, 10 AS \"Y\""),
+        ("SELECT 10\"Y\"", "SELECT 10 AS \"Y\""),
+    ] {
+        assert_eq!(parse_one(sql).to_string(), expected, "{sql}");
+    }
+}
+
+#[test]
+fn typed_literals_out_of_range_are_refused_with_22003() {
+    for sql in ["SELECT 128Y", "SELECT -129Y", "SELECT 1 -128Y", "SELECT 32768S", "SELECT 9223372036854775808L"] {
+        let e = crate::error::SqlError::from(parse_sql(sql).unwrap_err());
+        assert_eq!(e.code, "22003", "{sql}: {e}");
+        assert!(e.message.contains("is outside the valid range"), "{sql}: {e}");
+    }
+    for sql in
+        ["SELECT 3.4e39F", "SELECT 1e400D", "SELECT -1e400D", "SELECT 12345678901234567890123456789012345678901BD"]
+    {
+        assert_eq!(crate::error::SqlError::from(parse_sql(sql).unwrap_err()).code, "22003", "{sql}");
+    }
+    // Spark's grammar has no fractional integer literals: a syntax error there too.
+    assert!(error("SELECT 1.5L").contains("invalid numeric literal 1.5L"));
+    assert!(error("SELECT 1.5Y").contains("invalid numeric literal 1.5Y"));
+}
+
+#[test]
+fn div_is_integral_division_as_tight_as_multiplication() {
+    let select = |sql| select_of(&parse_one(sql)).projection[0].to_string();
+    assert_eq!(select("SELECT 7 div 2"), "7 DIV 2");
+    let Statement::Query(query) = parse_one("SELECT 1 + 7 DIV 2 * 3") else { panic!() };
+    let SetExpr::Select(select_1) = query.body.as_ref() else { panic!() };
+    let datafusion::sql::sqlparser::ast::SelectItem::UnnamedExpr(Expr::BinaryOp { op, right, .. }) =
+        &select_1.projection[0]
+    else {
+        panic!("{select_1}")
+    };
+    assert_eq!(*op, BinaryOperator::Plus);
+    let Expr::BinaryOp { left, op: BinaryOperator::Multiply, .. } = right.as_ref() else { panic!("{right}") };
+    assert!(matches!(left.as_ref(), Expr::BinaryOp { op: BinaryOperator::MyIntegerDivide, .. }), "{left}");
+    assert_eq!(select("SELECT 10 div 3 AS div"), "10 DIV 3 AS div");
+}
+
+#[test]
+fn minus_is_except() {
+    for (sql, expected) in [
+        ("SELECT a FROM t MINUS SELECT a FROM u", "SELECT a FROM t EXCEPT SELECT a FROM u"),
+        ("SELECT a FROM t minus ALL SELECT a FROM u", "SELECT a FROM t EXCEPT ALL SELECT a FROM u"),
+        (
+            "SELECT 1 UNION SELECT * FROM (SELECT 2 MINUS DISTINCT SELECT 3) AS s",
+            "SELECT 1 UNION SELECT * FROM (SELECT 2 EXCEPT DISTINCT SELECT 3) AS s",
+        ),
+        ("SELECT 1 AS minus", "SELECT 1 AS minus"),
+    ] {
+        assert_eq!(parse_one(sql).to_string(), expected, "{sql}");
+    }
+}

@@ -1,9 +1,10 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
-//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, and string builders
+//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt` and `div`, and string builders
 //! bounded by the memory limit.
 
 pub mod bounded_strings;
+mod integral_divide;
 mod overridden;
 pub mod range;
 pub mod spark_hash;
@@ -17,6 +18,7 @@ use datafusion::prelude::SessionContext;
 pub fn register(ctx: &mut SessionContext) -> Result<()> {
     datafusion_spark::register_all(ctx)?;
     ctx.register_udf(spark_hash::spark_hash_udf());
+    ctx.register_udf(integral_divide::integral_divide_udf());
     let pool = Arc::clone(&ctx.runtime_env().memory_pool);
     let state = ctx.state();
     let lookup = |name: &str| state.scalar_functions().get(name).cloned();

@@ -1,0 +1,74 @@
+//! Spark's `IntegralDivide`, `a div b` (also called as `div(a, b)`): the quotient truncated
+//! toward zero, a BIGINT. Integral operands are read as BIGINT, so `-2147483648 div -1` is
+//! 2147483648; a DECIMAL operand makes it a decimal division whose quotient is truncated
+//! (`7.5 div 2` is 3); other types are refused, as Spark refuses `2.5D div 2`. Division by zero
+//! fails with 22012 and `-9223372036854775808L div -1` with 22003, as under Spark's ANSI mode.
+//! Where Spark wraps a decimal quotient past BIGINT's range, this fails with 22003.
+
+use datafusion::arrow::compute::kernels::numeric::div;
+use datafusion::arrow::compute::{CastOptions, cast_with_options};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{ScalarValue, plan_err};
+use datafusion::error::Result;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+
+/// Integers meet a decimal as DECIMAL(20,0), which holds any BIGINT.
+const INTEGER_AS_DECIMAL: DataType = DataType::Decimal128(20, 0);
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct IntegralDivide {
+    signature: Signature,
+}
+
+pub fn integral_divide_udf() -> ScalarUDF {
+    ScalarUDF::new_from_impl(IntegralDivide { signature: Signature::user_defined(Volatility::Immutable) })
+}
+
+impl ScalarUDFImpl for IntegralDivide {
+    fn name(&self) -> &str {
+        "div"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let integral = |t: &DataType| t.is_integer() || *t == DataType::Null;
+        let [left, right] = arg_types else {
+            return plan_err!("div takes two arguments, got {}", arg_types.len());
+        };
+        if !arg_types.iter().all(|t| integral(t) || matches!(t, DataType::Decimal128(..))) {
+            return plan_err!("Cannot coerce div operands {left} and {right}: div takes integral and decimal numbers");
+        }
+        let decimal = arg_types.iter().any(|t| matches!(t, DataType::Decimal128(..)));
+        Ok(arg_types
+            .iter()
+            .map(|t| match t {
+                DataType::Decimal128(..) => t.clone(),
+                _ if decimal => INTEGER_AS_DECIMAL,
+                _ => DataType::Int64,
+            })
+            .collect())
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalars = args.args.iter().all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let [left, right] = ColumnarValue::values_to_arrays(&args.args)?
+            .try_into()
+            .map_err(|_| datafusion::error::DataFusionError::Plan("div takes two arguments".to_string()))?;
+        // Checked: a zero divisor and `i64::MIN div -1` are errors, not wrapped or NULL.
+        let quotient = div(&left, &right)?;
+        let truncated =
+            cast_with_options(&quotient, &DataType::Int64, &CastOptions { safe: false, ..Default::default() })?;
+        Ok(if scalars {
+            ColumnarValue::Scalar(ScalarValue::try_from_array(&truncated, 0)?)
+        } else {
+            ColumnarValue::Array(truncated)
+        })
+    }
+}
