@@ -144,3 +144,45 @@ impl Names {
         name
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::DataType;
+    use datafusion::execution::session_state::SessionStateBuilder;
+    use datafusion::optimizer::Analyzer;
+
+    use super::*;
+
+    /// The analyzed plan of `sql`, with DataFusion's analyzer rules and this one after them.
+    async fn analyzed(sql: &str) -> LogicalPlan {
+        let mut rules = Analyzer::new().rules;
+        rules.push(Arc::new(RewriteExceptIntersectAll));
+        let state = SessionStateBuilder::new().with_default_features().with_analyzer_rules(rules).build();
+        let plan = state.create_logical_plan(sql).await.unwrap();
+        state.analyzer().execute_and_check(plan, state.config_options(), |_, _| {}).unwrap()
+    }
+
+    /// Only DataFusion's plan of EXCEPT ALL and INTERSECT ALL is rewritten, never a user's
+    /// null-safe join or the DISTINCT forms, and the result keeps the left side's columns.
+    #[tokio::test]
+    async fn only_the_all_forms_are_rewritten() {
+        const T: &str = "(VALUES (CAST(1 AS INT), 'x')) AS t(a, b)";
+        const U: &str = "(VALUES (CAST(1 AS BIGINT), 'x')) AS u(a, b)";
+        let cases = [
+            (format!("SELECT a, b FROM {T} EXCEPT ALL SELECT a, b FROM {U}"), true),
+            (format!("SELECT a, b FROM {T} INTERSECT ALL SELECT a, b FROM {U}"), true),
+            (format!("SELECT a, b FROM {T} EXCEPT SELECT a, b FROM {U}"), false),
+            (format!("SELECT a, b FROM {T} INTERSECT SELECT a, b FROM {U}"), false),
+            (format!("SELECT t.a FROM {T} LEFT ANTI JOIN {U} ON t.a IS NOT DISTINCT FROM u.a"), false),
+            (format!("SELECT t.a, t.b FROM {T} LEFT SEMI JOIN {U} USING (a, b)"), false),
+        ];
+        for (sql, rewritten) in cases {
+            let plan = analyzed(&sql).await;
+            let text = plan.display_indent().to_string();
+            assert_eq!(text.contains("Unnest"), rewritten, "{sql}\n{text}");
+            assert_eq!(text.contains("Join"), !rewritten, "{sql}\n{text}");
+            let types: Vec<DataType> = plan.schema().fields().iter().map(|f| f.data_type().clone()).collect();
+            assert_eq!(types[0], DataType::Int32, "{sql}\n{text}");
+        }
+    }
+}
