@@ -9,8 +9,8 @@
 //! l.a <=> r.a` into the very same join, so this runs last among the analyzer's rules, where the
 //! two still differ: ahead of every optimizer rule, as Spark's run first in its optimizer (the
 //! `Replace Operators` batch, before `ReplaceDistinctWithAggregate`). Where we differ:
-//! `ReplicateRows` is `unnest(array_repeat(column, n))` of each column, and the result keeps the left side's column types, as
-//! our other set operations do (Spark's are both sides' common type).
+//! `ReplicateRows` is `unnest(array_repeat(column, n))` of each column, and the result keeps the
+//! left side's column types, as our other set operations do (Spark's are both sides' common type).
 
 use std::sync::Arc;
 
