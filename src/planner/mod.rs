@@ -28,6 +28,7 @@ pub mod reorder_join_keys;
 pub mod replace_except_intersect_with_joins;
 pub mod resolve_grouping_analytics;
 pub mod reuse_exchange;
+pub mod rewrite_except_intersect_all;
 pub mod scan_lineage;
 pub mod single_distinct_aggregate;
 pub mod statistics;
@@ -69,17 +70,23 @@ use keep_sort_keys::KeepSortKeys;
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
+use rewrite_except_intersect_all::RewriteExceptIntersectAll;
 use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates};
 use union_output_nullability::UnionOutputNullability;
 use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 
 /// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL, then its
-/// fractional `/`, made before its type coercion.
+/// fractional `/`, made before its type coercion, and Spark's `RewriteExceptAll` and
+/// `RewriteIntersectAll` last: Spark runs them first in its optimizer, and only before
+/// DataFusion's optimizer is an EXCEPT ALL's join told from a user's (see
+/// [`rewrite_except_intersect_all`]); after type coercion, which gives both sides' columns one
+/// type.
 pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     let mut rules = Analyzer::new().rules;
     let coercion = rules.iter().position(|rule| rule.name() == "type_coercion").unwrap_or(rules.len());
     rules.insert(coercion, Arc::new(Division));
     rules.insert(coercion, Arc::new(DecimalPrecision));
+    rules.push(Arc::new(RewriteExceptIntersectAll));
     rules
 }
 
