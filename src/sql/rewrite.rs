@@ -19,6 +19,9 @@
 //! - Spark's `a RLIKE p` and `a REGEXP p` are `a ~ p` (both find the pattern anywhere in
 //!   the string; DataFusion has no plan for the `RLIKE` form), and `a div b` is Spark's
 //!   `div(a, b)` (DataFusion plans no integer division operator).
+//! - `substr` and `substring` call Spark's `substring` (position 0 is the first character, a
+//!   negative one counts from the end), where DataFusion plans PostgreSQL's; `isnan(x)` is
+//!   false for NULL, as Spark's.
 
 use std::ops::ControlFlow;
 
@@ -174,27 +177,46 @@ impl VisitorMut for SparkOperators {
                 *expr = Expr::Nested(Box::new(Expr::BinaryOp { left: text.clone(), op, right: pattern.clone() }));
             }
             Expr::BinaryOp { left, op: BinaryOperator::MyIntegerDivide, right } => {
-                let args =
-                    [left, right].map(|operand| FunctionArg::Unnamed(FunctionArgExpr::Expr((**operand).clone())));
-                *expr = Expr::Function(Function {
-                    name: ObjectName::from(vec![Ident::new("div")]),
-                    uses_odbc_syntax: false,
-                    parameters: FunctionArguments::None,
-                    args: FunctionArguments::List(FunctionArgumentList {
-                        duplicate_treatment: None,
-                        args: args.into(),
-                        clauses: vec![],
-                    }),
-                    filter: None,
-                    null_treatment: None,
-                    over: None,
-                    within_group: vec![],
-                });
+                *expr = function_call("div", vec![(**left).clone(), (**right).clone()]);
+            }
+            // DataFusion plans `substr` and `substring` as PostgreSQL's, where position 0 is
+            // before the first character; Spark's (registered as `substring`) takes 0 as 1
+            // and counts a negative position from the end.
+            Expr::Substring { expr: text, substring_from, substring_for, .. } => {
+                let from = substring_from.as_deref().cloned().unwrap_or(Expr::value(Value::Number("1".into(), false)));
+                let args = [Some((**text).clone()), Some(from), substring_for.as_deref().cloned()];
+                *expr = function_call("substring", args.into_iter().flatten().collect());
+            }
+            // Spark's `isnan` is false for NULL, not NULL.
+            Expr::Function(function) if is_function(function, "isnan") => {
+                let nan = expr.clone();
+                *expr = function_call("coalesce", vec![nan, Expr::value(Value::Boolean(false))]);
             }
             _ => {}
         }
         ControlFlow::Continue(())
     }
+}
+
+/// Whether `function` is a plain call of `name` (not qualified, not a window function).
+fn is_function(function: &Function, name: &str) -> bool {
+    matches!(function.name.0.as_slice(), [part] if part.as_ident().is_some_and(|i| i.value.eq_ignore_ascii_case(name)))
+        && function.over.is_none()
+}
+
+/// The call `name(args…)`.
+fn function_call(name: &str, args: Vec<Expr>) -> Expr {
+    let args = args.into_iter().map(|arg| FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))).collect();
+    Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList { duplicate_treatment: None, args, clauses: vec![] }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
 }
 
 /// Spark's ranking window functions, which return `INT`.
