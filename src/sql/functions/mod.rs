@@ -1,9 +1,10 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
-//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt` and `div`, and string builders
+//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap` and `div`, and string builders
 //! bounded by the memory limit.
 
 pub mod bounded_strings;
+mod initcap;
 mod integral_divide;
 mod overridden;
 pub mod range;
@@ -27,6 +28,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     }
     if let Some(sqrt) = sqrt::spark_sqrt(lookup) {
         ctx.register_udf(sqrt);
+    }
+    if let Some(initcap) = initcap::spark_initcap(lookup) {
+        ctx.register_udf(initcap);
     }
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     Ok(())
