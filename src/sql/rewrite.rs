@@ -22,6 +22,8 @@
 //! - `substr` and `substring` call Spark's `substring` (position 0 is the first character, a
 //!   negative one counts from the end), where DataFusion plans PostgreSQL's; `isnan(x)` is
 //!   false for NULL, as Spark's.
+//! - Spark's `year`, `month`, `dayofmonth` / `day`, `quarter`, `dayofweek`, `dayofyear` and
+//!   `weekofyear` are the INT fields of Spark's `date_part` that give them, of a DATE.
 
 use std::ops::ControlFlow;
 
@@ -152,13 +154,7 @@ impl VisitorMut for ExponentLiteralsAreDouble {
         {
             // As text: DataFusion would read the number itself as a DECIMAL first, and refuse
             // one past DECIMAL's range (`1e400`).
-            *expr = Expr::Cast {
-                kind: CastKind::Cast,
-                expr: Box::new(Expr::value(Value::SingleQuotedString(text.clone()))),
-                data_type: DataType::Double(ExactNumberInfo::None),
-                array: false,
-                format: None,
-            };
+            *expr = cast(Expr::value(Value::SingleQuotedString(text.clone())), DataType::Double(ExactNumberInfo::None));
         }
         ControlFlow::Continue(())
     }
@@ -192,9 +188,49 @@ impl VisitorMut for SparkOperators {
                 let nan = expr.clone();
                 *expr = function_call("coalesce", vec![nan, Expr::value(Value::Boolean(false))]);
             }
+            Expr::Function(function) if let Some(part) = date_field(function) => {
+                let Some(arg) = single_argument(function) else { return ControlFlow::Continue(()) };
+                // Spark's are functions of a DATE, to which a timestamp or a string is cast.
+                let date = cast(arg, DataType::Date);
+                let field = function_call("date_part", vec![Expr::value(Value::SingleQuotedString(part.into())), date]);
+                *expr = cast(field, DataType::Int(None));
+            }
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// Spark's date fields DataFusion has no function for, as the field of Spark's `date_part`
+/// that gives each (its `dow` counts from 1 on Sunday, as `dayofweek` does). Each is an INT,
+/// as in Spark.
+fn date_field(function: &Function) -> Option<&'static str> {
+    const FIELDS: [(&str, &str); 8] = [
+        ("year", "year"),
+        ("month", "month"),
+        ("dayofmonth", "day"),
+        ("day", "day"),
+        ("quarter", "quarter"),
+        ("dayofweek", "dow"),
+        ("dayofyear", "doy"),
+        ("weekofyear", "week"),
+    ];
+    FIELDS.iter().find(|(name, _)| is_function(function, name)).map(|(_, part)| *part)
+}
+
+/// `CAST(expr AS data_type)`.
+fn cast(expr: Expr, data_type: DataType) -> Expr {
+    Expr::Cast { kind: CastKind::Cast, expr: Box::new(expr), data_type, array: false, format: None }
+}
+
+/// The one positional argument of `function`.
+fn single_argument(function: &Function) -> Option<Expr> {
+    match &function.args {
+        FunctionArguments::List(list) => match list.args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] => Some(arg.clone()),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
