@@ -241,7 +241,7 @@ fn is_function(function: &Function, name: &str) -> bool {
 }
 
 /// The call `name(args…)`.
-fn function_call(name: &str, args: Vec<Expr>) -> Expr {
+pub(crate) fn function_call(name: &str, args: Vec<Expr>) -> Expr {
     let args = args.into_iter().map(|arg| FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))).collect();
     Expr::Function(Function {
         name: ObjectName::from(vec![Ident::new(name)]),
@@ -268,13 +268,7 @@ impl VisitorMut for IntRankingFunctions {
             && function.over.is_some()
             && RANKING_FUNCTIONS.iter().any(|name| function.name.to_string().eq_ignore_ascii_case(name))
         {
-            *expr = Expr::Cast {
-                kind: CastKind::Cast,
-                expr: Box::new(expr.clone()),
-                data_type: DataType::Int(None),
-                array: false,
-                format: None,
-            };
+            *expr = cast(expr.clone(), DataType::Int(None));
         }
         ControlFlow::Continue(())
     }

@@ -28,16 +28,17 @@ use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    ArrayElemTypeDef, BinaryOperator, DataType, ExcludeSelectItem, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, Join, JoinConstraint, JoinOperator, ObjectName,
-    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement,
-    TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut, visit_expressions, visit_expressions_mut,
+    ArrayElemTypeDef, BinaryOperator, DataType, ExcludeSelectItem, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, GroupByExpr, Ident, Join, JoinConstraint, JoinOperator, ObjectName, ObjectNamePart, OrderByKind,
+    Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, Value, Visit,
+    VisitMut, Visitor, VisitorMut, visit_expressions, visit_expressions_mut,
 };
 use datafusion::sql::sqlparser::parser::Parser;
 
 use super::oids::{INFORMATION_SCHEMA, PG_CATALOG};
 use super::views::{PG_CATALOG_VIEWS, always_empty};
 use crate::sql::dialect::BucketSqlDialect;
+use crate::sql::rewrite::function_call;
 
 pub fn rewrite(statement: &mut Statement) {
     let _ = statement.visit(&mut CatalogIdioms { subqueries: 0, item_texts: Vec::new() });
@@ -112,7 +113,7 @@ impl VisitorMut for CatalogIdioms {
             && let Expr::Cast { expr: value, data_type: reg, .. } = inner.as_mut()
             && let (Some(Target::Reg(kind)), false) = (target(reg), is_name(value))
         {
-            *expr = call(kind.output(), vec![(**value).clone()]);
+            *expr = function_call(kind.output(), vec![(**value).clone()]);
         }
         ControlFlow::Continue(())
     }
@@ -129,7 +130,7 @@ impl VisitorMut for CatalogIdioms {
                 }
             }
             Expr::Identifier(ident) if ident.quote_style.is_none() && is_keyword_function(&ident.value) => {
-                *expr = call(&ident.value.to_lowercase(), Vec::new());
+                *expr = function_call(&ident.value.to_lowercase(), Vec::new());
             }
             Expr::Function(function) => {
                 if let [ObjectNamePart::Identifier(schema), _] = function.name.0.as_slice()
@@ -139,7 +140,7 @@ impl VisitorMut for CatalogIdioms {
                 }
                 let name = function.name.to_string().to_lowercase();
                 match &function.args {
-                    FunctionArguments::None if is_keyword_function(&name) => *expr = call(&name, Vec::new()),
+                    FunctionArguments::None if is_keyword_function(&name) => *expr = function_call(&name, Vec::new()),
                     FunctionArguments::Subquery(query) if name == "array" => {
                         if let Some(aggregated) = array_subquery(query) {
                             *expr = aggregated;
@@ -166,8 +167,10 @@ impl VisitorMut for CatalogIdioms {
                     }
                     *expr = (**value).clone();
                 }
-                Some(Target::Reg(kind)) if is_name(value) => *expr = call(kind.input(), vec![(**value).clone()]),
-                Some(Target::Reg(kind)) => *expr = call(kind.output(), vec![(**value).clone()]),
+                Some(Target::Reg(kind)) if is_name(value) => {
+                    *expr = function_call(kind.input(), vec![(**value).clone()])
+                }
+                Some(Target::Reg(kind)) => *expr = function_call(kind.output(), vec![(**value).clone()]),
                 Some(Target::Sql(sql_type)) => *data_type = sql_type,
                 None => {}
             },
@@ -221,7 +224,7 @@ fn backslash_escaped(pattern: &Expr, escape: char) -> Expr {
         return string(&out);
     }
     let (escape, placeholder) = (escape.to_string(), "\u{1}");
-    let replace = |expr: Expr, from: &str, to: &str| call("replace", vec![expr, string(from), string(to)]);
+    let replace = |expr: Expr, from: &str, to: &str| function_call("replace", vec![expr, string(from), string(to)]);
     let doubled = replace(pattern.clone(), "\\", "\\\\");
     let kept = replace(doubled, &escape.repeat(2), placeholder);
     replace(replace(kept, &escape, "\\"), placeholder, &escape)
@@ -414,23 +417,6 @@ fn target(data_type: &DataType) -> Option<Target> {
 /// A name to look up: a string literal or a bound parameter (an OID otherwise).
 fn is_name(expr: &Expr) -> bool {
     matches!(expr, Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_) | Value::Placeholder(_)))
-}
-
-fn call(name: &str, args: Vec<Expr>) -> Expr {
-    Expr::Function(Function {
-        name: ObjectName::from(vec![Ident::new(name)]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
-            clauses: Vec::new(),
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: Vec::new(),
-    })
 }
 
 fn parse_expr(sql: &str) -> Option<Expr> {
