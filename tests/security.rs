@@ -179,6 +179,32 @@ async fn cancel_request_stops_a_running_query() {
     }
 }
 
+/// A cancel that comes while the statement is planned, or just as its rows start, is not
+/// lost: swept across that moment, every cancel ends the query with 57014.
+#[tokio::test]
+async fn a_cancel_at_any_moment_of_a_running_statement_stops_it() {
+    let server = TestServer::start();
+    let (client, watcher) = (server.connect().await, server.connect().await);
+    let pid = text_rows(&client, "SELECT pg_backend_pid()").await[0][0].clone();
+    let active = format!("SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND state = 'active'");
+    for delay_ms in 0..25 {
+        let token = client.cancel_token();
+        let cancel = async {
+            while text_rows(&watcher, &active).await != [["1"]] {}
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            token.cancel_query(NoTls).await.unwrap();
+        };
+        let (result, ()) = tokio::time::timeout(
+            Duration::from_secs(20),
+            futures::future::join(client.simple_query(LONG_QUERY), cancel),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("a cancel {delay_ms} ms after the query turned active was lost"));
+        assert_eq!(sqlstate(&result.unwrap_err()), "57014", "cancelled {delay_ms} ms after it turned active");
+    }
+    assert_eq!(text_rows(&client, "SELECT 'still here'").await, [["still here"]]);
+}
+
 #[tokio::test]
 async fn statement_timeout_stops_a_long_query() {
     let server = TestServer::start();

@@ -1,49 +1,54 @@
-//! CancelRequests for queries whose rows are still being computed.
+//! CancelRequests: the key checked, the backend's running statement is stopped.
 //!
-//! pgwire races a CancelRequest only against `do_query`, but a query's rows are computed
-//! afterwards, while pgwire drains the lazy row stream `do_query` returned. So the row
-//! streams watch the connection's cancel signal too, and end with SQLSTATE 57014.
+//! pgwire races a CancelRequest only against `do_query`, and a cancel that comes as `do_query`
+//! ends is lost there; a query's rows are also computed afterwards, while pgwire drains the
+//! lazy row stream `do_query` returned. So a CancelRequest also fires the backend's statement
+//! signal, which stays fired: planning, the row streams and COPY TO watch it, and end with
+//! SQLSTATE 57014.
 
-use std::future::pending;
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use futures::Stream;
 use futures::future::{BoxFuture, FutureExt, Shared};
-use pgwire::api::{ClientInfo, ConnectionHandle};
+use pgwire::api::ConnectionManager;
+use pgwire::api::cancel::CancelHandler;
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::cancel::CancelRequest;
 
+use crate::sql::activity::{Backend, Backends};
 use crate::sql::interrupt::until;
+
+/// Serves CancelRequests for every connection of the server.
+pub struct StatementCancel {
+    manager: Arc<ConnectionManager>,
+    backends: Arc<Backends>,
+}
+
+impl StatementCancel {
+    pub fn new(manager: Arc<ConnectionManager>, backends: Arc<Backends>) -> Self {
+        StatementCancel { manager, backends }
+    }
+}
+
+#[async_trait]
+impl CancelHandler for StatementCancel {
+    async fn on_cancel_request(&self, request: CancelRequest) {
+        // The manager knows the keys: a request whose key is wrong stops nothing.
+        if self.manager.cancel(request.pid, &request.secret_key).await {
+            self.backends.cancel_statement(request.pid);
+        }
+    }
+}
 
 /// Resolves when the client cancels the running statement.
 #[derive(Clone)]
 pub struct Interrupt(Shared<BoxFuture<'static, ()>>);
 
 impl Interrupt {
-    /// Takes the connection's cancel signal over from pgwire.
-    ///
-    /// Call it last in `do_query`, with no await after it: it drops the signal pgwire races
-    /// `do_query` against, which pgwire would read as a cancel were `do_query` still running.
-    pub async fn take<C: ClientInfo>(client: &C) -> Self {
-        let receiver = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
-            Some(handle) => Some(handle.start_query().await),
-            None => None,
-        };
-        let cancelled = async move {
-            // The sender is dropped, not fired, when the next statement takes the signal.
-            if let Some(receiver) = receiver
-                && receiver.await.is_ok()
-            {
-                return;
-            }
-            pending().await
-        };
-        Interrupt(cancelled.boxed().shared())
-    }
-
-    /// For output sent while `do_query` still runs (a COPY TO): pgwire's own race against
-    /// `do_query` cancels it there, so the signal is left to pgwire and this never fires.
-    pub fn left_to_pgwire() -> Self {
-        Interrupt(pending().boxed().shared())
+    /// The signal of the statement `backend` runs.
+    pub fn of(backend: &Backend) -> Self {
+        Interrupt(backend.statement_cancellation().cancelled_owned().boxed().shared())
     }
 
     /// `items` until the client cancels, then the 57014 error.

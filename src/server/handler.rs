@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::{Sink, StreamExt, stream};
-use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
@@ -16,7 +15,7 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 
 use super::auth::{Authenticator, Startup};
-use super::cancel::Interrupt;
+use super::cancel::{Interrupt, StatementCancel};
 use super::copy::{CopyState, copy_out_response, send_copy_out};
 use super::encoding::{arrow_type, decode_parameters, encode_batch, field_infos, pg_type, user_error};
 use crate::error::SqlError;
@@ -31,7 +30,7 @@ pub struct ConnectionHandlers {
     pub(super) backend: Arc<Backend>,
     pub(super) handler: Arc<QueryHandler>,
     pub(super) startup: Arc<Startup>,
-    pub(super) cancel: Arc<DefaultCancelHandler>,
+    pub(super) cancel: Arc<StatementCancel>,
     pub(super) copy: Arc<CopyState>,
 }
 
@@ -42,7 +41,10 @@ impl ConnectionHandlers {
         ConnectionHandlers {
             backend: Arc::clone(&session.backend),
             startup: Arc::new(Startup::new(Arc::clone(auth), Arc::clone(&session))),
-            cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(auth.connection_manager()))),
+            cancel: Arc::new(StatementCancel::new(
+                Arc::clone(auth.connection_manager()),
+                Arc::clone(&session.engine.backends),
+            )),
             copy: Arc::clone(&copy),
             handler: Arc::new(QueryHandler {
                 parser: Arc::new(StatementParser { session: Arc::clone(&session) }),
@@ -63,14 +65,15 @@ fn to_pgwire(e: SqlError) -> PgWireError {
     user_error(e.code, e.message)
 }
 
-/// Turns a statement's output into pgwire's response, encoding rows in `format`; the rows
-/// end early with an error when the client cancels.
+/// Turns a statement's output into pgwire's response, encoding rows in `format`. Rows end
+/// early with 57014 when the client cancels (the statement's stream watches for it), and so
+/// does a COPY TO (by `interrupt`).
 fn respond(output: Output, format: &Format, interrupt: &Interrupt, copy: &CopyState) -> PgWireResult<Response> {
     Ok(match output {
         Output::Rows { schema, stream } => {
             let fields = Arc::new(field_infos(&schema, format)?);
             let encoder_fields = Arc::clone(&fields);
-            let batches = interrupt.clone().guard(stream.map(|batch| batch.map_err(|e| to_pgwire(SqlError::from(e)))));
+            let batches = stream.map(|batch| batch.map_err(|e| to_pgwire(SqlError::from(e))));
             let rows = batches.flat_map(move |batch| {
                 let rows = batch.and_then(|b| encode_batch(&b, &encoder_fields));
                 match rows {
@@ -111,25 +114,19 @@ impl SimpleQueryHandler for QueryHandler {
             // Only comments or semicolons: PostgreSQL answers EmptyQueryResponse.
             return Ok(vec![Response::EmptyQuery]);
         }
-        let mut interrupt = None;
+        let interrupt = Interrupt::of(&self.session.backend);
         let mut responses = Vec::with_capacity(outputs.len());
         for output in outputs {
             let response = match output {
                 // pgwire sends the responses once all are made; a COPY TO that comes first goes
                 // out now, in order. One after other statements of the same query string is
                 // left to pgwire, which answers a failure part way with CopyFail.
-                Ok(Output::CopyOut(copy)) if responses.is_empty() => {
-                    match copy_out_response(copy, &Interrupt::left_to_pgwire()) {
-                        Ok(response) => send_copy_out(client, response).await,
-                        Err(e) => Err(e),
-                    }
-                }
+                Ok(Output::CopyOut(copy)) if responses.is_empty() => match copy_out_response(copy, &interrupt) {
+                    Ok(response) => send_copy_out(client, response).await,
+                    Err(e) => Err(e),
+                },
                 output => {
-                    let interrupt = match &interrupt {
-                        Some(interrupt) => interrupt,
-                        None => interrupt.insert(Interrupt::take(client).await),
-                    };
-                    output.map_err(to_pgwire).and_then(|o| respond(o, &Format::UnifiedText, interrupt, &self.copy))
+                    output.map_err(to_pgwire).and_then(|o| respond(o, &Format::UnifiedText, &interrupt, &self.copy))
                 }
             };
             match response {
@@ -211,10 +208,10 @@ impl ExtendedQueryHandler for QueryHandler {
         let types = self.parser.get_parameter_types(prepared)?;
         let params = decode_parameters(portal, &types)?;
         let output = statement::execute_prepared(&self.session, prepared, params).await.map_err(to_pgwire)?;
+        let interrupt = Interrupt::of(&self.session.backend);
         if let Output::CopyOut(copy) = output {
-            return send_copy_out(client, copy_out_response(copy, &Interrupt::left_to_pgwire())?).await;
+            return send_copy_out(client, copy_out_response(copy, &interrupt)?).await;
         }
-        let interrupt = Interrupt::take(client).await;
         respond(output, &portal.result_column_format, &interrupt, &self.copy)
     }
 }

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::SystemTime;
 
+use tokio_util::sync::CancellationToken;
+
 /// Every connected backend, in the order they connected.
 #[derive(Default)]
 pub struct Backends {
@@ -29,6 +31,15 @@ impl Backends {
     /// authentication is over.
     pub fn logged_in(&self) -> Vec<Arc<Backend>> {
         lock(&self.connected).values().filter(|b| b.login().is_some()).cloned().collect()
+    }
+
+    /// A CancelRequest, its key checked, for the backend of process id `pid`: stops the
+    /// statement it runs, if any.
+    pub fn cancel_statement(&self, pid: i32) {
+        let connected = lock(&self.connected);
+        for backend in connected.values().filter(|b| b.login().is_some_and(|login| login.pid == pid)) {
+            backend.cancel_statement();
+        }
     }
 }
 
@@ -54,6 +65,9 @@ pub struct Backend {
     /// `pg_stat_activity` shows in place of the start-up parameter, as PostgreSQL does.
     settings: OnceLock<Arc<Mutex<BTreeMap<String, String>>>>,
     statement: Mutex<StatementActivity>,
+    /// Fired by a CancelRequest or the web UI; a fresh one for each statement. It stays fired,
+    /// so a cancel that comes while the statement plans stops it once its rows start.
+    statement_cancel: Mutex<CancellationToken>,
     copy: Mutex<Option<Arc<CopyProgress>>>,
 }
 
@@ -123,6 +137,7 @@ impl Backend {
                 state_change: started,
                 transaction_start: None,
             }),
+            statement_cancel: Mutex::default(),
             copy: Mutex::new(None),
         }
     }
@@ -159,6 +174,7 @@ impl Backend {
     /// is kept up to PostgreSQL's `track_activity_query_size` default of 1024 bytes.
     pub fn statement_started(&self, query: &str) {
         let now = SystemTime::now();
+        *lock(&self.statement_cancel) = CancellationToken::new();
         let mut statement = lock(&self.statement);
         statement.query.clear();
         statement.query.push_str(truncated(query, QUERY_TEXT_BYTES));
@@ -186,6 +202,16 @@ impl Backend {
 
     pub fn statement(&self) -> StatementActivity {
         lock(&self.statement).clone()
+    }
+
+    /// The running (or last) statement's cancel signal.
+    pub fn statement_cancellation(&self) -> CancellationToken {
+        lock(&self.statement_cancel).clone()
+    }
+
+    /// Stops the running statement: it ends with SQLSTATE 57014.
+    pub fn cancel_statement(&self) {
+        lock(&self.statement_cancel).cancel();
     }
 
     /// Shows a COPY in `pg_stat_progress_copy` until the returned report is dropped.
@@ -322,6 +348,20 @@ mod tests {
         let changed = after.state_change;
         backend.ready(BackendState::Idle);
         assert_eq!(backend.statement().state_change, changed, "a state kept is no change");
+    }
+
+    #[test]
+    fn a_cancel_stops_the_statement_running_and_not_the_next() {
+        let backends = Arc::new(Backends::default());
+        let (backend, _registration) = logged_in(&backends, 7);
+        backend.statement_started("SELECT 1");
+        let first = backend.statement_cancellation();
+        backends.cancel_statement(8);
+        assert!(!first.is_cancelled(), "another backend's pid");
+        backends.cancel_statement(7);
+        assert!(first.is_cancelled() && backend.statement_cancellation().is_cancelled());
+        backend.statement_started("SELECT 2");
+        assert!(!backend.statement_cancellation().is_cancelled());
     }
 
     #[test]

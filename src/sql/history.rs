@@ -55,7 +55,8 @@ impl QueryHistory {
             clock: Instant::now(),
             outcome: Mutex::new(None),
             plan: Mutex::new(PlanState::None),
-            cancel: CancellationToken::new(),
+            // The web UI's cancel is the backend's, as a CancelRequest's is.
+            cancel: backend.statement_cancellation(),
         });
         let mut records = lock(&self.records);
         if records.len() == self.capacity {

@@ -11,8 +11,9 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
-use datafusion::execution::RecordBatchStream;
+use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::sqlparser::ast::Statement;
 use futures::{FutureExt, Stream};
 
@@ -140,26 +141,31 @@ async fn execute(
     statement: &BucketSqlStatement,
     params: Vec<ScalarValue>,
 ) -> Result<Output, SqlError> {
+    let cancel = session.backend.statement_cancellation();
     let record = session.engine.history.begin(&session.backend, sql);
     session.running.set(record.clone());
-    let Some(record) = record else {
-        return execute_timed(session, statement, params).await;
-    };
     let output = tokio::select! {
         output = execute_timed(session, statement, params) => output,
-        () = record.cancelled() => Err(cancelled_by_user()),
+        () = cancel.clone().cancelled_owned() => Err(cancelled_by_user()),
     };
-    match &output {
-        Err(e) => record.end(QueryState::Failed, None, Some(e)),
-        Ok(Output::Command { rows, .. }) => record.end(QueryState::Finished, rows.map(|r| r as u64), None),
-        Ok(Output::Rows { .. }) => {}
-        Ok(_) => record.end(QueryState::Finished, None, None),
+    if let Some(record) = &record {
+        match &output {
+            Err(e) => record.end(QueryState::Failed, None, Some(e)),
+            Ok(Output::Command { rows, .. }) => record.end(QueryState::Finished, rows.map(|r| r as u64), None),
+            Ok(Output::Rows { .. }) => {}
+            Ok(_) => record.end(QueryState::Finished, None, None),
+        }
     }
     Ok(match output? {
         Output::Rows { schema, stream } => {
-            let stop = record.cancelled().map(|()| Err(DataFusionError::External(Box::new(cancelled_by_user()))));
-            let rows = interrupt::until(stream, stop);
-            Output::Rows { schema: Arc::clone(&schema), stream: Box::pin(RecordedRows::new(schema, rows, record)) }
+            let stop = cancel.cancelled_owned().map(|()| Err(DataFusionError::External(Box::new(cancelled_by_user()))));
+            let rows: SendableRecordBatchStream =
+                Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), interrupt::until(stream, stop)));
+            let rows = match record {
+                Some(record) => Box::pin(RecordedRows::new(Arc::clone(&schema), rows, record)),
+                None => rows,
+            };
+            Output::Rows { schema, stream: rows }
         }
         other => other,
     })
