@@ -302,7 +302,7 @@ fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
 pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json, query_history } = options;
     let accounts = accounts_for(rows);
-    let engine = Engine::open(&data_dir, EngineOptions { allowed_locations: Vec::new(), memory_limit, query_history })?;
+    let engine = Engine::open(&data_dir, EngineOptions { memory_limit, query_history, ..EngineOptions::default() })?;
     let session = Arc::new(Session::new(Arc::clone(&engine), Arc::new(Backend::new(None)))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(

@@ -202,26 +202,46 @@ fn parse_overwrite_mode(key: &str, value: &str) -> Result<bool, SqlError> {
     }
 }
 
-/// Checks a value for a known key — Spark's settings and PostgreSQL's `statement_timeout` —
-/// wherever it is set (`SET`, `set_config()`, the startup packet); unknown keys take any text.
+/// Checks a value for a known key — Spark's settings and PostgreSQL's `statement_timeout` and
+/// `log_min_duration_statement` — wherever it is set (`SET`, `set_config()`, the startup
+/// packet); unknown keys take any text.
 pub fn validate(key: &str, value: &str) -> Result<(), SqlError> {
-    if key.eq_ignore_ascii_case("statement_timeout") {
+    if key.eq_ignore_ascii_case(STATEMENT_TIMEOUT) {
         return parse_statement_timeout(value).map(|_| ());
+    }
+    if key.eq_ignore_ascii_case(LOG_MIN_DURATION_STATEMENT) {
+        return parse_log_min_duration(value).map(|_| ());
     }
     let mut conf = SparkConf::default();
     conf.apply(key, value)
 }
 
-/// PostgreSQL's largest `statement_timeout` (`INT_MAX` milliseconds).
+pub const STATEMENT_TIMEOUT: &str = "statement_timeout";
+pub const LOG_MIN_DURATION_STATEMENT: &str = "log_min_duration_statement";
+
+/// PostgreSQL's largest time setting (`INT_MAX` milliseconds).
 const MAX_MILLIS: f64 = i32::MAX as f64;
 
 /// The `statement_timeout` that `value` sets, read as PostgreSQL reads it: milliseconds, or
 /// a number with one of the units `us`, `ms`, `s`, `min`, `h`, `d`; `None` (`0`) is off.
 pub fn parse_statement_timeout(value: &str) -> Result<Option<Duration>, SqlError> {
+    let millis = parse_millis(STATEMENT_TIMEOUT, value, 0.0)?;
+    Ok((millis > 0.0).then(|| Duration::from_millis(millis as u64)))
+}
+
+/// The `log_min_duration_statement` that `value` sets, in `statement_timeout`'s units:
+/// statements that take at least this long are logged with their plans; `None` (`-1`) is off
+/// and `0` logs every statement.
+pub fn parse_log_min_duration(value: &str) -> Result<Option<Duration>, SqlError> {
+    let millis = parse_millis(LOG_MIN_DURATION_STATEMENT, value, -1.0)?;
+    Ok((millis >= 0.0).then(|| Duration::from_millis(millis as u64)))
+}
+
+/// A time setting in milliseconds, from `minimum` to PostgreSQL's largest.
+fn parse_millis(parameter: &str, value: &str, minimum: f64) -> Result<f64, SqlError> {
     let text = value.trim();
     let (number, unit) = text.split_at(text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len()));
-    let invalid =
-        || SqlError::invalid_parameter(format!("invalid value for parameter \"statement_timeout\": \"{value}\""));
+    let invalid = || SqlError::invalid_parameter(format!("invalid value for parameter \"{parameter}\": \"{value}\""));
     let number: f64 = number.trim().parse().map_err(|_| invalid())?;
     let unit_millis = match unit {
         "" | "ms" => 1.0,
@@ -233,12 +253,12 @@ pub fn parse_statement_timeout(value: &str) -> Result<Option<Duration>, SqlError
         _ => return Err(invalid()),
     };
     let millis = (number * unit_millis).round();
-    if !(0.0..=MAX_MILLIS).contains(&millis) {
+    if !(minimum..=MAX_MILLIS).contains(&millis) {
         return Err(SqlError::invalid_parameter(format!(
-            "{value} is outside the valid range for parameter \"statement_timeout\" (0 .. {MAX_MILLIS})"
+            "{value} is outside the valid range for parameter \"{parameter}\" ({minimum} .. {MAX_MILLIS})"
         )));
     }
-    Ok((millis > 0.0).then(|| Duration::from_millis(millis as u64)))
+    Ok(millis)
 }
 
 impl SparkConf {

@@ -17,4 +17,5 @@ pub mod exec; // our operators: bucketed scan, Spark-hash exchanges, joins, and 
 pub mod storage; // table files: bucket hash, Parquet writer, commit protocol, janitor
 pub(crate) mod catalog; // what exists: the SQLite metastore and column types
 pub(crate) mod config; // Spark's settings with their defaults and validation
+pub mod metrics; // the Prometheus series every layer counts into
 pub mod error; // errors with their SQLSTATEs

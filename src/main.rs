@@ -10,6 +10,7 @@ use bucketsql::server::connection_limit::DEFAULT_MAX_CONNECTIONS;
 use bucketsql::server::{ClientLimits, Server};
 use bucketsql::sql::engine::{Engine, EngineOptions};
 use bucketsql::sql::history::DEFAULT_QUERY_HISTORY;
+use bucketsql::sql::statement_stats::DEFAULT_STATEMENT_STATS_MAX;
 use bucketsql::ui::WebUi;
 
 const DEFAULT_MAX_MESSAGE_SIZE: &str = "64MiB";
@@ -17,8 +18,17 @@ const DEFAULT_MAX_MESSAGE_SIZE: &str = "64MiB";
 #[derive(Parser)]
 #[command(name = "bucketsql", version, about = "A PostgreSQL-wire SQL server with Apache Spark's table bucketing")]
 struct Cli {
+    /// How log lines are written: `text` for people, `json` for one JSON object per line.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -104,6 +114,17 @@ enum Command {
         /// others see their own).
         #[arg(long, value_name = "USER", requires = "users_file")]
         ui_admin: Option<String>,
+        /// Log statements that take at least this long with their plans (`250ms`, `1s`; `0`
+        /// logs all, `-1` none); sessions may change it with SET.
+        #[arg(long, default_value = "-1", value_name = "TIME", allow_hyphen_values = true)]
+        log_min_duration_statement: String,
+        /// Normalised statement texts `pg_stat_statements` keeps.
+        #[arg(long, default_value_t = DEFAULT_STATEMENT_STATS_MAX as u32, value_parser = clap::value_parser!(u32).range(100..))]
+        pg_stat_statements_max: u32,
+        /// On SIGTERM or SIGINT, how long running statements may go on before they are
+        /// cancelled (seconds).
+        #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+        shutdown_timeout: u64,
     },
 }
 
@@ -117,12 +138,15 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run() -> anyhow::Result<()> {
-    let command = Cli::parse().command;
+    let Cli { log_format, command } = Cli::parse();
     // The demo's own server would log between the steps it prints.
     let default_level = if matches!(command, Command::Demo { .. }) { "warn" } else { "info" };
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)))
-        .init();
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)));
+    match log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
     match command {
         Command::Bench { rows, buckets, runs, data_dir, memory_limit, json, query_history } => {
             if buckets == 0 || runs == 0 || rows == 0 {
@@ -154,11 +178,7 @@ async fn run() -> anyhow::Result<()> {
                     let data_dir = tempfile::Builder::new().prefix("bucketsql-demo").tempdir()?;
                     let engine = Engine::open(
                         data_dir.path(),
-                        EngineOptions {
-                            allowed_locations: Vec::new(),
-                            memory_limit: shared_memory_limit(None),
-                            query_history: 0,
-                        },
+                        EngineOptions { memory_limit: shared_memory_limit(None), ..EngineOptions::default() },
                     )?;
                     let limits = ClientLimits {
                         max_connections: DEFAULT_MAX_CONNECTIONS as usize,
@@ -187,6 +207,9 @@ async fn run() -> anyhow::Result<()> {
             max_message_size,
             ui,
             ui_admin,
+            log_min_duration_statement,
+            pg_stat_statements_max,
+            shutdown_timeout,
         } => {
             let passwords = match (password, users_file) {
                 (Some(password), _) => Some(Arc::new(Passwords::for_everyone(&password))),
@@ -220,7 +243,16 @@ async fn run() -> anyhow::Result<()> {
             let auth = Authenticator::new(passwords.clone(), cert_pem.as_deref());
             let memory_limit = shared_memory_limit(memory_limit);
             let query_history = if ui_address.is_some() { DEFAULT_QUERY_HISTORY } else { 0 };
-            let engine = Engine::open(&data_dir, EngineOptions { allowed_locations, memory_limit, query_history })?;
+            let engine = Engine::open(
+                &data_dir,
+                EngineOptions {
+                    allowed_locations,
+                    memory_limit,
+                    query_history,
+                    statement_stats_max: pg_stat_statements_max as usize,
+                    log_min_duration_statement,
+                },
+            )?;
             if let Some(address) = ui_address {
                 let ui = WebUi::bind(address, Arc::clone(&engine), passwords, ui_admin, tls.clone()).await?;
                 let scheme = if tls.is_some() { "https" } else { "http" };
@@ -229,12 +261,35 @@ async fn run() -> anyhow::Result<()> {
             }
             let limits =
                 ClientLimits { max_connections: max_connections as usize, max_message_bytes: max_message_size };
-            let server = Server::bind(&listen, engine, auth, tls, limits).await?;
+            let server = Server::bind(&listen, Arc::clone(&engine), auth, tls, limits).await?;
             tracing::info!(address = %server.local_addr()?, data_dir = %data_dir.display(), "bucketsql is listening");
-            server.run().await?;
+            server.run_until(shutdown_signal()).await?;
+            let timeout = std::time::Duration::from_secs(shutdown_timeout);
+            tracing::info!(
+                timeout_seconds = shutdown_timeout,
+                "shutting down: no new connections; running statements may finish"
+            );
+            let cancelled = engine.finish_statements(timeout).await;
+            tracing::info!(cancelled, "bucketsql has shut down");
+            // Connections still open end with the process, as their statements have.
+            std::process::exit(0);
         }
     }
     Ok(())
+}
+
+/// SIGTERM (what service managers send) or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut terminate), Ok(mut interrupt)) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
 }
 
 /// `1024`, `64KiB`, `512MiB`, `4GiB` (also `KB`/`MB`/`GB`, read as binary units).

@@ -22,6 +22,7 @@ const LAYERS: &[&str] = &[
     "storage",
     "catalog",
     "config",
+    "metrics",
     "error",
 ];
 

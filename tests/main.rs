@@ -15,6 +15,7 @@ mod durability;
 mod executor;
 mod fixtures;
 mod layers;
+mod operations;
 mod plans;
 mod protocol;
 mod psql;

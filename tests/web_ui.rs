@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::browser::{Browser, Page};
-use crate::common::{TestServer, free_port, sqlstate};
+use crate::common::{CO_BUCKETED_TABLES, TestServer, free_port, sqlstate};
 
 /// A server whose web UI listens on a port of its own; the UI's port.
 fn start_with_ui(args: &[&str]) -> (TestServer, u16) {
@@ -409,6 +409,117 @@ async fn with_a_users_file_each_user_sees_only_their_own_statements() {
     let bob_pid = everyone.as_array().unwrap().iter().find(|c| c["user"] == "bob").unwrap()["pid"].as_i64().unwrap();
     assert_eq!(get(ui, &format!("/connections/{bob_pid}/settings"), &as_alice).await.status, 404);
     assert_eq!(get(ui, &format!("/connections/{bob_pid}/settings"), &as_root).await.status, 200);
+
+    // pg_stat_statements' page: both ran `SELECT $1`, each sees their own line.
+    let users_of = |statements: Value| {
+        let lines = statements.as_array().unwrap().clone();
+        let mut users: Vec<String> = lines
+            .iter()
+            .filter(|s| s["query"] == "SELECT $1")
+            .map(|s| format!("{} {}", s["user"].as_str().unwrap(), s["calls"]))
+            .collect();
+        users.sort();
+        users
+    };
+    assert_eq!(users_of(get_json(ui, "/api/v1/statements", &as_alice).await), ["alice 1"]);
+    assert_eq!(users_of(get_json(ui, "/api/v1/statements", &as_root).await), ["alice 1", "bob 1"]);
+    let page = get(ui, "/statements", &as_alice).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<td class=\"sql\">SELECT $1</td>") && !page.body.contains("bob"), "{}", page.body);
+    assert_eq!(get(ui, "/statements", &[]).await.status, 401);
+}
+
+/// Every series of `/metrics` as Prometheus' own text parser (the Python client's) reads it:
+/// family name to its type, help and samples.
+async fn scrape(ui: u16, headers: &[(&str, &str)]) -> Value {
+    let answer = get(ui, "/metrics", headers).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(answer.head.to_ascii_lowercase().contains("content-type: text/plain; version=0.0.4"), "{}", answer.head);
+    let python = crate::clients::python_env("python-clients", "requirements.txt");
+    let mut parser = std::process::Command::new(python)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/parse_metrics.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    parser.stdin.take().unwrap().write_all(answer.body.as_bytes()).unwrap();
+    let parsed = parser.wait_with_output().unwrap();
+    assert!(parsed.status.success(), "the text format did not parse:\n{}", answer.body);
+    serde_json::from_slice(&parsed.stdout).unwrap()
+}
+
+/// The value of the sample `name` whose labels include `labels` (0 when there is none).
+fn sample(families: &Value, name: &str, labels: &[(&str, &str)]) -> f64 {
+    families
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|family| family["samples"].as_array().unwrap())
+        .filter(|s| s["name"] == name && labels.iter().all(|(k, v)| s["labels"][k] == *v))
+        .map(|s| s["value"].as_f64().unwrap())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_parse_as_prometheus_text_ask_for_the_password_and_count_what_ran() {
+    let (server, ui) = start_with_ui(&["--password", "secret", "--memory-limit", "256MiB"]);
+    assert_eq!(get(ui, "/metrics", &[]).await.status, 401);
+    let auth = [("Authorization", "Basic cG9zdGdyZXM6c2VjcmV0")];
+    let url = format!("{} password=secret", server.connection_string());
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client.batch_execute(CO_BUCKETED_TABLES).await.unwrap();
+
+    let before = scrape(ui, &auth).await;
+    for family in before.as_object().unwrap().values() {
+        assert!(!family["help"].as_str().unwrap().is_empty(), "a series without help: {family}");
+    }
+    // Co-bucketed: the sort-merge join reads both sides by bucket, with no exchange below it.
+    let joined = client.simple_query("SELECT count(*) FROM a JOIN b ON a.k = b.k").await.unwrap();
+    assert!(matches!(&joined[1], tokio_postgres::SimpleQueryMessage::Row(row) if row.get(0) == Some("1000")));
+    assert!(client.simple_query("SELECT 1 / 0").await.is_err());
+    client.batch_execute("INSERT INTO a VALUES (5000, 1)").await.unwrap();
+    let after = scrape(ui, &auth).await;
+
+    // Adaptive execution, as Spark's would: a grouping of a few rows reads its 200 shuffle
+    // partitions coalesced into one, and a join of small plain tables becomes a broadcast once
+    // its stages have run (with keys in most shuffle partitions: a side mostly of empty ones
+    // is not broadcast, by `spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin`).
+    client
+        .batch_execute(
+            "CREATE TABLE p (k BIGINT, v BIGINT) USING parquet;
+             CREATE TABLE q (k BIGINT, w BIGINT) USING parquet;
+             INSERT INTO p SELECT id % 1000, id FROM range(2000);
+             INSERT INTO q SELECT id, id FROM range(1000);
+             SET spark.sql.adaptive.autoBroadcastJoinThreshold = 10MB;",
+        )
+        .await
+        .unwrap();
+    let adaptive_before = scrape(ui, &auth).await;
+    client.batch_execute("SELECT k, count(*) FROM p GROUP BY k").await.unwrap();
+    client.batch_execute("SELECT count(*) FROM p JOIN q ON p.k = q.k").await.unwrap();
+    let adaptive_after = scrape(ui, &auth).await;
+    let adapted = |name: &str| sample(&adaptive_after, name, &[]) - sample(&adaptive_before, name, &[]);
+    assert_eq!(adapted("bucketsql_adaptive_runtime_broadcasts_total"), 1.0);
+    assert!(adapted("bucketsql_adaptive_partitions_coalesced_total") >= 199.0);
+    assert_eq!(adapted("bucketsql_adaptive_skew_splits_total"), 0.0);
+    assert_eq!(adapted("bucketsql_exchanges_avoided_total"), 0.0, "plain tables are shuffled");
+
+    let moved = |name: &str, labels: &[(&str, &str)]| sample(&after, name, labels) - sample(&before, name, labels);
+    let ok_select = [("kind", "SELECT"), ("outcome", "ok"), ("sqlstate_class", "00")];
+    assert_eq!(moved("bucketsql_statements_total", &ok_select), 1.0);
+    let divided = [("kind", "SELECT"), ("outcome", "error"), ("sqlstate_class", "22")];
+    assert_eq!(moved("bucketsql_statements_total", &divided), 1.0);
+    assert_eq!(moved("bucketsql_statements_total", &[("kind", "INSERT")]), 1.0);
+    assert_eq!(moved("bucketsql_statement_duration_seconds_count", &[]), 3.0);
+    assert_eq!(moved("bucketsql_exchanges_avoided_total", &[]), 2.0);
+    assert_eq!(moved("bucketsql_rows_read_total", &[]), 2000.0);
+    assert!(moved("bucketsql_bytes_read_total", &[]) > 0.0);
+    assert_eq!(moved("bucketsql_commits_total", &[]), 1.0);
+    assert_eq!(sample(&after, "bucketsql_connections_open", &[]), 1.0);
+    assert_eq!(sample(&after, "bucketsql_memory_pool_limit_bytes", &[]), 256.0 * 1024.0 * 1024.0);
+    assert_eq!(after["bucketsql_statement_duration_seconds"]["type"], "histogram");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,12 +12,15 @@ use datafusion::physical_plan::metrics::MetricValue;
 use serde::Serialize;
 
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
+use crate::exec::aqe_shuffle_read::ShufflePartitionSpec;
+use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::hash_aggregate::{
     PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED, SHUFFLE_PARTITIONS_AGGREGATED_APART,
 };
 use crate::exec::join::SHUFFLE_PARTITIONS_APART;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::planner::adaptive::adaptive_spark_plan::AdaptiveSparkPlanExec;
 
 /// The ways a sort's partition (`exec::sort`) and an aggregate's (`exec::hash_aggregate`) can
 /// take, as their metrics name them and as told.
@@ -160,4 +163,95 @@ pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
         figures.push(Figure::new(BYTES_SHUFFLED, 0, Unit::Bytes));
     }
     figures
+}
+
+/// What a plan that ran did, summed over its operators: what the server's metrics and
+/// `pg_stat_statements` count of each statement.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub rows_read: u64,
+    pub bytes_read: u64,
+    pub bytes_shuffled: u64,
+    pub bytes_spilled: u64,
+    /// Shuffle exchanges in the plan that ran (adaptive execution's final plan).
+    pub exchanges: u64,
+    /// Inputs of joins and aggregates read by bucket, with no exchange between: each one an
+    /// exchange that bucketing saved.
+    pub exchanges_avoided: u64,
+    pub buckets_pruned: u64,
+    pub partitions_coalesced: u64,
+    /// Broadcasts adaptive execution added to the plan it started from.
+    pub runtime_broadcasts: u64,
+    pub skew_splits: u64,
+}
+
+pub fn totals(plan: &Arc<dyn ExecutionPlan>) -> Totals {
+    let mut totals = Totals::default();
+    add(plan.as_ref(), false, &mut totals);
+    totals
+}
+
+/// Adds `plan`'s figures and its inputs'; `read_by_consumer` is whether a join or an
+/// aggregate above reads `plan`'s partitions as they are, with no exchange between.
+fn add(plan: &dyn ExecutionPlan, read_by_consumer: bool, totals: &mut Totals) {
+    if let Some(metrics) = plan.metrics() {
+        totals.bytes_spilled += metrics.spilled_bytes().unwrap_or(0) as u64;
+        totals.bytes_shuffled += metrics
+            .iter()
+            .filter_map(|m| match m.value() {
+                MetricValue::Count { name, count } if name == "shuffle_bytes" => Some(count.value() as u64),
+                _ => None,
+            })
+            .sum::<u64>();
+    }
+    if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
+        totals.rows_read += plan.metrics().and_then(|m| m.output_rows()).unwrap_or(0) as u64;
+        totals.bytes_read += scan.bytes_read();
+        if let (Some(spec), Some(selected)) = (scan.bucket_spec(), scan.selected_bucket_count()) {
+            totals.buckets_pruned += u64::from(spec.num_buckets).saturating_sub(selected as u64);
+        }
+        if scan.is_bucketed() && read_by_consumer {
+            totals.exchanges_avoided += 1;
+        }
+    }
+    if plan.downcast_ref::<ShuffleExchangeExec>().is_some() {
+        totals.exchanges += 1;
+    }
+    if let Some(read) = plan.downcast_ref::<AqeShuffleReadExec>() {
+        if read.has_coalesced() {
+            let partitions = read.stage().statistics().partition_count();
+            totals.partitions_coalesced += partitions.saturating_sub(read.specs().len()) as u64;
+        }
+        let mut skewed: Vec<usize> = read
+            .specs()
+            .iter()
+            .filter_map(|spec| match spec {
+                ShufflePartitionSpec::PartialReducer { partition, .. } => Some(*partition),
+                _ => None,
+            })
+            .collect();
+        skewed.dedup();
+        totals.skew_splits += skewed.len() as u64;
+    }
+    if let Some(adaptive) = plan.downcast_ref::<AdaptiveSparkPlanExec>()
+        && let Some(done) = adaptive.final_plan()
+    {
+        let broadcasts = |plan: &Arc<dyn ExecutionPlan>| {
+            count(plan.as_ref(), &|p| p.downcast_ref::<BroadcastExchangeExec>().is_some())
+        };
+        totals.runtime_broadcasts += broadcasts(&done.plan).saturating_sub(broadcasts(adaptive.initial())) as u64;
+    }
+    let name = plan.name();
+    let consumes = name.contains("Join") || name.contains("Aggregate");
+    let passes_on = plan.downcast_ref::<ShuffleExchangeExec>().is_none()
+        && plan.downcast_ref::<BroadcastExchangeExec>().is_none()
+        && plan.downcast_ref::<AqeShuffleReadExec>().is_none();
+    for child in plan.children() {
+        add(child.as_ref(), consumes || (read_by_consumer && passes_on), totals);
+    }
+}
+
+/// Operators of `plan` (itself included) that `matches`.
+fn count(plan: &dyn ExecutionPlan, matches: &dyn Fn(&dyn ExecutionPlan) -> bool) -> usize {
+    usize::from(matches(plan)) + plan.children().iter().map(|c| count(c.as_ref(), matches)).sum::<usize>()
 }

@@ -17,6 +17,7 @@ use pgwire::tokio::TlsAcceptor;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::metrics::METRICS;
 use crate::sql::activity::Backend;
 use crate::sql::engine::Engine;
 use crate::sql::session::Session;
@@ -72,9 +73,21 @@ impl Server {
         self.listener.local_addr()
     }
 
+    /// Serves until the process ends.
     pub async fn run(self) -> std::io::Result<()> {
+        self.run_until(std::future::pending()).await
+    }
+
+    /// Serves until `shutdown` resolves, then accepts no more connections; those open go on
+    /// (see [`Engine::finish_statements`]).
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> std::io::Result<()> {
+        let mut shutdown = std::pin::pin!(shutdown);
         loop {
-            let (socket, peer) = match self.listener.accept().await {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                () = &mut shutdown => return Ok(()),
+            };
+            let (socket, peer) = match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
                     // Running out of descriptors must not end the server.
@@ -94,6 +107,7 @@ impl Server {
                 }
                 let permit = connections.try_acquire_owned().ok();
                 if permit.is_none() && !connection_limit::is_cancel_request(&socket).await {
+                    METRICS.connections_refused.inc();
                     tracing::warn!(%peer, "connection refused: too many clients");
                     connection_limit::refuse(socket).await;
                     return;
@@ -109,6 +123,7 @@ impl Server {
                     }
                 };
                 tracing::debug!(%peer, "connection opened");
+                let _open = OpenConnection::count();
                 let handlers = ConnectionHandlers::new(session, &auth);
                 if let Err(e) = connection::serve(socket, tls, handlers, max_message_bytes).await {
                     tracing::debug!(%peer, "connection ended with an error: {e}");
@@ -116,5 +131,22 @@ impl Server {
                 drop(permit);
             });
         }
+    }
+}
+
+/// Counted among the open connections while it lives, and once among those accepted.
+struct OpenConnection;
+
+impl OpenConnection {
+    fn count() -> Self {
+        METRICS.connections_opened.inc();
+        METRICS.connections_open.inc();
+        OpenConnection
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        METRICS.connections_open.dec();
     }
 }

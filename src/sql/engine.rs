@@ -5,6 +5,7 @@ use std::fs::{File, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use std::num::NonZeroUsize;
 
@@ -12,11 +13,13 @@ use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 
 use crate::catalog::metastore::Metastore;
+use crate::config::{LOG_MIN_DURATION_STATEMENT, parse_log_min_duration};
 use crate::error::SqlError;
 use crate::planner::table_provider::MetastoreCatalog;
-use crate::sql::activity::Backends;
+use crate::sql::activity::{Backend, BackendState, Backends};
 use crate::sql::history::QueryHistory;
 use crate::sql::pg_catalog;
+use crate::sql::statement_stats::{DEFAULT_STATEMENT_STATS_MAX, StatementStats};
 use crate::storage::janitor::FileJanitor;
 
 pub const METASTORE_FILE: &str = "metastore.sqlite";
@@ -26,11 +29,16 @@ const MAX_SORT_IN_PLACE_BYTES: usize = 128 << 20;
 
 pub const SPILL_DIR: &str = "spill";
 
+/// How often shutting down looks whether the statements have ended.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(20);
+/// How long shutting down waits for cancelled statements to stop.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
 /// Locked by the server that owns the data directory; holds its process id.
 pub const LOCK_FILE: &str = "bucketsql.lock";
 
 /// Server-wide settings from the command line.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EngineOptions {
     /// Directories under which `CREATE TABLE … LOCATION` may place or find tables.
     pub allowed_locations: Vec<PathBuf>,
@@ -39,6 +47,23 @@ pub struct EngineOptions {
     pub memory_limit: Option<usize>,
     /// Statements the query history keeps, with their plans' metrics (0: none).
     pub query_history: usize,
+    /// Normalised statement texts `pg_stat_statements` keeps (`pg_stat_statements.max`).
+    pub statement_stats_max: usize,
+    /// The server's `log_min_duration_statement` (PostgreSQL's text: `-1`, `250ms`, `1s`),
+    /// which sessions may change.
+    pub log_min_duration_statement: String,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            allowed_locations: Vec::new(),
+            memory_limit: None,
+            query_history: 0,
+            statement_stats_max: DEFAULT_STATEMENT_STATS_MAX,
+            log_min_duration_statement: "-1".to_string(),
+        }
+    }
 }
 
 pub struct Engine {
@@ -59,6 +84,11 @@ pub struct Engine {
     pub backends: Arc<Backends>,
     /// The statements run lately, which the web UI shows.
     pub history: QueryHistory,
+    /// `pg_stat_statements`' figures, saved at shutdown.
+    pub statement_stats: Arc<StatementStats>,
+    /// The shared memory pool's size, `None` when unbounded.
+    pub memory_limit: Option<usize>,
+    log_min_duration_statement: String,
     warehouse: PathBuf,
     allowed_locations: Vec<PathBuf>,
     /// Held while the engine lives: one server per data directory.
@@ -71,6 +101,7 @@ impl Engine {
     pub fn open(data_dir: &Path, options: EngineOptions) -> Result<Arc<Self>, SqlError> {
         std::fs::create_dir_all(data_dir)?;
         let data_dir = data_dir.canonicalize()?;
+        parse_log_min_duration(&options.log_min_duration_statement)?;
         let lock = lock_data_dir(&data_dir)?;
         let warehouse = data_dir.join(WAREHOUSE_DIR);
         std::fs::create_dir_all(&warehouse)?;
@@ -109,10 +140,51 @@ impl Engine {
             runtime: runtime.build_arc()?,
             backends: Arc::default(),
             history: QueryHistory::new(options.query_history),
+            statement_stats: Arc::new(StatementStats::open(&data_dir, options.statement_stats_max)),
+            memory_limit: options.memory_limit,
+            log_min_duration_statement: options.log_min_duration_statement,
             warehouse,
             allowed_locations,
             _lock: lock,
         }))
+    }
+
+    /// Shutting down: waits up to `timeout` for the statements running to end, cancels those
+    /// still running, and waits for them to stop (a write that is cancelled publishes
+    /// nothing); then saves `pg_stat_statements`. Returns how many statements were cancelled.
+    pub async fn finish_statements(&self, timeout: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let running = || -> Vec<Arc<Backend>> {
+            self.backends
+                .logged_in()
+                .into_iter()
+                .filter(|backend| backend.statement().state == BackendState::Active)
+                .collect()
+        };
+        while !running().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(SHUTDOWN_POLL).await;
+        }
+        let cancelled = running();
+        for backend in &cancelled {
+            backend.cancel_statement();
+        }
+        let stopped = tokio::time::Instant::now() + CANCEL_GRACE;
+        while !running().is_empty() && tokio::time::Instant::now() < stopped {
+            tokio::time::sleep(SHUTDOWN_POLL).await;
+        }
+        if let Err(e) = self.statement_stats.save() {
+            tracing::warn!("could not save pg_stat_statements: {e}");
+        }
+        cancelled.len()
+    }
+
+    /// A setting the server was started with (`serve`'s flags), which sessions start from.
+    pub fn server_setting(&self, name: &str) -> Option<String> {
+        match name.to_lowercase().as_str() {
+            LOG_MIN_DURATION_STATEMENT => Some(self.log_min_duration_statement.clone()),
+            "pg_stat_statements.max" => Some(self.statement_stats.max().to_string()),
+            _ => None,
+        }
     }
 
     /// An external table's directory, if it lies under a root allowed at startup.

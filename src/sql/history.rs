@@ -82,18 +82,32 @@ impl QueryHistory {
 /// A session's running statement, which the plans it runs are given to. Shared with the
 /// session's DataFusion context (as a config extension) for the table writes that plan there.
 #[derive(Default)]
-pub struct RunningStatement(Mutex<Option<Arc<QueryRecord>>>);
+pub struct RunningStatement(Mutex<Running>);
+
+#[derive(Default)]
+struct Running {
+    record: Option<Arc<QueryRecord>>,
+    plan: Option<(Arc<dyn ExecutionPlan>, SparkConf)>,
+}
 
 impl RunningStatement {
+    /// A statement starts, kept in the history as `record` (where the history keeps it).
     pub fn set(&self, record: Option<Arc<QueryRecord>>) {
-        *lock(&self.0) = record;
+        *lock(&self.0) = Running { record, plan: None };
     }
 
     /// `plan` is what the running statement runs, under the settings `conf`.
     pub fn planned(&self, plan: &Arc<dyn ExecutionPlan>, conf: SparkConf) {
-        if let Some(record) = lock(&self.0).as_ref() {
-            record.planned(plan, ExplainContext { conf, logical: None });
+        let mut running = lock(&self.0);
+        if let Some(record) = running.record.as_ref() {
+            record.planned(plan, ExplainContext { conf: conf.clone(), logical: None });
         }
+        running.plan = Some((Arc::clone(plan), conf));
+    }
+
+    /// The plan the statement ran, with its settings, let go of here.
+    pub fn take_plan(&self) -> Option<(Arc<dyn ExecutionPlan>, SparkConf)> {
+        lock(&self.0).plan.take()
     }
 }
 

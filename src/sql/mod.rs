@@ -17,4 +17,6 @@ pub(crate) mod pg_catalog;
 pub(crate) mod rewrite;
 pub(crate) mod session;
 pub(crate) mod statement;
+pub(crate) mod statement_end;
+pub mod statement_stats;
 pub(crate) mod write;

@@ -78,8 +78,15 @@ impl Session {
         let variables = Arc::new(Mutex::new(BTreeMap::new()));
         backend.share_settings(Arc::clone(&variables));
         let settings = pg_catalog::Settings(Arc::clone(&variables));
-        pg_catalog::register_functions(&mut ctx, Arc::clone(&engine.metastore), settings, Arc::clone(&backend))?;
+        pg_catalog::register_functions(
+            &mut ctx,
+            Arc::clone(&engine.metastore),
+            settings,
+            Arc::clone(&backend),
+            Arc::clone(&engine.statement_stats),
+        )?;
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&engine.backends));
+        ctx.state_ref().write().config_mut().set_extension(Arc::clone(&engine.statement_stats));
         let running = Arc::new(RunningStatement::default());
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&running));
         let session = Session { engine, ctx, variables, backend, running };
@@ -189,6 +196,20 @@ impl Session {
     /// Every setting the session made, by name.
     pub(crate) fn variables(&self) -> BTreeMap<String, String> {
         self.lock_variables().clone()
+    }
+
+    /// A setting's value: the session's, else the server's (from `serve`'s flags), else the
+    /// PostgreSQL parameter's or Spark's default.
+    pub fn setting(&self, name: &str) -> Option<String> {
+        self.variable(name)
+            .or_else(|| self.engine.server_setting(name))
+            .or_else(|| config::default_setting(&name.to_lowercase()).map(str::to_string))
+    }
+
+    /// Statements that take at least this long are logged with their plans; `None` is off.
+    pub fn log_min_duration(&self) -> Option<Duration> {
+        self.setting(config::LOG_MIN_DURATION_STATEMENT)
+            .and_then(|value| config::parse_log_min_duration(&value).ok().flatten())
     }
 
     /// The session's Spark settings over their defaults.

@@ -3,24 +3,21 @@
 //! can be cancelled. What each statement does is [`dispatch`]'s.
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
-use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::sqlparser::ast::Statement;
-use futures::{FutureExt, Stream};
+use futures::FutureExt;
 
 use super::dialect::{BucketSqlStatement, parse_sql};
-use super::history::{QueryRecord, QueryState};
+use super::history::QueryState;
 use super::output::{Output, Prepared};
 use super::session::Session;
+use super::statement_end::StatementEnd;
 use super::{dispatch, interrupt};
 use crate::error::SqlError;
 use crate::exec::executor;
@@ -72,11 +69,11 @@ pub async fn prepare(
     prepared
 }
 
-/// Keeps in the query history a statement that failed before it could run.
-fn record_failure(session: &Session, sql: &str, error: &SqlError) {
-    if let Some(record) = session.engine.history.begin(&session.backend, sql) {
-        record.end(QueryState::Failed, None, Some(error));
-    }
+/// Ends a statement that failed before it could run (it did not parse, or timed out parsing).
+fn record_failure(session: &Arc<Session>, sql: &str, error: &SqlError) {
+    session.running.set(None);
+    let record = session.engine.history.begin(&session.backend, sql);
+    StatementEnd::unparsed(session, sql, record).end(QueryState::Failed, None, Some(error));
 }
 
 async fn prepare_untimed(
@@ -144,31 +141,30 @@ async fn execute(
     let cancel = session.backend.statement_cancellation();
     let record = session.engine.history.begin(&session.backend, sql);
     session.running.set(record.clone());
+    let mut end = StatementEnd::begin(session, sql, record);
     let output = tokio::select! {
         output = execute_timed(session, statement, params) => output,
         () = cancel.clone().cancelled_owned() => Err(cancelled_by_user()),
     };
-    if let Some(record) = &record {
-        match &output {
-            Err(e) => record.end(QueryState::Failed, None, Some(e)),
-            Ok(Output::Command { rows, .. }) => record.end(QueryState::Finished, rows.map(|r| r as u64), None),
-            Ok(Output::Rows { .. }) => {}
-            Ok(_) => record.end(QueryState::Finished, None, None),
+    match output {
+        Err(e) => {
+            end.end(QueryState::Failed, None, Some(&e));
+            Err(e)
+        }
+        Ok(Output::Rows { schema, stream }) => {
+            let stop = cancel.cancelled_owned().map(|()| Err(DataFusionError::External(Box::new(cancelled_by_user()))));
+            let rows = Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), interrupt::until(stream, stop)));
+            Ok(Output::Rows { schema, stream: end.rows(rows) })
+        }
+        Ok(output) => {
+            let rows = match &output {
+                Output::Command { rows, .. } => rows.map(|r| r as u64),
+                _ => None,
+            };
+            end.end(QueryState::Finished, rows, None);
+            Ok(output)
         }
     }
-    Ok(match output? {
-        Output::Rows { schema, stream } => {
-            let stop = cancel.cancelled_owned().map(|()| Err(DataFusionError::External(Box::new(cancelled_by_user()))));
-            let rows: SendableRecordBatchStream =
-                Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), interrupt::until(stream, stop)));
-            let rows = match record {
-                Some(record) => Box::pin(RecordedRows::new(Arc::clone(&schema), rows, record)),
-                None => rows,
-            };
-            Output::Rows { schema, stream: rows }
-        }
-        other => other,
-    })
 }
 
 async fn execute_timed(
@@ -190,54 +186,6 @@ async fn execute_timed(
 /// The error of a statement cancelled from the web UI, as of one cancelled by a CancelRequest.
 fn cancelled_by_user() -> SqlError {
     SqlError::query_canceled("canceling statement due to user request")
-}
-
-/// A statement's rows on their way to the client, counted into its query history entry,
-/// which ends with them: at their end, at an error, or when the client stops reading.
-struct RecordedRows {
-    schema: SchemaRef,
-    rows: Pin<Box<dyn Stream<Item = datafusion::error::Result<RecordBatch>> + Send>>,
-    record: Arc<QueryRecord>,
-    count: u64,
-}
-
-impl RecordedRows {
-    fn new(
-        schema: SchemaRef,
-        rows: impl Stream<Item = datafusion::error::Result<RecordBatch>> + Send + 'static,
-        record: Arc<QueryRecord>,
-    ) -> Self {
-        RecordedRows { schema, rows: Box::pin(rows), record, count: 0 }
-    }
-}
-
-impl Stream for RecordedRows {
-    type Item = datafusion::error::Result<RecordBatch>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let polled = self.rows.as_mut().poll_next(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(batch))) => self.count += batch.num_rows() as u64,
-            Poll::Ready(Some(Err(e))) => {
-                self.record.end(QueryState::Failed, Some(self.count), Some(&SqlError::from(e)))
-            }
-            Poll::Ready(None) => self.record.end(QueryState::Finished, Some(self.count), None),
-            Poll::Pending => {}
-        }
-        polled
-    }
-}
-
-impl RecordBatchStream for RecordedRows {
-    fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
-    }
-}
-
-impl Drop for RecordedRows {
-    fn drop(&mut self) {
-        self.record.end(QueryState::Abandoned, Some(self.count), None);
-    }
 }
 
 /// `sql`'s statements, parsed on a blocking thread: a statement of megabytes takes long

@@ -23,6 +23,7 @@ use super::file_naming::STAGING_DIR;
 use super::parquet_writer::StagedFile;
 use crate::catalog::metastore::{DataFile, Metastore};
 use crate::error::SqlError;
+use crate::metrics::METRICS;
 
 /// One write's private staging area; dropping it (on failure or cancellation) removes
 /// everything that was not published.
@@ -94,6 +95,7 @@ impl StagedWrite {
             return Err(e);
         }
         self.published = true;
+        METRICS.commits.inc();
         Ok(())
     }
 

@@ -14,6 +14,7 @@ use super::commit::{prune_empty_dirs, remove_empty_subdirs};
 use super::file_naming::STAGING_DIR;
 use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
+use crate::metrics::METRICS;
 
 pub struct FileJanitor {
     metastore: Arc<Metastore>,
@@ -164,7 +165,10 @@ impl FileJanitor {
 /// True when the file is gone afterwards.
 fn remove_file(path: &Path) -> bool {
     match std::fs::remove_file(path) {
-        Ok(()) => true,
+        Ok(()) => {
+            METRICS.janitor_removals.inc();
+            true
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
         Err(e) => {
             tracing::warn!(path = %path.display(), "could not delete file: {e}");

@@ -17,6 +17,7 @@ use crate::config::KNOWN_KEYS;
 use crate::explain::graph::PlanGraph;
 use crate::sql::activity::Backend;
 use crate::sql::history::{QueryRecord, QueryState};
+use crate::sql::statement_stats::StatementEntry;
 
 #[derive(Debug, Serialize)]
 pub(super) struct QuerySummary {
@@ -333,4 +334,56 @@ pub(super) async fn settings(
 
 pub(super) async fn not_found() -> Response {
     missing("resource")
+}
+
+/// One line of `pg_stat_statements`, as the statements page shows it.
+#[derive(Debug, Serialize)]
+pub(super) struct StatementFigures {
+    pub user: String,
+    pub queryid: i64,
+    pub query: String,
+    pub calls: u64,
+    pub total_ms: f64,
+    pub mean_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub rows: u64,
+    pub exchanges: u64,
+    pub bytes_shuffled: u64,
+    pub buckets_pruned: u64,
+}
+
+impl StatementFigures {
+    fn of(entry: &StatementEntry) -> Self {
+        StatementFigures {
+            user: entry.user.clone(),
+            queryid: entry.queryid,
+            query: entry.query.clone(),
+            calls: entry.calls,
+            total_ms: entry.total_ms,
+            mean_ms: entry.mean_ms(),
+            min_ms: entry.min_ms,
+            max_ms: entry.max_ms,
+            rows: entry.rows,
+            exchanges: entry.exchanges,
+            bytes_shuffled: entry.bytes_shuffled,
+            buckets_pruned: entry.buckets_pruned,
+        }
+    }
+}
+
+/// `pg_stat_statements`' lines the viewer may see (their own user's), most called first.
+pub(super) fn visible_statements(state: &UiState, viewer: &Viewer) -> Vec<StatementFigures> {
+    state
+        .engine
+        .statement_stats
+        .entries()
+        .iter()
+        .filter(|e| viewer.may_see(&e.user))
+        .map(StatementFigures::of)
+        .collect()
+}
+
+pub(super) async fn statements(State(state): State<Arc<UiState>>, Extension(viewer): Extension<Viewer>) -> Response {
+    Json(visible_statements(&state, &viewer)).into_response()
 }

@@ -35,7 +35,8 @@ pub fn page(title: &str, body: &str, refresh: bool) -> Html<String> {
     Html(format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">{refresh}<title>{} · bucketsql</title>\
          <style>{STYLE}</style></head><body><header><span class=\"brand\">bucketsql</span>\
-         <a href=\"/queries\">Queries</a><a href=\"/tables\">Tables</a><a href=\"/connections\">Connections</a>\
+         <a href=\"/queries\">Queries</a><a href=\"/statements\">Statements</a><a href=\"/tables\">Tables</a>\
+         <a href=\"/connections\">Connections</a>\
          </header><main><h1>{}</h1>{body}</main></body></html>",
         escape(title),
         escape(title)

@@ -1,7 +1,7 @@
 //! The web UI, Spark's SQL tab for bucketsql: the statements run lately with their plans drawn
 //! as graphs (every exchange in sight, what each operator measured, why each exchange is
-//! there), the tables with their buckets, and each connection's settings; the same as JSON
-//! under `/api/v1/`. Pages are rendered here, with no script; the UI only reads, except that
+//! there), `pg_stat_statements`, the tables with their buckets, and each connection's
+//! settings; the same as JSON under `/api/v1/`, and the server's metrics at `/metrics`. Pages are rendered here, with no script; the UI only reads, except that
 //! a running statement can be cancelled from its page, as a CancelRequest would.
 //!
 //! It asks for the SQL server's credentials where the server has any (HTTP Basic), serves TLS
@@ -148,6 +148,7 @@ fn router(state: Arc<UiState>, access: Arc<Access>) -> Router {
         .route("/tables/{schema}/{name}", get(api::table))
         .route("/connections", get(api::connections))
         .route("/connections/{pid}/settings", get(api::settings))
+        .route("/statements", get(api::statements))
         .fallback(api::not_found);
     Router::new()
         .route("/", get(|| async { axum::response::Redirect::to("/queries") }))
@@ -155,6 +156,8 @@ fn router(state: Arc<UiState>, access: Arc<Access>) -> Router {
         .route("/queries/{id}", get(pages::query))
         .route("/queries/{id}/plan.txt", get(pages::plan_text))
         .route("/queries/{id}/cancel", post(pages::cancel))
+        .route("/statements", get(pages::statements))
+        .route("/metrics", get(pages::metrics))
         .route("/tables", get(pages::tables))
         .route("/tables/{schema}/{name}", get(pages::table))
         .route("/connections", get(pages::connections))

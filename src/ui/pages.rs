@@ -1,5 +1,5 @@
-//! The pages: queries, one query's plan, tables, one table's buckets, connections and one
-//! connection's settings.
+//! The pages: queries, one query's plan, statements (`pg_stat_statements`), tables, one
+//! table's buckets, connections and one connection's settings; and `/metrics` for Prometheus.
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use super::html::{self, bytes, count, escape, page};
 use super::plan_svg;
 use super::state::UiState;
 use crate::explain::graph::{Adaptive, NodeKind};
+use crate::metrics::METRICS;
 
 /// The longest statement text shown in the list; the query's page shows all of it.
 const LISTED_SQL_CHARS: usize = 300;
@@ -169,6 +170,50 @@ pub(super) async fn cancel(
     }
     record.cancel();
     Redirect::to(&format!("/queries/{id}")).into_response()
+}
+
+/// `pg_stat_statements`: each normalised statement's calls, times, rows and what its plans
+/// shuffled, most called first.
+pub(super) async fn statements(
+    State(state): State<Arc<UiState>>,
+    Extension(viewer): Extension<Viewer>,
+) -> Html<String> {
+    let statements = api::visible_statements(&state, &viewer);
+    let ms = |ms: f64| html::duration(std::time::Duration::from_secs_f64(ms / 1000.0));
+    let rows = statements.iter().map(|s| {
+        format!(
+            "<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"sql\">{}</td>",
+            escape(&s.user),
+            count(s.calls),
+            ms(s.total_ms),
+            ms(s.mean_ms),
+            ms(s.max_ms),
+            count(s.rows),
+            count(s.exchanges),
+            bytes(s.bytes_shuffled),
+            count(s.buckets_pruned),
+            escape(&s.query),
+        )
+    });
+    let body = if statements.is_empty() {
+        "<p>No statements counted yet (or since <code>pg_stat_statements_reset()</code>).</p>".to_string()
+    } else {
+        html::table(
+            &["User", "Calls", "Total", "Mean", "Max", "Rows", "Exchanges", "Shuffled", "Buckets pruned", "Statement"],
+            rows,
+        )
+    };
+    page("Statements", &body, false)
+}
+
+/// The server's series in Prometheus' text format, the memory pool's read now.
+pub(super) async fn metrics(State(state): State<Arc<UiState>>) -> Response {
+    let engine = &state.engine;
+    METRICS.memory_used.set(engine.runtime.memory_pool.reserved() as i64);
+    METRICS.memory_limit.set(engine.memory_limit.unwrap_or(0) as i64);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], METRICS.render()).into_response()
 }
 
 pub(super) async fn tables(State(state): State<Arc<UiState>>) -> Response {

@@ -7,6 +7,15 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, NoTls};
 
+/// Two tables bucketed alike, 1,000 rows each on keys 0..999, and broadcasts off: their join
+/// on `k` is a sort-merge join that reads both sides by bucket, with no exchange below it.
+pub const CO_BUCKETED_TABLES: &str = "
+    CREATE TABLE a (k BIGINT, v BIGINT) USING parquet CLUSTERED BY (k) INTO 4 BUCKETS;
+    CREATE TABLE b (k BIGINT, w BIGINT) USING parquet CLUSTERED BY (k) INTO 4 BUCKETS;
+    INSERT INTO a SELECT id, id FROM range(1000);
+    INSERT INTO b SELECT id, id FROM range(1000);
+    SET spark.sql.autoBroadcastJoinThreshold = -1;";
+
 pub struct TestServer {
     child: Child,
     pub port: u16,
@@ -41,6 +50,16 @@ impl TestServer {
 
     /// Starts a server as the last argument of `wrapper` (e.g. `strace -f -o log`).
     pub fn start_under(wrapper: &[&str], data_dir: &Path, args: &[&str]) -> Self {
+        Self::spawn(wrapper, data_dir, args, Stdio::null(), "warn")
+    }
+
+    /// Starts a server on an existing (or new) data directory that writes its log lines
+    /// (standard output) at the default level, `info`, to `log`.
+    pub fn start_logging(data_dir: &Path, args: &[&str], log: std::fs::File) -> Self {
+        Self::spawn(&[], data_dir, args, Stdio::from(log), "info")
+    }
+
+    fn spawn(wrapper: &[&str], data_dir: &Path, args: &[&str], log: Stdio, level: &str) -> Self {
         let port = free_port();
         let mut command = match wrapper {
             [program, wrapper_args @ ..] => {
@@ -56,8 +75,8 @@ impl TestServer {
             .args(args)
             // Tests run side by side: a web UI only where a test asks for one, on its own port.
             .args(if args.contains(&"--ui") { &[][..] } else { &["--ui", "off"][..] })
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
+            .env("RUST_LOG", level)
+            .stdout(log)
             .stderr(Stdio::inherit())
             .spawn()
             .expect("bucketsql starts");
@@ -98,6 +117,14 @@ impl TestServer {
         let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/<pid>/status");
         let kilobytes: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().unwrap();
         kilobytes * 1024
+    }
+
+    /// Sends SIGTERM, as a service manager stops a server, and waits up to `timeout` for the
+    /// process to exit: its exit status, `None` (and killed) past the timeout.
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(sent.success(), "kill -TERM failed");
+        wait_with_timeout(&mut self.child, timeout)
     }
 
     /// Ends the process at once, as a crash or `kill -9` would.

@@ -27,10 +27,7 @@ pub(crate) fn set(session: &Session, name: &str, value: Option<&str>) -> Result<
 pub(crate) fn show(session: &Session, name: Option<&str>) -> Result<Output, SqlError> {
     let rows: Vec<(String, String)> = match name {
         Some(name) => {
-            let value = session
-                .variable(name)
-                .or_else(|| config::default_setting(&name.to_lowercase()).map(str::to_string))
-                .unwrap_or_else(|| "<undefined>".to_string());
+            let value = session.setting(name).unwrap_or_else(|| "<undefined>".to_string());
             vec![(display_key(name), value)]
         }
         None => session.variables().into_iter().map(|(k, v)| (display_key(&k), v)).collect(),

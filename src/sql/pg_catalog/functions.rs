@@ -30,6 +30,7 @@ use crate::catalog::metastore::Metastore;
 use crate::config;
 use crate::error::SqlError;
 use crate::sql::activity::Backend;
+use crate::sql::statement_stats::StatementStats;
 
 /// What `version()` answers: PostgreSQL's shape, so that clients parsing it (SQLAlchemy's
 /// `PostgreSQL (\d+)\.?(\d+)?`) read the version the server reports at startup.
@@ -45,14 +46,16 @@ pub fn version() -> String {
 
 /// Registers the catalog functions on a session, and `settings` where `pg_settings` reads it.
 /// `backend` is the session's connection, whose pid `pg_backend_pid()` answers.
+/// `stats` are the figures `pg_stat_statements_reset()` clears.
 pub fn register_functions(
     ctx: &mut SessionContext,
     metastore: Arc<Metastore>,
     settings: Settings,
     backend: Arc<Backend>,
+    stats: Arc<StatementStats>,
 ) -> Result<()> {
     ctx.state_ref().write().config_mut().set_extension(Arc::new(settings.clone()));
-    for function in functions(metastore, settings, backend) {
+    for function in functions(metastore, settings, backend, stats) {
         ctx.register_udf(function);
     }
     Ok(())
@@ -177,7 +180,12 @@ fn per_relation<T>(
     oids(args, 0)?.into_iter().enumerate().map(|(row, oid)| oid.map_or(Ok(None), |oid| f(&scan, oid, row))).collect()
 }
 
-fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend>) -> Vec<ScalarUDF> {
+fn functions(
+    metastore: Arc<Metastore>,
+    settings: Settings,
+    backend: Arc<Backend>,
+    stats: Arc<StatementStats>,
+) -> Vec<ScalarUDF> {
     let text = DataType::Utf8;
     let oid = DataType::Int32;
     let list = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
@@ -208,6 +216,11 @@ fn functions(metastore: Arc<Metastore>, settings: Settings, backend: Arc<Backend
         // The pid of BackendKeyData and `pg_stat_activity`; NULL in a session no client opened.
         function("pg_backend_pid", &[0], Volatility::Stable, DataType::Int32, move |_, rows| {
             Ok(Arc::new(Int32Array::from(vec![backend.login().map(|login| login.pid); rows])))
+        }),
+        // PostgreSQL 16's returns void, which reads as an empty text.
+        function("pg_stat_statements_reset", &[0], Volatility::Volatile, text.clone(), move |_, rows| {
+            stats.reset();
+            Ok(text_array((0..rows).map(|_| Some(String::new()))))
         }),
         function("pg_is_in_recovery", &[0], Volatility::Stable, DataType::Boolean, |_, rows| {
             Ok(Arc::new(BooleanArray::from(vec![false; rows])))

@@ -1,5 +1,6 @@
-//! The rows of `pg_stat_activity` and `pg_stat_progress_copy`: the server's connections and
-//! their running COPYs.
+//! The rows of `pg_stat_activity`, `pg_stat_progress_copy` and `pg_stat_statements`: the
+//! server's connections, their running COPYs, and the statements run since the figures were
+//! reset.
 
 use datafusion::error::Result;
 
@@ -66,6 +67,37 @@ pub(super) fn pg_stat_progress_copy(scan: &Scan) -> Result<Vec<Row>> {
                 copy.tuples() as i64,
                 0,
             ])
+        })
+        .collect())
+}
+
+/// One row per user and normalised statement text, most called first; beside PostgreSQL's
+/// columns, who ran it and what bucketing is about.
+pub(super) fn pg_stat_statements(scan: &Scan) -> Result<Vec<Row>> {
+    Ok(scan
+        .statement_stats()
+        .map(|stats| stats.entries())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|entry| {
+            row![
+                SUPERUSER_OID,
+                DATABASE_OID,
+                true,
+                entry.queryid,
+                entry.query.as_str(),
+                entry.calls as i64,
+                entry.total_ms,
+                entry.min_ms,
+                entry.max_ms,
+                entry.mean_ms(),
+                entry.stddev_ms(),
+                entry.rows as i64,
+                entry.user.as_str(),
+                entry.exchanges as i64,
+                entry.bytes_shuffled as i64,
+                entry.buckets_pruned as i64,
+            ]
         })
         .collect())
 }

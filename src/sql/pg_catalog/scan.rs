@@ -14,6 +14,7 @@ use super::settings::Settings;
 use super::snapshot::Snapshot;
 use crate::catalog::metastore::{Metastore, TableMeta};
 use crate::sql::activity::{Backend, Backends};
+use crate::sql::statement_stats::StatementStats;
 
 /// A relation as `pg_class`, `pg_attribute` and `information_schema` describe it.
 pub struct Relation {
@@ -130,6 +131,11 @@ impl<'a> Scan<'a> {
 
     pub(super) fn settings(&self) -> Option<Arc<Settings>> {
         self.state.and_then(|s| s.config().get_extension::<Settings>())
+    }
+
+    /// `pg_stat_statements`' figures; none outside a session.
+    pub(super) fn statement_stats(&self) -> Option<Arc<StatementStats>> {
+        self.state.and_then(|s| s.config().get_extension::<StatementStats>())
     }
 
     /// The server's logged-in connections; none outside a session.

@@ -43,6 +43,7 @@ fn arrow_type(name: &str) -> DataType {
         "int2" => DataType::Int16,
         "int8" | "xid" => DataType::Int64,
         "float4" => DataType::Float32,
+        "float8" => DataType::Float64,
         "bool" => DataType::Boolean,
         "bytea" => DataType::Binary,
         "timestamptz" => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),

@@ -88,6 +88,12 @@ pub const PG_CATALOG_VIEWS: &[View] = &[
         pg_stat_activity,
     ),
     view(
+        "pg_stat_statements",
+        12600,
+        "userid:oid dbid:oid toplevel:bool queryid:int8 query:text calls:int8 total_exec_time:float8 min_exec_time:float8 max_exec_time:float8 mean_exec_time:float8 stddev_exec_time:float8 rows:int8 usename:name exchanges:int8 bytes_shuffled:int8 buckets_pruned:int8",
+        pg_stat_statements,
+    ),
+    view(
         "pg_stat_progress_copy",
         12421,
         "pid:int4 datid:oid datname:name relid:oid command:text type:text bytes_processed:int8 bytes_total:int8 tuples_processed:int8 tuples_excluded:int8",
