@@ -17,7 +17,7 @@ use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr, ScalarFunctionEx
 use datafusion::physical_expr_common::physical_expr::fmt_sql;
 
 use crate::catalog::types::SparkType;
-use crate::planner::division::ANSI_DIVIDE;
+use crate::planner::ansi_arithmetic::ansi_operator;
 
 /// A named value produced by an operator. Spark gives each one a session-unique expression
 /// id when it is first produced and keeps it while the value flows up unchanged.
@@ -132,10 +132,10 @@ pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String 
         }
         text + " END"
     } else if let Some(e) = expr.downcast_ref::<ScalarFunctionExpr>()
-        && e.name() == ANSI_DIVIDE
-        && let [dividend, divisor] = e.args()
+        && let Some(op) = ansi_operator(e.name())
+        && let [left, right] = e.args()
     {
-        binary_text(&Operator::Divide, r(dividend), r(divisor))
+        binary_text(&op, r(left), r(right))
     } else if let Some(e) = expr.downcast_ref::<ScalarFunctionExpr>() {
         format!("{}({})", e.name().to_lowercase(), join(e.args().iter().map(r), ", "))
     } else {

@@ -1,9 +1,11 @@
 //! The walk an analyzer rule that rewrites expressions shares: every expression of every plan
 //! node, subqueries included, bottom up, each keeping the name it had so that the columns a
-//! query returns keep theirs.
+//! query returns keep theirs. The members of a grouping set (`CUBE`, `ROLLUP`, `GROUPING
+//! SETS`) are left as they are: they name the aggregate's columns, and a name cannot be kept
+//! inside a grouping set.
 
 use datafusion::common::DFSchema;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
@@ -20,7 +22,13 @@ pub fn rewrite_expressions(
         let names = NamePreserver::new(&plan);
         plan.map_expressions(|expr| {
             let name = names.save(&expr);
-            let rewritten = expr.transform_up(|expr| rewrite(expr, &schema))?;
+            let rewritten = expr.transform_down_up(
+                |expr| match expr {
+                    Expr::GroupingSet(_) => Ok(Transformed::new(expr, false, TreeNodeRecursion::Jump)),
+                    expr => Ok(Transformed::no(expr)),
+                },
+                |expr| rewrite(expr, &schema),
+            )?;
             Ok(rewritten.update_data(|expr| name.restore(expr)))
         })
     })

@@ -10,6 +10,7 @@
 //!
 //! Runs last among the logical rules, so that it sees filters already pushed into scans.
 
+use super::ansi_arithmetic::ansi_binary;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
 use datafusion::common::JoinType;
@@ -26,7 +27,8 @@ pub struct InferFiltersFromConstraints;
 
 /// The columns a predicate is never true without (`scanNullIntolerantAttribute`): those it
 /// reaches through operators that are NULL when an input is — comparisons, arithmetic,
-/// casts, negation — so `cast(k as double) = 5.0` and `k + 1 = 6` imply `isnotnull(k)`.
+/// casts, negation, and ANSI mode's checked arithmetic — so `cast(k as double) = 5.0` and
+/// `k + 1 = 6` imply `isnotnull(k)`.
 /// `<=>`, `IS NULL`, `AND`, `OR` and functions stop the search, as in Spark.
 fn null_intolerant_columns(predicate: &Expr) -> Vec<&Expr> {
     fn scan<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
@@ -38,7 +40,14 @@ fn null_intolerant_columns(predicate: &Expr) -> Vec<&Expr> {
                 scan(left, out);
                 scan(right, out);
             }
-            _ => {}
+            _ => {
+                if let Some((op, left, right)) = ansi_binary(expr)
+                    && is_null_intolerant(op)
+                {
+                    scan(left, out);
+                    scan(right, out);
+                }
+            }
         }
     }
     let mut columns = Vec::new();
@@ -96,14 +105,27 @@ fn null_exactly_with(expr: &Expr, schema: &DFSchema, columns: &mut Vec<Expr>) ->
         }
         Expr::Negative(inner) => null_exactly_with(inner, schema, columns),
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-            op.is_numerical_operators()
-                && numeric(left)
-                && numeric(right)
-                && null_exactly_with(left, schema, columns)
-                && null_exactly_with(right, schema, columns)
+            null_exactly_with_operands(*op, left, right, schema, columns)
         }
-        _ => false,
+        _ => ansi_binary(expr)
+            .is_some_and(|(op, left, right)| null_exactly_with_operands(op, left, right, schema, columns)),
     }
+}
+
+/// Whether `left op right` is NULL exactly when one of its columns is.
+fn null_exactly_with_operands(
+    op: Operator,
+    left: &Expr,
+    right: &Expr,
+    schema: &DFSchema,
+    columns: &mut Vec<Expr>,
+) -> bool {
+    let numeric = |e: &Expr| e.get_type(schema).is_ok_and(|t| t.is_numeric());
+    op.is_numerical_operators()
+        && numeric(left)
+        && numeric(right)
+        && null_exactly_with(left, schema, columns)
+        && null_exactly_with(right, schema, columns)
 }
 
 /// Whether every value of `from` has a value of `to`.

@@ -9,6 +9,7 @@
 //! stage by stage, re-planned with what each finished stage produced.
 
 pub mod adaptive;
+pub mod ansi_arithmetic;
 pub mod bucketing;
 pub mod cooperative_joins;
 pub mod decimal_precision;
@@ -56,6 +57,7 @@ use crate::config::SparkConf;
 use crate::exec::hash_aggregate::HashAggregateExec;
 use crate::exec::sort::SortExec;
 use adaptive::insert_adaptive_spark_plan::insert_adaptive_spark_plan;
+use ansi_arithmetic::AnsiArithmetic;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use cooperative_joins::cooperative_joins;
@@ -76,16 +78,22 @@ use union_output_nullability::UnionOutputNullability;
 use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 
 /// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL, then its
-/// fractional `/`, made before its type coercion, and Spark's `RewriteExceptAll` and
+/// fractional `/`, made before its type coercion, ANSI mode's checked integral arithmetic
+/// after it (when both operands have one type), and Spark's `RewriteExceptAll` and
 /// `RewriteIntersectAll` last: Spark runs them first in its optimizer, and only before
 /// DataFusion's optimizer is an EXCEPT ALL's join told from a user's (see
 /// [`rewrite_except_intersect_all`]); after type coercion, which gives both sides' columns one
 /// type.
 pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     let mut rules = Analyzer::new().rules;
-    let coercion = rules.iter().position(|rule| rule.name() == "type_coercion").unwrap_or(rules.len());
-    rules.insert(coercion, Arc::new(Division));
-    rules.insert(coercion, Arc::new(DecimalPrecision));
+    let coercion = |rules: &[Arc<dyn AnalyzerRule + Send + Sync>]| {
+        rules.iter().position(|rule| rule.name() == "type_coercion").unwrap_or(rules.len())
+    };
+    let before = coercion(&rules);
+    rules.insert(before, Arc::new(Division));
+    rules.insert(before, Arc::new(DecimalPrecision));
+    let after = (coercion(&rules) + 1).min(rules.len());
+    rules.insert(after, Arc::new(AnsiArithmetic));
     rules.push(Arc::new(RewriteExceptIntersectAll));
     rules
 }

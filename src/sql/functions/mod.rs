@@ -1,6 +1,7 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
-//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap` and `div`, and string builders
+//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap`, `div` and
+//! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, and string builders
 //! bounded by the memory limit.
 
 pub mod bounded_strings;
@@ -10,16 +11,22 @@ mod overridden;
 pub mod range;
 pub mod spark_hash;
 pub mod sqrt;
+mod sum;
 
 use std::sync::Arc;
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
+use crate::planner::ansi_arithmetic::Arithmetic;
+
 pub fn register(ctx: &mut SessionContext) -> Result<()> {
     datafusion_spark::register_all(ctx)?;
     ctx.register_udf(spark_hash::spark_hash_udf());
     ctx.register_udf(integral_divide::integral_divide_udf());
+    for arithmetic in Arithmetic::ALL {
+        ctx.register_udf(arithmetic.try_udf());
+    }
     let pool = Arc::clone(&ctx.runtime_env().memory_pool);
     let state = ctx.state();
     let lookup = |name: &str| state.scalar_functions().get(name).cloned();
@@ -31,6 +38,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     }
     if let Some(initcap) = initcap::spark_initcap(lookup) {
         ctx.register_udf(initcap);
+    }
+    if let Some(sum) = sum::spark_sum(state.aggregate_functions().get("sum").cloned()) {
+        ctx.register_udaf(sum);
     }
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     Ok(())

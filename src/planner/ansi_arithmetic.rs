@@ -1,0 +1,334 @@
+//! Spark's `Add`, `Subtract` and `Multiply` under ANSI mode (`spark.sql.ansi.enabled`, on by
+//! default in Spark 4): integral arithmetic that overflows fails with ARITHMETIC_OVERFLOW
+//! (22003) where DataFusion wraps around, so `CAST(2147483647 AS INT) + 1` is an error, not
+//! -2147483648. `try_add`, `try_subtract` and `try_multiply` give NULL instead, row by row.
+//!
+//! The rule runs after DataFusion's type coercion, when both operands of an integral operator
+//! have one type, and makes the operator a function of ours that computes with Arrow's checked
+//! kernels (EXPLAIN prints it as the operator). Where we differ: there is no legacy mode
+//! (`ansi.enabled = false`, where Spark wraps around); unary minus, `abs` and `sum` still wrap.
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{Array, ArrayRef, ArrowNativeTypeOp, AsArray, PrimitiveArray};
+use datafusion::arrow::compute::kernels::arity::try_binary;
+use datafusion::arrow::compute::kernels::numeric;
+use datafusion::arrow::datatypes::{ArrowPrimitiveType, DataType, Int8Type, Int16Type, Int32Type, Int64Type};
+use datafusion::arrow::error::ArrowError;
+use datafusion::common::DFSchema;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::Transformed;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
+use datafusion::logical_expr::{
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+
+use super::division::ANSI_DIVIDE;
+use super::expression_rule::rewrite_expressions;
+use crate::error::SqlError;
+
+#[derive(Debug, Default)]
+pub struct AnsiArithmetic;
+
+impl AnalyzerRule for AnsiArithmetic {
+    fn name(&self) -> &str {
+        "ansi_arithmetic"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+        rewrite_expressions(plan, checked_arithmetic)
+    }
+}
+
+fn checked_arithmetic(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else {
+        return Ok(Transformed::no(expr));
+    };
+    let unchanged = |left, right| Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right })));
+    let Some(arithmetic) = Arithmetic::of(op) else { return unchanged(left, right) };
+    match (left.get_type(schema), right.get_type(schema)) {
+        (Ok(l), Ok(r)) if l == r && l.is_integer() => {
+            Ok(Transformed::yes(arithmetic.ansi_udf().call(vec![*left, *right])))
+        }
+        _ => unchanged(left, right),
+    }
+}
+
+/// The operators ANSI mode checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arithmetic {
+    Add,
+    Subtract,
+    Multiply,
+}
+
+impl Arithmetic {
+    pub const ALL: [Arithmetic; 3] = [Arithmetic::Add, Arithmetic::Subtract, Arithmetic::Multiply];
+
+    fn of(op: Operator) -> Option<Self> {
+        match op {
+            Operator::Plus => Some(Arithmetic::Add),
+            Operator::Minus => Some(Arithmetic::Subtract),
+            Operator::Multiply => Some(Arithmetic::Multiply),
+            _ => None,
+        }
+    }
+
+    pub fn operator(self) -> Operator {
+        match self {
+            Arithmetic::Add => Operator::Plus,
+            Arithmetic::Subtract => Operator::Minus,
+            Arithmetic::Multiply => Operator::Multiply,
+        }
+    }
+
+    /// Spark's function that gives NULL instead of failing.
+    fn try_name(self) -> &'static str {
+        match self {
+            Arithmetic::Add => "try_add",
+            Arithmetic::Subtract => "try_subtract",
+            Arithmetic::Multiply => "try_multiply",
+        }
+    }
+
+    fn ansi_name(self) -> &'static str {
+        match self {
+            Arithmetic::Add => "ansi_add",
+            Arithmetic::Subtract => "ansi_subtract",
+            Arithmetic::Multiply => "ansi_multiply",
+        }
+    }
+
+    fn checked<T: ArrowNativeTypeOp>(self, a: T, b: T) -> Option<T> {
+        match self {
+            Arithmetic::Add => a.add_checked(b),
+            Arithmetic::Subtract => a.sub_checked(b),
+            Arithmetic::Multiply => a.mul_checked(b),
+        }
+        .ok()
+    }
+
+    fn ansi_udf(self) -> Arc<ScalarUDF> {
+        Arc::clone(&ANSI_UDFS[self as usize])
+    }
+
+    /// `try_add`, `try_subtract` or `try_multiply`, to register on a session.
+    pub fn try_udf(self) -> ScalarUDF {
+        ScalarUDF::new_from_impl(CheckedArithmetic::new(self, OnOverflow::Null))
+    }
+}
+
+/// The operator `name` of an ANSI function stands for (`ansi_add` … and `/`'s
+/// `ansi_divide`), for EXPLAIN to print it as Spark does.
+pub fn ansi_operator(name: &str) -> Option<Operator> {
+    if name == ANSI_DIVIDE {
+        return Some(Operator::Divide);
+    }
+    Arithmetic::ALL.into_iter().find(|a| a.ansi_name() == name).map(Arithmetic::operator)
+}
+
+/// `expr` as the operator and operands it stands for, when it is one of ANSI mode's functions:
+/// rules that reason about operators see through them.
+pub fn ansi_binary(expr: &Expr) -> Option<(Operator, &Expr, &Expr)> {
+    let Expr::ScalarFunction(function) = expr else { return None };
+    let op = ansi_operator(function.name())?;
+    match function.args.as_slice() {
+        [left, right] => Some((op, left, right)),
+        _ => None,
+    }
+}
+
+static ANSI_UDFS: LazyLock<[Arc<ScalarUDF>; 3]> = LazyLock::new(|| {
+    Arithmetic::ALL.map(|a| Arc::new(ScalarUDF::new_from_impl(CheckedArithmetic::new(a, OnOverflow::Fail))))
+});
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum OnOverflow {
+    /// ARITHMETIC_OVERFLOW (22003), as the operators under ANSI mode.
+    Fail,
+    /// NULL for the row, as the `try_` functions.
+    Null,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CheckedArithmetic {
+    arithmetic: Arithmetic,
+    overflow: OnOverflow,
+    signature: Signature,
+}
+
+impl CheckedArithmetic {
+    fn new(arithmetic: Arithmetic, overflow: OnOverflow) -> Self {
+        let signature = match overflow {
+            OnOverflow::Fail => Signature::any(2, Volatility::Immutable),
+            OnOverflow::Null => Signature::user_defined(Volatility::Immutable),
+        };
+        CheckedArithmetic { arithmetic, overflow, signature }
+    }
+}
+
+impl ScalarUDFImpl for CheckedArithmetic {
+    fn name(&self) -> &str {
+        match self.overflow {
+            OnOverflow::Fail => self.arithmetic.ansi_name(),
+            OnOverflow::Null => self.arithmetic.try_name(),
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    /// The `try_` functions take two numbers: integers of the wider type, others as the
+    /// operator would take them.
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let [left, right] = arg_types else {
+            return Err(DataFusionError::Plan(format!("{} takes two numbers", self.name())));
+        };
+        let (left, right) = BinaryTypeCoercer::new(left, &self.arithmetic.operator(), right).get_input_types()?;
+        Ok(vec![left, right])
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        let [left, right] = arg_types else {
+            return Err(DataFusionError::Plan(format!("{} takes two numbers", self.name())));
+        };
+        BinaryTypeCoercer::new(left, &self.arithmetic.operator(), right).get_result_type()
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [left, right]: [ArrayRef; 2] = ColumnarValue::values_to_arrays(&args.args)?
+            .try_into()
+            .map_err(|_| DataFusionError::Internal(format!("{} takes two arguments", self.name())))?;
+        let result = match left.data_type() {
+            DataType::Int8 => self.integral::<Int8Type>(&left, &right),
+            DataType::Int16 => self.integral::<Int16Type>(&left, &right),
+            DataType::Int32 => self.integral::<Int32Type>(&left, &right),
+            DataType::Int64 => self.integral::<Int64Type>(&left, &right),
+            _ => match self.arithmetic {
+                Arithmetic::Add => numeric::add(&left, &right),
+                Arithmetic::Subtract => numeric::sub(&left, &right),
+                Arithmetic::Multiply => numeric::mul(&left, &right),
+            }
+            .map_err(DataFusionError::from),
+        };
+        result.map(ColumnarValue::Array)
+    }
+}
+
+impl CheckedArithmetic {
+    fn integral<T: ArrowPrimitiveType>(&self, left: &ArrayRef, right: &ArrayRef) -> Result<ArrayRef> {
+        let (left, right) = (left.as_primitive::<T>(), right.as_primitive::<T>());
+        let arithmetic = self.arithmetic;
+        let pairs = || left.iter().zip(right.iter());
+        match self.overflow {
+            OnOverflow::Null => {
+                let result: PrimitiveArray<T> = pairs().map(|(a, b)| arithmetic.checked(a?, b?)).collect();
+                Ok(Arc::new(result))
+            }
+            OnOverflow::Fail => {
+                let checked = try_binary::<_, _, _, T>(left, right, |a, b| {
+                    arithmetic.checked(a, b).ok_or_else(|| ArrowError::ComputeError(String::new()))
+                });
+                match checked {
+                    Ok(result) => Ok(Arc::new(result) as ArrayRef),
+                    Err(_) => {
+                        let (a, b) = pairs()
+                            .filter_map(|(a, b)| Some((a?, b?)))
+                            .find(|(a, b)| arithmetic.checked(*a, *b).is_none())
+                            .expect("a row that overflowed");
+                        Err(DataFusionError::External(Box::new(self.overflow_error(
+                            left.data_type(),
+                            format!("{a:?}"),
+                            format!("{b:?}"),
+                        ))))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Spark's error: BINARY_ARITHMETIC_OVERFLOW with the operands for the short types,
+    /// ARITHMETIC_OVERFLOW for INT and BIGINT.
+    fn overflow_error(&self, data_type: &DataType, left: String, right: String) -> SqlError {
+        let try_name = self.arithmetic.try_name();
+        let message = if matches!(data_type, DataType::Int8 | DataType::Int16) {
+            let symbol = self.arithmetic.operator();
+            format!(
+                "[BINARY_ARITHMETIC_OVERFLOW] {left}S {symbol} {right}S caused overflow. Use `{try_name}` to ignore overflow problem and return NULL."
+            )
+        } else {
+            format!(
+                "[ARITHMETIC_OVERFLOW] overflow. Use '{try_name}' to tolerate overflow and return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error."
+            )
+        };
+        SqlError::new("22003", message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::Int32Array;
+    use datafusion::arrow::datatypes::{Field, Int32Type, Schema};
+    use datafusion::logical_expr::{col, lit};
+
+    use super::*;
+
+    fn schema() -> DFSchema {
+        let fields = [("i", DataType::Int32), ("j", DataType::Int32), ("d", DataType::Float64)];
+        DFSchema::try_from(Schema::new(fields.map(|(name, dt)| Field::new(name, dt, true)).to_vec())).unwrap()
+    }
+
+    /// Integral operands of one type become the checked function; others keep the operator.
+    #[test]
+    fn only_integral_operators_of_one_type_are_checked() {
+        let cases = [
+            (col("i") + col("j"), Some("ansi_add")),
+            (col("i") - col("j"), Some("ansi_subtract")),
+            (col("i") * col("j"), Some("ansi_multiply")),
+            (col("d") + col("d"), None),
+            (col("i") + lit(1i64), None),
+            (col("i").gt(col("j")), None),
+        ];
+        for (expr, expected) in cases {
+            let rewritten = checked_arithmetic(expr.clone(), &schema()).unwrap();
+            let name = match &rewritten.data {
+                Expr::ScalarFunction(f) => Some(f.name()),
+                _ => None,
+            };
+            assert_eq!(name, expected, "{expr}");
+            assert_eq!(rewritten.transformed, expected.is_some());
+        }
+        assert_eq!(ansi_operator("ansi_multiply"), Some(Operator::Multiply));
+        assert_eq!(ansi_operator("try_add"), None);
+        assert_eq!(ansi_operator("ansi_divide"), Some(Operator::Divide));
+    }
+
+    fn apply(udf: &ScalarUDF, left: Vec<Option<i32>>, right: Vec<Option<i32>>) -> Result<Vec<Option<i32>>> {
+        let rows = left.len();
+        let args = ScalarFunctionArgs {
+            args: [left, right].map(|v| ColumnarValue::Array(Arc::new(Int32Array::from(v)))).to_vec(),
+            arg_fields: ["a", "b"].map(|name| Arc::new(Field::new(name, DataType::Int32, true))).to_vec(),
+            number_rows: rows,
+            return_field: Arc::new(Field::new("r", DataType::Int32, true)),
+            config_options: Arc::new(ConfigOptions::default()),
+        };
+        let ColumnarValue::Array(result) = udf.invoke_with_args(args)? else { panic!("an array") };
+        Ok(result.as_primitive::<Int32Type>().iter().collect())
+    }
+
+    /// Spark 4.3: `try_add(2147483647, 1)` is NULL, other rows add; `2147483647 + 1` fails.
+    #[test]
+    fn an_overflow_fails_the_operator_and_nulls_the_try_function() {
+        let (left, right) = (vec![Some(i32::MAX), Some(1), None], vec![Some(1), Some(2), Some(3)]);
+        let tried = apply(&Arithmetic::Add.try_udf(), left.clone(), right.clone()).unwrap();
+        assert_eq!(tried, [None, Some(3), None]);
+        let error = apply(&Arithmetic::Add.ansi_udf(), left, right).unwrap_err();
+        assert!(error.to_string().contains("[ARITHMETIC_OVERFLOW] overflow. Use 'try_add'"), "{error}");
+        let fine = apply(&Arithmetic::Multiply.ansi_udf(), vec![Some(46340), None], vec![Some(46340), Some(7)]);
+        assert_eq!(fine.unwrap(), [Some(2147395600), None]);
+    }
+}
