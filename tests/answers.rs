@@ -511,3 +511,25 @@ async fn sorting_by_an_alias_named_like_a_cast_keys_column_sorts_by_the_aliased_
         }
     }
 }
+
+/// A set operation's rows have the type its branches widen to, and a prepared statement
+/// declares that type, so that drivers read the rows (Spark 4.3: `SELECT 1 UNION ALL SELECT
+/// 2.5` is decimal(11,1) with 1.0 and 2.5; a BIGINT and a DOUBLE are DOUBLEs).
+#[tokio::test]
+async fn set_operations_declare_the_type_their_branches_widen_to() {
+    use rust_decimal::Decimal;
+    use tokio_postgres::types::Type;
+
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let widened = client.prepare("SELECT 1 AS x UNION ALL SELECT 2.5 ORDER BY 1").await.unwrap();
+    assert_eq!(widened.columns()[0].type_(), &Type::NUMERIC);
+    let rows = client.query(&widened, &[]).await.unwrap();
+    let values: Vec<String> = rows.iter().map(|r| r.get::<_, Decimal>(0).to_string()).collect();
+    assert_eq!(values, ["1.0", "2.5"]);
+
+    let doubles = client.prepare("SELECT CAST(1 AS BIGINT) AS x UNION SELECT 2.5D ORDER BY 1").await.unwrap();
+    assert_eq!(doubles.columns()[0].type_(), &Type::FLOAT8);
+    let rows = client.query(&doubles, &[]).await.unwrap();
+    assert_eq!(rows.iter().map(|r| r.get::<_, f64>(0)).collect::<Vec<_>>(), [1.0, 2.5]);
+}

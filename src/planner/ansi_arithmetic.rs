@@ -26,6 +26,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
+use super::decimal_division::DECIMAL_DIVIDE;
 use super::division::ANSI_DIVIDE;
 use super::expression_rule::rewrite_expressions;
 use crate::error::SqlError;
@@ -122,9 +123,9 @@ impl Arithmetic {
 }
 
 /// The operator `name` of an ANSI function stands for (`ansi_add` … and `/`'s
-/// `ansi_divide`), for EXPLAIN to print it as Spark does.
+/// `ansi_divide` and `decimal_divide`), for EXPLAIN to print it as Spark does.
 pub fn ansi_operator(name: &str) -> Option<Operator> {
-    if name == ANSI_DIVIDE {
+    if name == ANSI_DIVIDE || name == DECIMAL_DIVIDE {
         return Some(Operator::Divide);
     }
     Arithmetic::ALL.into_iter().find(|a| a.ansi_name() == name).map(Arithmetic::operator)

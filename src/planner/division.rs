@@ -3,9 +3,10 @@
 //! first, so `7 / 2` is 3.5 and `sum(x) / count(*)` an average, where DataFusion divides
 //! integers into an integer. And, as Spark 4 runs with `spark.sql.ansi.enabled` by default, a
 //! DOUBLE divided by zero (or -0.0) fails with DIVIDE_BY_ZERO (22012) instead of giving an
-//! infinity or NaN; a NULL dividend gives NULL, whatever the divisor. DECIMAL division keeps
-//! DataFusion's result type. Where we differ: there is no legacy mode (`ansi.enabled =
-//! false`, where Spark gives NULL for a zero divisor). Runs before DataFusion's type coercion,
+//! infinity or NaN; a NULL dividend gives NULL, whatever the divisor. DECIMALs divide as
+//! Spark's do: [`decimal_division`](super::decimal_division). Where we differ: there is no
+//! legacy mode (`ansi.enabled = false`, where Spark gives NULL for a zero divisor). Runs
+//! before DataFusion's type coercion,
 //! after [`DecimalPrecision`](super::decimal_precision), which makes a DECIMAL divided by a
 //! DOUBLE two DOUBLEs.
 
@@ -25,6 +26,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
+use super::decimal_division::decimal_division;
 use super::expression_rule::rewrite_expressions;
 
 /// The function `/` becomes over DOUBLE operands.
@@ -50,6 +52,9 @@ fn fractional_division(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr
     let (Ok(left_type), Ok(right_type)) = (left.get_type(schema), right.get_type(schema)) else {
         return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right })));
     };
+    if let Some(quotient) = decimal_division(&left, &right, schema)? {
+        return Ok(Transformed::yes(quotient));
+    }
     let numeric = |t: &DataType| t.is_numeric() || t.is_null();
     if !numeric(&left_type) || !numeric(&right_type) || left_type.is_decimal() || right_type.is_decimal() {
         return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right })));

@@ -12,6 +12,7 @@ pub mod adaptive;
 pub mod ansi_arithmetic;
 pub mod bucketing;
 pub mod cooperative_joins;
+pub mod decimal_division;
 pub mod decimal_precision;
 pub mod distribution;
 pub mod division;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
@@ -125,6 +126,16 @@ impl Session {
         };
         let plan = self.plan(stmt).await?;
         self.physical_plan(stmt, &plan).await
+    }
+
+    /// The columns `plan` (as [`Self::plan`] made it) returns once analyzed, with the types
+    /// the rows will have: type coercion widens a set operation's branches to one type, which
+    /// the unanalyzed plan still gives as the first branch's. A plan that cannot be analyzed
+    /// yet (parameters of no known type) gives its own columns.
+    pub(crate) fn result_schema(&self, plan: &LogicalPlan) -> SchemaRef {
+        let state = self.ctx.state();
+        let analyzed = state.analyzer().execute_and_check(plan.clone(), state.config_options(), |_, _| {});
+        Arc::new(analyzed.as_ref().unwrap_or(plan).schema().as_arrow().clone())
     }
 
     /// `plan` (as [`Self::plan`] made it) after DataFusion's analyzer and after its optimizer,

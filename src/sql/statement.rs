@@ -93,7 +93,7 @@ async fn prepare_untimed(
             let plan = session.plan(stmt).await?;
             let schema = match stmt {
                 Statement::Insert(_) => None,
-                _ => Some(Arc::new(plan.schema().as_arrow().clone())),
+                _ => Some(session.result_schema(&plan)),
             };
             (parameter_types(&plan)?, schema)
         }

@@ -256,10 +256,13 @@ impl SplittingWriter {
         let name = data_file_name(self.task, &self.write_id, bucket);
         let relative = if partition.is_empty() { name } else { format!("{partition}/{name}") };
         let staged = self.staging_dir.join(&relative);
+        // Made in place, not on a blocking thread as tokio's calls are: a failed write stops
+        // its writers and removes the staging directory, and a creation still under way on
+        // another thread would make the directory again afterwards.
         if let Some(parent) = staged.parent() {
-            tokio::fs::create_dir_all(parent).await?;
+            std::fs::create_dir_all(parent)?;
         }
-        let file = File::create(&staged).await?;
+        let file = File::from_std(std::fs::File::create(&staged)?);
         let writer =
             AsyncArrowWriter::try_new(file, Arc::clone(&self.layout.file_schema), Some(self.properties.clone()))?;
         Ok(OpenFile {

@@ -1,0 +1,223 @@
+//! Spark's `Divide` of DECIMALs (`Divide.resultDecimalType` under
+//! `spark.sql.decimalOperations.allowPrecisionLoss`, its default): the quotient of
+//! DECIMAL(p1, s1) by DECIMAL(p2, s2) has scale max(6, s1 + p2 + 1) and p1 - s1 + s2 integer
+//! digits, cut to 38 digits by giving up scale down to 6; it is rounded half up, where
+//! DataFusion gives other types and truncates (`-1663.07 / 7` is -237.581429 in Spark,
+//! -237.581428 in DataFusion). An integer operand counts as the DECIMAL holding its type
+//! (INT as DECIMAL(10, 0)), an integer literal as the narrowest DECIMAL holding its value (7 as
+//! DECIMAL(1, 0)), as Spark's `DecimalPrecision` takes them (where we differ: so does an
+//! integer literal cast to INT, which Spark takes as an INT). A zero divisor fails with
+//! DIVIDE_BY_ZERO (22012), and a quotient past its precision with NUMERIC_VALUE_OUT_OF_RANGE
+//! (22003), as under ANSI mode. [`Division`](super::division) calls it for `/`.
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, i256};
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ExprSchemable, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::error::SqlError;
+
+/// The function a DECIMAL `/` becomes.
+pub const DECIMAL_DIVIDE: &str = "decimal_divide";
+
+const MAX_PRECISION: u8 = 38;
+/// Spark's `DecimalType.MINIMUM_ADJUSTED_SCALE`.
+const MINIMUM_ADJUSTED_SCALE: i8 = 6;
+
+/// `left / right` as Spark divides DECIMALs, when one of them is a DECIMAL and the other a
+/// DECIMAL or an integer; `None` for other operands.
+pub fn decimal_division(left: &Expr, right: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
+    let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
+    if !left_type.is_decimal() && !right_type.is_decimal() {
+        return Ok(None);
+    }
+    let (Some(l), Some(r)) = (operand_type(left, &left_type), operand_type(right, &right_type)) else {
+        return Ok(None);
+    };
+    let args = vec![left.clone().cast_to(&l, schema)?, right.clone().cast_to(&r, schema)?];
+    Ok(Some(DECIMAL_DIVIDE_UDF.call(args)))
+}
+
+/// The DECIMAL an operand divides as: its own, its integer type's, or its literal's digits.
+fn operand_type(expr: &Expr, data_type: &DataType) -> Option<DataType> {
+    let digits = |n: i128| n.unsigned_abs().checked_ilog10().map_or(1, |log| log as u8 + 1);
+    // Integer literals reach here as INT casts of themselves (`sql::rewrite` types them as
+    // Spark does), so an INT cast of an integer literal counts as the literal.
+    fn literal(expr: &Expr) -> Option<i128> {
+        match expr {
+            Expr::Literal(value, _) => integer(value),
+            Expr::Negative(inner) => literal(inner).map(|v| -v),
+            Expr::Cast(cast) if cast.field.data_type() == &DataType::Int32 => literal(&cast.expr),
+            _ => None,
+        }
+    }
+    let literal = literal(expr);
+    match (data_type, literal) {
+        (DataType::Decimal128(..), _) => Some(data_type.clone()),
+        (_, Some(value)) => Some(DataType::Decimal128(digits(value), 0)),
+        (DataType::Int8, _) => Some(DataType::Decimal128(3, 0)),
+        (DataType::Int16, _) => Some(DataType::Decimal128(5, 0)),
+        (DataType::Int32, _) => Some(DataType::Decimal128(10, 0)),
+        (DataType::Int64, _) => Some(DataType::Decimal128(20, 0)),
+        _ => None,
+    }
+}
+
+fn integer(value: &ScalarValue) -> Option<i128> {
+    match value {
+        ScalarValue::Int8(Some(v)) => Some((*v).into()),
+        ScalarValue::Int16(Some(v)) => Some((*v).into()),
+        ScalarValue::Int32(Some(v)) => Some((*v).into()),
+        ScalarValue::Int64(Some(v)) => Some((*v).into()),
+        _ => None,
+    }
+}
+
+/// Spark's `Divide.resultDecimalType` with precision loss allowed.
+fn quotient_type(p1: u8, s1: i8, p2: u8, s2: i8) -> (u8, i8) {
+    let int_digits = i32::from(p1) - i32::from(s1) + i32::from(s2);
+    let scale = i32::from(MINIMUM_ADJUSTED_SCALE).max(i32::from(s1) + i32::from(p2) + 1);
+    let precision = int_digits + scale;
+    if precision <= i32::from(MAX_PRECISION) {
+        return (precision as u8, scale as i8);
+    }
+    // `DecimalType.adjustPrecisionScale`: keep the integer digits, give up scale down to 6.
+    let int_digits = precision - scale;
+    let min_scale = scale.min(i32::from(MINIMUM_ADJUSTED_SCALE));
+    let scale = (i32::from(MAX_PRECISION) - int_digits).max(min_scale);
+    (MAX_PRECISION, scale as i8)
+}
+
+static DECIMAL_DIVIDE_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
+    Arc::new(ScalarUDF::new_from_impl(DecimalDivide { signature: Signature::any(2, Volatility::Immutable) }))
+});
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct DecimalDivide {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for DecimalDivide {
+    fn name(&self) -> &str {
+        DECIMAL_DIVIDE
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types {
+            [DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)] => {
+                let (precision, scale) = quotient_type(*p1, *s1, *p2, *s2);
+                Ok(DataType::Decimal128(precision, scale))
+            }
+            other => Err(DataFusionError::Internal(format!("{DECIMAL_DIVIDE} of {other:?}"))),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [dividend, divisor]: [ArrayRef; 2] = ColumnarValue::values_to_arrays(&args.args)?
+            .try_into()
+            .map_err(|_| DataFusionError::Internal(format!("{DECIMAL_DIVIDE} takes two arguments")))?;
+        let DataType::Decimal128(precision, scale) = *args.return_field.data_type() else {
+            return Err(DataFusionError::Internal(format!("{DECIMAL_DIVIDE} returns a DECIMAL")));
+        };
+        let (dividends, divisors) =
+            (dividend.as_primitive::<Decimal128Type>(), divisor.as_primitive::<Decimal128Type>());
+        let (DataType::Decimal128(_, s1), DataType::Decimal128(_, s2)) = (dividend.data_type(), divisor.data_type())
+        else {
+            return Err(DataFusionError::Internal(format!("{DECIMAL_DIVIDE} takes DECIMALs")));
+        };
+        // a / 10^s1 divided by b / 10^s2, at scale s: a * 10^(s - s1 + s2) / b.
+        let shift = i32::from(scale) - i32::from(*s1) + i32::from(*s2);
+        let limit = i256::from_i128(10).wrapping_pow(u32::from(precision));
+        let mut quotients = Vec::with_capacity(dividends.len());
+        for (a, b) in dividends.iter().zip(divisors.iter()) {
+            let (Some(a), Some(b)) = (a, b) else {
+                quotients.push(None);
+                continue;
+            };
+            if b == 0 {
+                return Err(DataFusionError::External(Box::new(SqlError::divide_by_zero())));
+            }
+            let quotient = divide_half_up(a, b, shift);
+            if quotient >= limit || quotient <= -limit {
+                return Err(DataFusionError::External(Box::new(out_of_range(quotient, precision, scale))));
+            }
+            quotients.push(Some(quotient.as_i128()));
+        }
+        let array = Decimal128Array::from(quotients).with_precision_and_scale(precision, scale)?;
+        Ok(ColumnarValue::Array(Arc::new(array)))
+    }
+}
+
+/// `a * 10^shift / b` rounded half up (away from zero on a half), in 256 bits: a DECIMAL(38)
+/// times 10^44 still fits.
+fn divide_half_up(a: i128, b: i128, shift: i32) -> i256 {
+    let ten = i256::from_i128(10);
+    let (mut numerator, mut denominator) = (i256::from_i128(a), i256::from_i128(b));
+    if shift >= 0 {
+        numerator = numerator.wrapping_mul(ten.wrapping_pow(shift as u32));
+    } else {
+        denominator = denominator.wrapping_mul(ten.wrapping_pow(shift.unsigned_abs()));
+    }
+    let quotient = numerator.wrapping_div(denominator);
+    let remainder = numerator.wrapping_rem(denominator);
+    let twice = remainder.wrapping_abs().wrapping_mul(i256::from_i128(2));
+    if twice >= denominator.wrapping_abs() {
+        let away = if (numerator < i256::ZERO) != (denominator < i256::ZERO) { i256::MINUS_ONE } else { i256::ONE };
+        quotient.wrapping_add(away)
+    } else {
+        quotient
+    }
+}
+
+/// Spark's NUMERIC_VALUE_OUT_OF_RANGE for a quotient of `precision` digits it does not fit.
+fn out_of_range(quotient: i256, precision: u8, scale: i8) -> SqlError {
+    let digits = quotient.wrapping_abs().to_string();
+    let scale = scale.max(0) as usize;
+    let digits = format!("{digits:0>width$}", width = scale + 1);
+    let (whole, fraction) = digits.split_at(digits.len() - scale);
+    let sign = if quotient < i256::ZERO { "-" } else { "" };
+    let value = if scale == 0 { format!("{sign}{whole}") } else { format!("{sign}{whole}.{fraction}") };
+    SqlError::new(
+        "22003",
+        format!(
+            "[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]  {value} cannot be represented as Decimal({precision}, {scale}). If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error, and return NULL instead."
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spark 4.3's result types (`EXPLAIN`ed and run): decimal(12,2) / 3 → (16,6), / an INT
+    /// column → (21,13), / a BIGINT → (26,23), (12,2) / (5,1) → (19,8), (38,10) / (38,10) →
+    /// (38,6).
+    #[test]
+    fn quotient_types_are_sparks() {
+        assert_eq!(quotient_type(12, 2, 1, 0), (16, 6));
+        assert_eq!(quotient_type(10, 2, 10, 0), (21, 13));
+        assert_eq!(quotient_type(5, 2, 20, 0), (26, 23));
+        assert_eq!(quotient_type(12, 2, 5, 1), (19, 8));
+        assert_eq!(quotient_type(38, 10, 38, 10), (38, 6));
+        assert_eq!(quotient_type(2, 0, 3, 1), (9, 6));
+    }
+
+    /// Spark 4.3: -1663.07 / 7 = -237.581429 (half up), 1 / 3 = 0.333333, 2.5 / 2 = 1.250000.
+    #[test]
+    fn quotients_round_half_up() {
+        assert_eq!(divide_half_up(-166307, 7, 6 - 2), i256::from_i128(-237581429));
+        assert_eq!(divide_half_up(100, 3, 6 - 2), i256::from_i128(333333));
+        assert_eq!(divide_half_up(25, 2, 6 - 1), i256::from_i128(1250000));
+        assert_eq!(divide_half_up(1, 2, 0), i256::from_i128(1), "a half goes away from zero");
+        assert_eq!(divide_half_up(-1, 2, 0), i256::from_i128(-1));
+    }
+}
