@@ -463,7 +463,8 @@ fn sample(families: &Value, name: &str, labels: &[(&str, &str)]) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_parse_as_prometheus_text_ask_for_the_password_and_count_what_ran() {
-    let (server, ui) = start_with_ui(&["--password", "secret", "--memory-limit", "256MiB"]);
+    let args = ["--password", "secret", "--memory-limit", "256MiB", "--max-connections", "1"];
+    let (server, ui) = start_with_ui(&args);
     assert_eq!(get(ui, "/metrics", &[]).await.status, 401);
     let auth = [("Authorization", "Basic cG9zdGdyZXM6c2VjcmV0")];
     let url = format!("{} password=secret", server.connection_string());
@@ -505,6 +506,24 @@ async fn metrics_parse_as_prometheus_text_ask_for_the_password_and_count_what_ra
     assert!(adapted("bucketsql_adaptive_partitions_coalesced_total") >= 199.0);
     assert_eq!(adapted("bucketsql_adaptive_skew_splits_total"), 0.0);
     assert_eq!(adapted("bucketsql_exchanges_avoided_total"), 0.0, "plain tables are shuffled");
+
+    // A client past --max-connections is refused; an overwrite's replaced file is deleted.
+    let refused = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.err().expect("refused past the limit");
+    assert_eq!(sqlstate(&refused), "53300");
+    client.batch_execute("INSERT OVERWRITE TABLE q SELECT id, id FROM range(10)").await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let cleaned = loop {
+        let now = scrape(ui, &auth).await;
+        let janitor = "bucketsql_janitor_files_removed_total";
+        let removed = sample(&now, janitor, &[]) - sample(&adaptive_after, janitor, &[]);
+        if removed >= 1.0 || std::time::Instant::now() > deadline {
+            break now;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let moved_since = |name: &str| sample(&cleaned, name, &[]) - sample(&adaptive_after, name, &[]);
+    assert_eq!(moved_since("bucketsql_connections_refused_total"), 1.0);
+    assert!(moved_since("bucketsql_janitor_files_removed_total") >= 1.0);
 
     let moved = |name: &str, labels: &[(&str, &str)]| sample(&after, name, labels) - sample(&before, name, labels);
     let ok_select = [("kind", "SELECT"), ("outcome", "ok"), ("sqlstate_class", "00")];
