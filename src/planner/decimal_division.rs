@@ -159,7 +159,7 @@ impl ScalarUDFImpl for DecimalDivide {
 
 /// `a * 10^shift / b` rounded half up (away from zero on a half), in 256 bits: a DECIMAL(38)
 /// times 10^44 still fits.
-fn divide_half_up(a: i128, b: i128, shift: i32) -> i256 {
+pub fn divide_half_up(a: i128, b: i128, shift: i32) -> i256 {
     let ten = i256::from_i128(10);
     let (mut numerator, mut denominator) = (i256::from_i128(a), i256::from_i128(b));
     if shift >= 0 {

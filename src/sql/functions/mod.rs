@@ -1,9 +1,10 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap`, `div` and
-//! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, and string builders
+//! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, `avg` of DECIMALs as DECIMALs, and string builders
 //! bounded by the memory limit.
 
+mod avg;
 pub mod bounded_strings;
 mod initcap;
 mod integral_divide;
@@ -39,8 +40,12 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     if let Some(initcap) = initcap::spark_initcap(lookup) {
         ctx.register_udf(initcap);
     }
-    if let Some(sum) = sum::spark_sum(state.aggregate_functions().get("sum").cloned()) {
+    let aggregate = |name: &str| state.aggregate_functions().get(name).cloned();
+    if let Some(sum) = sum::spark_sum(aggregate("sum")) {
         ctx.register_udaf(sum);
+    }
+    if let Some(avg) = avg::spark_avg(aggregate("avg")) {
+        ctx.register_udaf(avg);
     }
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     Ok(())

@@ -1,0 +1,296 @@
+//! Spark's `avg` of a DECIMAL: a DECIMAL four digits wider, and four more of scale
+//! (`decimal(p, s)` gives `decimal(min(38, p + 4), min(38, s + 4))`), the total divided by the
+//! count rounded half up, where Spark's `avg` of `datafusion-spark` (which the session has)
+//! makes every input a DOUBLE. Other inputs go to that `avg`. The partial state is Spark's: the
+//! total as `decimal(min(38, p + 10), s)` and the count. A total past 38 digits fails with
+//! NUMERIC_VALUE_OUT_OF_RANGE (22003); rows leaving a sliding window frame are taken back out.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array};
+use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type};
+use datafusion::common::ScalarValue;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::utils::format_state_name;
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
+};
+
+use crate::error::SqlError;
+use crate::planner::decimal_division::divide_half_up;
+
+const MAX_PRECISION: u8 = 38;
+
+/// `avg` with Spark's DECIMAL average, over the session's `avg` (`inner`) for other inputs.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct SparkAvg {
+    inner: AggregateUDF,
+    signature: Signature,
+}
+
+pub fn spark_avg(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
+    Some(AggregateUDF::new_from_impl(SparkAvg {
+        inner: inner?.as_ref().clone(),
+        signature: Signature::user_defined(Volatility::Immutable),
+    }))
+}
+
+/// The DECIMAL average of `decimal(p, s)`, and the DECIMAL its total is kept in.
+fn average_types(precision: u8, scale: i8) -> (DataType, DataType) {
+    let widen = |by: u8| (precision + by).min(MAX_PRECISION);
+    let average_scale = (scale + 4).min(MAX_PRECISION as i8);
+    (DataType::Decimal128(widen(4), average_scale), DataType::Decimal128(widen(10), scale))
+}
+
+/// How `avg` averages its input, when it averages it as a DECIMAL.
+fn decimal_input(args: &AccumulatorArgs) -> Result<Option<Averaging>> {
+    Ok(match args.exprs[0].data_type(args.schema)? {
+        DataType::Decimal128(precision, scale) if !args.is_distinct => Some(Averaging::of(precision, scale)),
+        _ => None,
+    })
+}
+
+impl AggregateUDFImpl for SparkAvg {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn aliases(&self) -> &[String] {
+        self.inner.aliases()
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    /// A DECIMAL stays one; other numbers become the DOUBLEs the inner `avg` averages.
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [DataType::Decimal128(..)] => Ok(arg_types.to_vec()),
+            [number] if number.is_numeric() || number.is_null() => Ok(vec![DataType::Float64]),
+            other => Err(DataFusionError::Plan(format!("avg takes one number, not {other:?}"))),
+        }
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types {
+            [DataType::Decimal128(precision, scale)] => Ok(average_types(*precision, *scale).0),
+            _ => self.inner.return_type(arg_types),
+        }
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        match args.input_fields[0].data_type() {
+            DataType::Decimal128(precision, scale) if !args.is_distinct => {
+                let total = average_types(*precision, *scale).1;
+                Ok(vec![
+                    Arc::new(Field::new(format_state_name(self.name(), "sum"), total, true)),
+                    Arc::new(Field::new(format_state_name(self.name(), "count"), DataType::Int64, true)),
+                ])
+            }
+            _ => self.inner.state_fields(args),
+        }
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        match decimal_input(&args)? {
+            Some(averaging) => Ok(Box::new(DecimalAverage { averaging, total: 0, count: 0 })),
+            None => self.inner.accumulator(args),
+        }
+    }
+
+    fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
+        self.inner.groups_accumulator_supported(args)
+    }
+
+    fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
+        match decimal_input(&args)? {
+            Some(averaging) => Ok(Box::new(DecimalAverages { averaging, totals: Vec::new(), counts: Vec::new() })),
+            None => self.inner.create_groups_accumulator(args),
+        }
+    }
+
+    fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        match decimal_input(&args)? {
+            Some(_) => self.accumulator(args),
+            None => self.inner.create_sliding_accumulator(args),
+        }
+    }
+
+    fn reverse_expr(&self) -> ReversedUDAF {
+        ReversedUDAF::Identical
+    }
+}
+
+/// How totals become averages: the input's scale, the totals' precision, the average's type.
+#[derive(Debug, Clone, Copy)]
+struct Averaging {
+    input_scale: i8,
+    total_precision: u8,
+    precision: u8,
+    scale: i8,
+}
+
+impl Averaging {
+    fn of(input_precision: u8, input_scale: i8) -> Self {
+        let (average, total) = average_types(input_precision, input_scale);
+        let (DataType::Decimal128(precision, scale), DataType::Decimal128(total_precision, _)) = (average, total)
+        else {
+            unreachable!("average_types gives DECIMALs")
+        };
+        Averaging { input_scale, total_precision, precision, scale }
+    }
+
+    fn average(&self, total: i128, count: i64) -> Option<i128> {
+        (count > 0).then(|| {
+            divide_half_up(total, i128::from(count), i32::from(self.scale) - i32::from(self.input_scale)).as_i128()
+        })
+    }
+
+    fn totals(&self, totals: Decimal128Array) -> Result<Decimal128Array> {
+        Ok(totals.with_precision_and_scale(self.total_precision, self.input_scale)?)
+    }
+}
+
+fn out_of_range() -> DataFusionError {
+    DataFusionError::External(Box::new(SqlError::new(
+        "22003",
+        "[NUMERIC_VALUE_OUT_OF_RANGE] the total of avg does not fit DECIMAL(38). If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error, and return NULL instead.",
+    )))
+}
+
+/// One group's total and count.
+#[derive(Debug)]
+struct DecimalAverage {
+    averaging: Averaging,
+    total: i128,
+    count: i64,
+}
+
+impl DecimalAverage {
+    fn add(&mut self, totals: &ArrayRef, counts: Option<&ArrayRef>, sign: i128) -> Result<()> {
+        let totals = totals.as_primitive::<Decimal128Type>();
+        for row in 0..totals.len() {
+            if totals.is_null(row) {
+                continue;
+            }
+            let count = counts.map_or(1, |c| c.as_primitive::<Int64Type>().value(row));
+            self.total = self.total.checked_add(sign * totals.value(row)).ok_or_else(out_of_range)?;
+            self.count += sign as i64 * count;
+        }
+        Ok(())
+    }
+}
+
+impl Accumulator for DecimalAverage {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(&values[0], None, 1)
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(&values[0], None, -1)
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        true
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        self.add(&states[0], Some(&states[1]), 1)
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        let Averaging { total_precision, input_scale, .. } = self.averaging;
+        Ok(vec![
+            ScalarValue::Decimal128((self.count > 0).then_some(self.total), total_precision, input_scale),
+            ScalarValue::Int64(Some(self.count)),
+        ])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let Averaging { precision, scale, .. } = self.averaging;
+        Ok(ScalarValue::Decimal128(self.averaging.average(self.total, self.count), precision, scale))
+    }
+
+    fn size(&self) -> usize {
+        size_of::<Self>()
+    }
+}
+
+/// Many groups' totals and counts.
+#[derive(Debug)]
+struct DecimalAverages {
+    averaging: Averaging,
+    totals: Vec<i128>,
+    counts: Vec<i64>,
+}
+
+impl DecimalAverages {
+    fn add(
+        &mut self,
+        totals: &ArrayRef,
+        counts: Option<&ArrayRef>,
+        groups: &[usize],
+        filter: Option<&BooleanArray>,
+        groups_total: usize,
+    ) -> Result<()> {
+        self.totals.resize(groups_total, 0);
+        self.counts.resize(groups_total, 0);
+        let totals = totals.as_primitive::<Decimal128Type>();
+        let counts = counts.map(|c| c.as_primitive::<Int64Type>());
+        for (row, &group) in groups.iter().enumerate() {
+            if totals.is_null(row) || filter.is_some_and(|f| !f.is_valid(row) || !f.value(row)) {
+                continue;
+            }
+            let total = &mut self.totals[group];
+            *total = total.checked_add(totals.value(row)).ok_or_else(out_of_range)?;
+            self.counts[group] += counts.map_or(1, |c| c.value(row));
+        }
+        Ok(())
+    }
+}
+
+impl GroupsAccumulator for DecimalAverages {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.add(&values[0], None, group_indices, opt_filter, total_num_groups)
+    }
+
+    fn merge_batch(&mut self, values: &[ArrayRef], group_indices: &[usize], total_num_groups: usize) -> Result<()> {
+        self.add(&values[0], Some(&values[1]), group_indices, None, total_num_groups)
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let (totals, counts) = (emit_to.take_needed(&mut self.totals), emit_to.take_needed(&mut self.counts));
+        let averages: Decimal128Array =
+            totals.into_iter().zip(counts).map(|(total, count)| self.averaging.average(total, count)).collect();
+        let Averaging { precision, scale, .. } = self.averaging;
+        Ok(Arc::new(averages.with_precision_and_scale(precision, scale)?))
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        let (totals, counts) = (emit_to.take_needed(&mut self.totals), emit_to.take_needed(&mut self.counts));
+        let nulls = NullBuffer::from(counts.iter().map(|c| *c > 0).collect::<Vec<_>>());
+        let totals = self.averaging.totals(Decimal128Array::new(totals.into(), Some(nulls)))?;
+        Ok(vec![Arc::new(totals), Arc::new(Int64Array::from(counts))])
+    }
+
+    fn convert_to_state(&self, values: &[ArrayRef], opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
+        let values = values[0].as_primitive::<Decimal128Type>();
+        let kept = |row: usize| values.is_valid(row) && opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+        let totals: Decimal128Array = (0..values.len()).map(|row| kept(row).then(|| values.value(row))).collect();
+        let counts: Int64Array = (0..values.len()).map(|row| Some(i64::from(kept(row)))).collect();
+        Ok(vec![Arc::new(self.averaging.totals(totals)?), Arc::new(counts)])
+    }
+
+    fn size(&self) -> usize {
+        self.totals.capacity() * size_of::<i128>() + self.counts.capacity() * size_of::<i64>()
+    }
+}
