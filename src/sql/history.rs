@@ -218,11 +218,6 @@ impl QueryRecord {
     pub fn cancel(&self) {
         self.cancel.cancel();
     }
-
-    /// Resolves when [`Self::cancel`] is called.
-    pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.cancel.clone().cancelled_owned()
-    }
 }
 
 #[cfg(test)]

@@ -37,13 +37,6 @@ pub fn spark_avg(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
     }))
 }
 
-/// The DECIMAL average of `decimal(p, s)`, and the DECIMAL its total is kept in.
-fn average_types(precision: u8, scale: i8) -> (DataType, DataType) {
-    let widen = |by: u8| (precision + by).min(MAX_PRECISION);
-    let average_scale = (scale + 4).min(MAX_PRECISION as i8);
-    (DataType::Decimal128(widen(4), average_scale), DataType::Decimal128(widen(10), scale))
-}
-
 /// How `avg` averages its input, when it averages it as a DECIMAL.
 fn decimal_input(args: &AccumulatorArgs) -> Result<Option<Averaging>> {
     Ok(match args.exprs[0].data_type(args.schema)? {
@@ -76,7 +69,7 @@ impl AggregateUDFImpl for SparkAvg {
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types {
-            [DataType::Decimal128(precision, scale)] => Ok(average_types(*precision, *scale).0),
+            [DataType::Decimal128(precision, scale)] => Ok(Averaging::of(*precision, *scale).average_type()),
             _ => self.inner.return_type(arg_types),
         }
     }
@@ -84,7 +77,7 @@ impl AggregateUDFImpl for SparkAvg {
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         match args.input_fields[0].data_type() {
             DataType::Decimal128(precision, scale) if !args.is_distinct => {
-                let total = average_types(*precision, *scale).1;
+                let total = Averaging::of(*precision, *scale).total_type();
                 Ok(vec![
                     Arc::new(Field::new(format_state_name(self.name(), "sum"), total, true)),
                     Arc::new(Field::new(format_state_name(self.name(), "count"), DataType::Int64, true)),
@@ -134,13 +127,20 @@ struct Averaging {
 }
 
 impl Averaging {
+    /// Of `decimal(p, s)`: the average `decimal(p + 4, s + 4)`, the total `decimal(p + 10, s)`,
+    /// each at most 38 digits.
     fn of(input_precision: u8, input_scale: i8) -> Self {
-        let (average, total) = average_types(input_precision, input_scale);
-        let (DataType::Decimal128(precision, scale), DataType::Decimal128(total_precision, _)) = (average, total)
-        else {
-            unreachable!("average_types gives DECIMALs")
-        };
-        Averaging { input_scale, total_precision, precision, scale }
+        let widen = |by: u8| (input_precision + by).min(MAX_PRECISION);
+        let scale = (input_scale + 4).min(MAX_PRECISION as i8);
+        Averaging { input_scale, total_precision: widen(10), precision: widen(4), scale }
+    }
+
+    fn average_type(&self) -> DataType {
+        DataType::Decimal128(self.precision, self.scale)
+    }
+
+    fn total_type(&self) -> DataType {
+        DataType::Decimal128(self.total_precision, self.input_scale)
     }
 
     fn average(&self, total: i128, count: i64) -> Option<i128> {
