@@ -25,7 +25,7 @@ use crate::explain::graph::PlanGraph;
 pub const DEFAULT_QUERY_HISTORY: usize = 1000;
 
 /// The longest statement text kept, in bytes.
-const SQL_TEXT_BYTES: usize = 64 << 10;
+pub(super) const SQL_TEXT_BYTES: usize = 64 << 10;
 
 /// The last statements of every connection, newest last.
 pub struct QueryHistory {

@@ -7,6 +7,7 @@
 //! texts is bounded (`pg_stat_statements.max`; past it the least-called text leaves), and the
 //! figures are saved when the server shuts down (to `pg_stat_statements.json` beside the
 //! metastore) and read back when it starts: a crash loses what was counted since the start.
+//! Each text kept is bounded as the query history's is (64 KiB; its id is the whole text's).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,8 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use serde::{Deserialize, Serialize};
 
-use super::activity::lock;
+use super::activity::{lock, truncated};
+use super::history::SQL_TEXT_BYTES;
 use crate::explain::analyze::Totals;
 
 /// PostgreSQL's default `pg_stat_statements.max`.
@@ -92,7 +94,9 @@ impl StatementStats {
     /// Counts a finished statement of text `sql` that `user` ran.
     pub fn record(&self, user: &str, sql: &str, duration: Duration, rows: u64, totals: &Totals) {
         let query = normalize(sql);
+        // The id is the whole text's; the text kept is bounded as the query history's is.
         let queryid = query_id(&query);
+        let query = truncated(&query, SQL_TEXT_BYTES).to_string();
         let key = (user.to_string(), queryid);
         let ms = duration.as_secs_f64() * 1000.0;
         let mut entries = lock(&self.entries);
@@ -243,6 +247,17 @@ mod tests {
             ("bob", "SELECT $1 FROM t"),
             "the text just counted stays"
         );
+
+        // A long text keeps its own entry and a bounded copy of its text.
+        let columns: Vec<String> = (0..SQL_TEXT_BYTES / 4).map(|i| format!("c{i}")).collect();
+        let long = |end: &str| format!("SELECT {} FROM {end}", columns.join(", "));
+        let wide = StatementStats::open(dir.path(), 10);
+        for end in ["a", "b"] {
+            wide.record("ann", &long(end), Duration::from_millis(1), 1, &Totals::default());
+        }
+        let kept = wide.entries();
+        assert_eq!(kept.len(), 2);
+        assert!(kept.iter().all(|e| e.query.len() == SQL_TEXT_BYTES && e.query.starts_with("SELECT c0, c1")));
 
         stats.save().unwrap();
         assert_eq!(StatementStats::open(dir.path(), 2).entries(), entries);
