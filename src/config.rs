@@ -118,6 +118,8 @@ fn server_setting(name: &str) -> Option<&'static str> {
         "timezone" => "Etc/UTC",
         "integer_datetimes" | "standard_conforming_strings" => "on",
         "transaction_isolation" | "default_transaction_isolation" => "read committed",
+        "transaction_read_only" | "default_transaction_read_only" => "off",
+        "idle_in_transaction_session_timeout" => "0",
         "statement_timeout" => "0",
         _ => return None,
     })
@@ -212,12 +214,77 @@ pub fn validate(key: &str, value: &str) -> Result<(), SqlError> {
     if key.eq_ignore_ascii_case(LOG_MIN_DURATION_STATEMENT) {
         return parse_log_min_duration(value).map(|_| ());
     }
+    if key.eq_ignore_ascii_case(IDLE_IN_TRANSACTION_SESSION_TIMEOUT) {
+        return parse_idle_in_transaction_timeout(value).map(|_| ());
+    }
+    if key.eq_ignore_ascii_case(DEFAULT_TRANSACTION_ISOLATION) || key.eq_ignore_ascii_case(TRANSACTION_ISOLATION) {
+        return Isolation::setting(key, value).map(|_| ());
+    }
+    if key.eq_ignore_ascii_case(DEFAULT_TRANSACTION_READ_ONLY) {
+        return parse_on_off(key, value).map(|_| ());
+    }
     let mut conf = SparkConf::default();
     conf.apply(key, value)
 }
 
 pub const STATEMENT_TIMEOUT: &str = "statement_timeout";
 pub const LOG_MIN_DURATION_STATEMENT: &str = "log_min_duration_statement";
+pub const IDLE_IN_TRANSACTION_SESSION_TIMEOUT: &str = "idle_in_transaction_session_timeout";
+pub const DEFAULT_TRANSACTION_ISOLATION: &str = "default_transaction_isolation";
+pub const DEFAULT_TRANSACTION_READ_ONLY: &str = "default_transaction_read_only";
+/// The open transaction's isolation level (the default outside one).
+pub const TRANSACTION_ISOLATION: &str = "transaction_isolation";
+pub const TRANSACTION_READ_ONLY: &str = "transaction_read_only";
+
+/// A transaction's isolation level, PostgreSQL's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+}
+
+impl Isolation {
+    /// READ UNCOMMITTED is READ COMMITTED, as in PostgreSQL.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase().as_str() {
+            "read committed" | "read uncommitted" => Some(Isolation::ReadCommitted),
+            "repeatable read" => Some(Isolation::RepeatableRead),
+            "serializable" => Some(Isolation::Serializable),
+            _ => None,
+        }
+    }
+
+    /// The level a setting `key` names, or PostgreSQL's error for one it does not.
+    pub fn setting(key: &str, value: &str) -> Result<Self, SqlError> {
+        Self::parse(value)
+            .ok_or_else(|| SqlError::invalid_parameter(format!("invalid value for parameter \"{key}\": \"{value}\"")))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "read committed",
+            Isolation::RepeatableRead => "repeatable read",
+            Isolation::Serializable => "serializable",
+        }
+    }
+}
+
+/// A PostgreSQL boolean parameter: `on`, `off`, `true`, `false`, `yes`, `no`, `1`, `0`.
+pub fn parse_on_off(key: &str, value: &str) -> Result<bool, SqlError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(SqlError::invalid_parameter(format!("parameter \"{key}\" requires a Boolean value"))),
+    }
+}
+
+/// The `idle_in_transaction_session_timeout` that `value` sets, in `statement_timeout`'s
+/// units: a session idle that long inside a transaction block is ended; `None` (`0`) is off.
+pub fn parse_idle_in_transaction_timeout(value: &str) -> Result<Option<Duration>, SqlError> {
+    let millis = parse_millis(IDLE_IN_TRANSACTION_SESSION_TIMEOUT, value, 0.0)?;
+    Ok((millis > 0.0).then(|| Duration::from_millis(millis as u64)))
+}
 
 /// PostgreSQL's largest time setting (`INT_MAX` milliseconds).
 const MAX_MILLIS: f64 = i32::MAX as f64;

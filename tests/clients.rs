@@ -74,7 +74,7 @@ fn require(tool: &str, version_flag: &str, remedy: &str) {
 }
 
 /// Runs one client program to completion (or [`CLIENT_TIMEOUT`]) and fails with its output.
-fn run_client(command: &mut Command) {
+pub fn run_client(command: &mut Command) {
     let mut log = tempfile::tempfile().unwrap();
     let mut child = command
         .stdin(Stdio::null())
@@ -146,21 +146,22 @@ fn node_postgres() {
 
 #[test]
 fn pgjdbc() {
+    let server = TestServer::start();
+    run_client(&mut java_client("PgJdbc", server.port));
+}
+
+/// The pgjdbc program `tests/clients/<class>.java`, compiled, to run against `port`.
+pub fn java_client(class: &str, port: u16) -> Command {
     assert!(Path::new(PGJDBC_JAR).exists(), "{PGJDBC_JAR} is missing: apt-get install libpostgresql-jdbc-java");
     require("javac", "-version", "install a JDK (apt-get install openjdk-17-jdk-headless)");
-    let source = clients_dir().join("PgJdbc.java");
-    let classes = Path::new(env!("CARGO_TARGET_TMPDIR")).join("java-clients");
+    let source = clients_dir().join(format!("{class}.java"));
+    let classes = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("java-clients-{class}"));
     installed(&classes, &std::fs::read_to_string(&source).unwrap(), || {
         run(Command::new("javac").arg("-d").arg(&classes).args(["-cp", PGJDBC_JAR]).arg(&source));
     });
-    let server = TestServer::start();
-    run_client(
-        Command::new("java")
-            .arg("-cp")
-            .arg(format!("{}:{PGJDBC_JAR}", classes.display()))
-            .arg("PgJdbc")
-            .arg(server.port.to_string()),
-    );
+    let mut command = Command::new("java");
+    command.arg("-cp").arg(format!("{}:{PGJDBC_JAR}", classes.display())).arg(class).arg(port.to_string());
+    command
 }
 
 /// tokio-postgres: prepared statements with inferred parameter types, binary parameters and

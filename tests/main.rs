@@ -27,5 +27,6 @@ mod safety;
 mod security;
 mod spark;
 mod table_statistics;
+mod transactions;
 mod web_ui;
 mod wire;

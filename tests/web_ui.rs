@@ -608,3 +608,30 @@ fn a_web_ui_beyond_loopback_needs_a_password() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("web UI") && stderr.contains("--password"), "{stderr}");
 }
+
+#[tokio::test]
+async fn statements_show_the_transaction_block_they_ran_in() {
+    let (server, ui) = start_with_ui(&[]);
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE t (k BIGINT) USING parquet").await.unwrap();
+    for sql in ["BEGIN", "INSERT INTO t VALUES (1)", "SELECT count(*) FROM t", "COMMIT", "SELECT 42"] {
+        client.simple_query(sql).await.unwrap();
+    }
+    let queries = get_json(ui, "/api/v1/queries", &[]).await;
+    let transaction_of = |sql: &str| {
+        let query = queries.as_array().unwrap().iter().find(|q| q["sql"] == sql).unwrap_or_else(|| panic!("{sql}"));
+        query["transaction"].clone()
+    };
+    let block = transaction_of("INSERT INTO t VALUES (1)");
+    assert!(block.is_u64(), "{queries}");
+    assert_eq!(transaction_of("SELECT count(*) FROM t"), block);
+    assert_eq!(transaction_of("COMMIT"), block);
+    assert_eq!(transaction_of("SELECT 42"), Value::Null);
+    assert_eq!(transaction_of("CREATE TABLE t (k BIGINT) USING parquet"), Value::Null);
+
+    let list = get(ui, "/queries", &[]).await;
+    assert!(list.body.contains("<th>Transaction</th>"), "{}", list.body);
+    let id = query_id(ui, "SELECT count(*) FROM t", &[]).await;
+    let page = get(ui, &format!("/queries/{id}"), &[]).await;
+    assert!(page.body.contains(&format!("<td id=\"transaction\">block {block}</td>")), "{}", page.body);
+}

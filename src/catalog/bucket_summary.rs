@@ -1,7 +1,7 @@
 //! How a bucketed table's rows spread over its buckets, from the committed file list alone:
 //! what `SHOW BUCKETS`, `DESCRIBE EXTENDED` and EXPLAIN's advice report without reading data.
 
-use super::metastore::DataFile;
+use super::table::DataFile;
 
 /// Files, rows and bytes per bucket id.
 #[derive(Debug, Clone, PartialEq, Eq)]

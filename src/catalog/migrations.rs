@@ -11,6 +11,7 @@ use crate::error::SqlError;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../catalog-migrations/0001_initial.sql"),
     include_str!("../../catalog-migrations/0002_bucketing.sql"),
+    include_str!("../../catalog-migrations/0003_transactions.sql"),
 ];
 
 /// The schema version this binary writes and understands.

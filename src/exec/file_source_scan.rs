@@ -30,7 +30,7 @@ use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSe
 use datafusion::physical_plan::sorts::streaming_merge::StreamingMergeBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
-use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
+use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::storage::partition_path::partition_values;
 
 /// Whether the scan reads by bucket, and if not, why not (Spark's EXPLAIN wording).

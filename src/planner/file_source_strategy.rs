@@ -20,7 +20,7 @@ use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};
 
-use crate::catalog::metastore::{BucketSpec, DataFile, TableMeta};
+use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::config::SparkConf;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::storage::bucket_hash::bucket_ids;

@@ -1,7 +1,9 @@
 //! The metastore seen through DataFusion's catalog traits: `spark_catalog.<schema>.<table>`.
 //!
-//! Each lookup reads the table's latest committed version, so one statement plans against
-//! one snapshot of every table it names: a concurrent write is seen whole or not at all.
+//! Each lookup reads the table as the session sees it ([`SessionCatalog`]): its committed
+//! version (the latest, or the transaction block's snapshot) with the block's own changes
+//! applied, so a concurrent write is seen whole or not at all. Each session has its own
+//! catalog over one shared set of system schemas.
 
 use std::sync::Arc;
 
@@ -13,15 +15,17 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::file_source_strategy::{is_partition_filter, plan_scan};
-use crate::catalog::metastore::{Metastore, TableMeta};
+use crate::catalog::metastore::Metastore;
+use crate::catalog::table::TableMeta;
 use crate::error::SqlError;
+use crate::storage::transaction::SessionCatalog;
 
 /// The catalog name Spark gives its session catalog; plans and DESCRIBE print it.
 pub const CATALOG_NAME: &str = "spark_catalog";
 
 #[derive(Debug)]
 pub struct MetastoreCatalog {
-    metastore: Arc<MetastoreHandle>,
+    tables: Arc<SessionCatalog>,
     /// Schemas answered from elsewhere (e.g. `pg_catalog`), looked up before the metastore.
     system_schemas: Vec<(String, Arc<dyn SchemaProvider>)>,
 }
@@ -36,8 +40,14 @@ impl std::fmt::Debug for MetastoreHandle {
 }
 
 impl MetastoreCatalog {
-    pub fn new(metastore: Arc<Metastore>) -> Self {
-        MetastoreCatalog { metastore: Arc::new(MetastoreHandle(metastore)), system_schemas: Vec::new() }
+    /// The catalog as `tables` sees it.
+    pub fn new(tables: Arc<SessionCatalog>) -> Self {
+        MetastoreCatalog { tables, system_schemas: Vec::new() }
+    }
+
+    /// The same system schemas, over another session's tables.
+    pub fn for_session(&self, tables: Arc<SessionCatalog>) -> Self {
+        MetastoreCatalog { tables, system_schemas: self.system_schemas.clone() }
     }
 
     /// Adds a schema that is not in the metastore, such as `pg_catalog`.
@@ -49,7 +59,7 @@ impl MetastoreCatalog {
 
 impl CatalogProvider for MetastoreCatalog {
     fn schema_names(&self) -> Vec<String> {
-        let mut names = self.metastore.0.schema_names().unwrap_or_default();
+        let mut names = self.tables.schema_names().unwrap_or_default();
         names.extend(self.system_schemas.iter().map(|(n, _)| n.clone()));
         names
     }
@@ -58,10 +68,8 @@ impl CatalogProvider for MetastoreCatalog {
         if let Some((_, schema)) = self.system_schemas.iter().find(|(n, _)| n == name) {
             return Some(Arc::clone(schema));
         }
-        match self.metastore.0.schema_exists(name) {
-            Ok(true) => {
-                Some(Arc::new(MetastoreSchema { metastore: Arc::clone(&self.metastore), schema: name.to_string() }))
-            }
+        match self.tables.schema_exists(name) {
+            Ok(true) => Some(Arc::new(MetastoreSchema { tables: Arc::clone(&self.tables), schema: name.to_string() })),
             _ => None,
         }
     }
@@ -69,23 +77,23 @@ impl CatalogProvider for MetastoreCatalog {
 
 #[derive(Debug)]
 struct MetastoreSchema {
-    metastore: Arc<MetastoreHandle>,
+    tables: Arc<SessionCatalog>,
     schema: String,
 }
 
 #[async_trait]
 impl SchemaProvider for MetastoreSchema {
     fn table_names(&self) -> Vec<String> {
-        self.metastore.0.table_names(&self.schema).unwrap_or_default()
+        self.tables.table_names(&self.schema).unwrap_or_default()
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        let meta = self.metastore.0.table(&self.schema, name).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let meta = self.tables.table(&self.schema, name).map_err(|e| DataFusionError::External(Box::new(e)))?;
         Ok(meta.map(|m| Arc::new(ParquetTable::new(m)) as Arc<dyn TableProvider>))
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        matches!(self.metastore.0.table(&self.schema, name), Ok(Some(_)))
+        matches!(self.tables.table(&self.schema, name), Ok(Some(_)))
     }
 }
 

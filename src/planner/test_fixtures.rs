@@ -17,7 +17,7 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode, Physic
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 
-use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile, STATISTICS_SIZE, TableMeta};
+use crate::catalog::table::{BucketSpec, ColumnMeta, DataFile, STATISTICS_SIZE, TableMeta};
 use crate::catalog::types::SparkType;
 use crate::config::SparkConf;
 use crate::exec::aqe_shuffle_read::{AqeShuffleReadExec, ShufflePartitionSpec};
@@ -81,6 +81,7 @@ pub(crate) fn table_of(
         comment: None,
         created_at: 0,
         version: 1,
+        change_seq: 1,
         columns: columns
             .iter()
             .map(|(name, ty)| ColumnMeta {

@@ -13,7 +13,6 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use pgwire::api::{ClientInfo, PgWireConnectionState};
 use pgwire::error::{ErrorInfo, PgWireError};
-use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::TlsAcceptor;
 use pgwire::tokio::server::{PgWireMessageServerCodec, negotiate_tls, process_error, process_message};
@@ -25,6 +24,7 @@ use super::frame_guard::{FrameGuard, Rejection, STARTUP_PACKET_BYTES};
 use super::handler::ConnectionHandlers;
 use crate::sql::activity::BackendState;
 use crate::sql::output::Prepared;
+use crate::storage::transaction::BlockStatus;
 
 /// How long a client may take to negotiate TLS, start up and authenticate (pgwire's bound).
 pub(super) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -72,10 +72,24 @@ pub async fn serve(
             socket.state(),
             PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress
         );
+        let idle_timeout = match handlers.session.tables.status() {
+            BlockStatus::Idle => None,
+            _ => handlers.session.idle_in_transaction_timeout(),
+        };
         let next = if starting {
             tokio::select! {
                 _ = &mut startup_deadline => return Ok(()),
                 next = socket.next() => next,
+            }
+        } else if let Some(timeout) = idle_timeout {
+            match tokio::time::timeout(timeout, socket.next()).await {
+                Ok(next) => next,
+                // PostgreSQL ends the session; its transaction goes with it.
+                Err(_) => {
+                    let message = "terminating connection due to idle-in-transaction timeout".to_owned();
+                    return close_with(&mut socket, ErrorInfo::new("FATAL".to_owned(), "25P03".to_owned(), message))
+                        .await;
+                }
             }
         } else {
             socket.next().await
@@ -122,6 +136,9 @@ pub async fn serve(
         };
         let is_cancel = matches!(message, PgWireFrontendMessage::CancelRequest(_));
         let ends_with_ready = ends_with_ready_for_query(&message);
+        // The session's transaction block, not pgwire's bookkeeping, says what ReadyForQuery
+        // reports: a failed COMMIT ends the block, ROLLBACK TO SAVEPOINT revives a failed one.
+        socket.set_transaction_status(handlers.transaction_status());
         let handled = process_message(
             message,
             &mut socket,
@@ -146,13 +163,16 @@ pub async fn serve(
                 // PostgreSQL closes after a FATAL error, with no ReadyForQuery.
                 return close_with(&mut socket, error.into()).await;
             }
+            // Any error inside a transaction block fails the block.
+            handlers.session.tables.fail();
+            socket.set_transaction_status(handlers.transaction_status());
             process_error(&mut socket, error, is_extended).await?;
         }
         if is_cancel {
             return Ok(());
         }
         if ends_with_ready && matches!(socket.state(), PgWireConnectionState::ReadyForQuery) {
-            handlers.backend.ready(idle_state(socket.transaction_status()));
+            handlers.backend.ready(idle_state(handlers.session.tables.status()));
         }
     }
 }
@@ -170,12 +190,12 @@ fn ends_with_ready_for_query(message: &PgWireFrontendMessage) -> bool {
     )
 }
 
-/// The idle state of a backend whose ReadyForQuery reports `status`.
-fn idle_state(status: TransactionStatus) -> BackendState {
+/// The idle state of a backend whose transaction block is in `status`.
+fn idle_state(status: BlockStatus) -> BackendState {
     match status {
-        TransactionStatus::Idle => BackendState::Idle,
-        TransactionStatus::Transaction => BackendState::IdleInTransaction,
-        TransactionStatus::Error => BackendState::IdleInTransactionAborted,
+        BlockStatus::Idle => BackendState::Idle,
+        BlockStatus::InBlock => BackendState::IdleInTransaction,
+        BlockStatus::Failed => BackendState::IdleInTransactionAborted,
     }
 }
 

@@ -5,14 +5,22 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::{Sink, StreamExt, stream};
+use futures::future::{Either, select};
+use futures::{Sink, SinkExt, StreamExt, stream};
+use pgwire::api::copy::{send_copy_both_response, send_copy_in_response, send_copy_out_response};
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::query::{
+    ExtendedQueryHandler, SimpleQueryHandler, send_execution_response, send_query_response, send_ready_for_query,
+};
 use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, Type};
+use pgwire::api::{ConnectionHandle, PgWireConnectionState};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
+use pgwire::messages::simplequery::Query;
 
 use super::auth::{Authenticator, Startup};
 use super::cancel::{Interrupt, StatementCancel};
@@ -23,11 +31,14 @@ use crate::sql::activity::Backend;
 use crate::sql::output::{Output, Prepared};
 use crate::sql::session::Session;
 use crate::sql::statement;
+use crate::storage::transaction::BlockStatus;
 
 /// Everything pgwire asks of one connection.
 pub struct ConnectionHandlers {
     /// The connection's row in `pg_stat_activity`, which the message loop marks idle.
     pub(super) backend: Arc<Backend>,
+    /// Whose transaction block the message loop reports in ReadyForQuery.
+    pub(super) session: Arc<Session>,
     pub(super) handler: Arc<QueryHandler>,
     pub(super) startup: Arc<Startup>,
     pub(super) cancel: Arc<StatementCancel>,
@@ -40,6 +51,7 @@ impl ConnectionHandlers {
         let copy = Arc::new(CopyState::new(Arc::clone(&session)));
         ConnectionHandlers {
             backend: Arc::clone(&session.backend),
+            session: Arc::clone(&session),
             startup: Arc::new(Startup::new(Arc::clone(auth), Arc::clone(&session))),
             cancel: Arc::new(StatementCancel::new(
                 Arc::clone(auth.connection_manager()),
@@ -52,6 +64,21 @@ impl ConnectionHandlers {
                 copy,
             }),
         }
+    }
+}
+
+impl ConnectionHandlers {
+    /// ReadyForQuery's `I`, `T` or `E`.
+    pub(super) fn transaction_status(&self) -> TransactionStatus {
+        transaction_status(&self.session)
+    }
+}
+
+fn transaction_status(session: &Session) -> TransactionStatus {
+    match session.tables.status() {
+        BlockStatus::Idle => TransactionStatus::Idle,
+        BlockStatus::InBlock => TransactionStatus::Transaction,
+        BlockStatus::Failed => TransactionStatus::Error,
     }
 }
 
@@ -103,6 +130,62 @@ fn respond(output: Output, format: &Format, interrupt: &Interrupt, copy: &CopySt
 
 #[async_trait]
 impl SimpleQueryHandler for QueryHandler {
+    /// pgwire's own, except that ReadyForQuery reports the session's transaction block,
+    /// which pgwire cannot follow from the responses alone (a COMMIT that fails ends the
+    /// block; ROLLBACK TO SAVEPOINT revives a failed one).
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(handle) => Some(handle.start_query().await),
+            None => None,
+        };
+        let responses = match cancel {
+            Some(cancel) => match select(SimpleQueryHandler::do_query(self, client, &query.query), cancel).await {
+                Either::Left((responses, _)) => responses,
+                Either::Right(_) => Err(PgWireError::QueryCanceled),
+            },
+            None => SimpleQueryHandler::do_query(self, client, &query.query).await,
+        }?;
+        for response in responses {
+            match response {
+                Response::EmptyQuery => {
+                    client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?
+                }
+                Response::Query(results) => send_query_response(client, results, true).await?,
+                Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
+                    send_execution_response(client, tag).await?
+                }
+                Response::Error(e) => client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?,
+                Response::CopyIn(copy) => {
+                    send_copy_in_response(client, copy).await?;
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
+                }
+                Response::CopyOut(copy) => send_copy_out_response(client, copy).await?,
+                Response::CopyBoth(copy) => {
+                    send_copy_both_response(client, copy).await?;
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
+                }
+            }
+        }
+        // A COPY FROM STDIN answers ReadyForQuery once its data is in.
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            let status = transaction_status(&self.session);
+            client.set_transaction_status(status);
+            send_ready_for_query(client, status).await?;
+        }
+        Ok(())
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,

@@ -6,21 +6,23 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::ScalarValue;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::sql::sqlparser::ast::{DescribeAlias, HiveDescribeFormat, ShowCreateObject, Statement};
+use datafusion::sql::sqlparser::ast::{DescribeAlias, HiveDescribeFormat, Ident, Set, ShowCreateObject, Statement};
 use futures::StreamExt;
 
 use super::commands::{
     analyze_table, copy, create_table, describe_column, describe_table, drop_table, explain, insert, optimize, query,
     refresh_table, repair_table, show_buckets, show_create_table, show_partitions, show_tables, table_properties,
-    variables,
+    transaction, variables,
 };
 use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode};
 use super::names::{schema_of, table_name};
 use super::output::Output;
 use super::session::Session;
 use crate::catalog::metastore::DEFAULT_SCHEMA;
+use crate::config;
 use crate::error::SqlError;
 use crate::explain::ExplainMode;
+use crate::storage::transaction::BlockStatus;
 
 /// Runs one statement with `params` bound to its `$n`, under the session's settings as they
 /// are now. Files the statement reads are not deleted before its rows have been read.
@@ -30,6 +32,17 @@ pub(crate) async fn run(
     params: Vec<ScalarValue>,
 ) -> Result<Output, SqlError> {
     use BucketSqlStatement as Bucket;
+    match session.tables.status() {
+        BlockStatus::Failed if !matches!(statement, Bucket::Sql(s) if transaction::ends_failed_block(s)) => {
+            return Err(transaction::failed_block_error());
+        }
+        BlockStatus::InBlock if session.tables.read_only() => {
+            if let Some(command) = writes(statement) {
+                return Err(transaction::read_only_error(command));
+            }
+        }
+        _ => {}
+    }
     // Settings may have changed since the last statement (`SET`, `set_config()`).
     session.install_spark_conf();
     let guard = session.engine.janitor.begin_statement();
@@ -95,6 +108,11 @@ pub(crate) async fn run(
         Bucket::RefreshTable { table } => refresh_table::refresh_table(session, table)?,
         Bucket::Sql(Statement::Msck(msck)) => repair_table::repair_table(session, msck)?,
         Bucket::Sql(stmt @ Statement::Copy { .. }) => copy::copy(session, stmt).await?,
+        Bucket::SetVariable { name, value: Some(value) }
+            if name.eq_ignore_ascii_case(config::TRANSACTION_ISOLATION) =>
+        {
+            transaction::set_isolation(session, value)?
+        }
         Bucket::SetVariable { name, value } => variables::set(session, name, value.as_deref())?,
         Bucket::ShowVariable { name } => variables::show(session, name.as_deref())?,
         Bucket::Sql(Statement::ShowVariable { variable }) => {
@@ -106,13 +124,17 @@ pub(crate) async fn run(
         // server-side beyond pgwire's own statement store.
         Bucket::Sql(Statement::Deallocate { .. }) => Output::command("DEALLOCATE"),
         Bucket::Sql(Statement::Discard { .. }) => Output::command("DISCARD ALL"),
-        // Savepoints are accepted like transactions: every statement has committed already.
-        Bucket::Sql(Statement::Savepoint { .. }) => Output::command("SAVEPOINT"),
-        Bucket::Sql(Statement::ReleaseSavepoint { .. }) => Output::command("RELEASE"),
-        Bucket::Sql(Statement::StartTransaction { .. }) => Output::TransactionStart("BEGIN"),
-        Bucket::Sql(Statement::Commit { .. }) => Output::TransactionEnd("COMMIT"),
-        Bucket::Sql(Statement::Rollback { savepoint: Some(_), .. }) => Output::command("ROLLBACK"),
-        Bucket::Sql(Statement::Rollback { .. }) => Output::TransactionEnd("ROLLBACK"),
+        Bucket::Sql(Statement::StartTransaction { modes, .. }) => transaction::begin(session, modes),
+        Bucket::Sql(Statement::Commit { .. }) => transaction::commit(session)?,
+        Bucket::Sql(Statement::Rollback { savepoint: Some(name), .. }) => {
+            transaction::rollback_to(session, &savepoint_name(name))?
+        }
+        Bucket::Sql(Statement::Rollback { .. }) => transaction::rollback(session),
+        Bucket::Sql(Statement::Savepoint { name }) => transaction::savepoint(session, &savepoint_name(name))?,
+        Bucket::Sql(Statement::ReleaseSavepoint { name }) => transaction::release(session, &savepoint_name(name))?,
+        Bucket::Sql(Statement::Set(Set::SetTransaction { modes, session: for_session, .. })) => {
+            transaction::set_transaction(session, modes, *for_session)?
+        }
         Bucket::Sql(other) => {
             return Err(SqlError::feature_not_supported(format!("statement not supported: {}", statement_kind(other))));
         }
@@ -149,6 +171,24 @@ pub(crate) fn result_schema(statement: &BucketSqlStatement) -> Option<SchemaRef>
         Bucket::Sql(Statement::ExplainTable { .. }) => Some(describe_table::describe_schema()),
         Bucket::Sql(Statement::ShowCreate { .. }) => Some(show_create_table::show_create_schema()),
         Bucket::Sql(Statement::Explain { .. }) => Some(explain::plan_schema()),
+        _ => None,
+    }
+}
+
+/// A savepoint's name as PostgreSQL keeps it: folded to lower case unless quoted.
+fn savepoint_name(name: &Ident) -> String {
+    if name.quote_style.is_some() { name.value.clone() } else { name.value.to_lowercase() }
+}
+
+/// The command a statement that changes what is stored runs, which a READ ONLY transaction
+/// refuses.
+fn writes(statement: &BucketSqlStatement) -> Option<&'static str> {
+    use BucketSqlStatement as Bucket;
+    match statement {
+        Bucket::Sql(stmt) => transaction::writes(stmt),
+        Bucket::AnalyzeTable { .. } => Some("ANALYZE"),
+        Bucket::SetTableProperties { .. } | Bucket::UnsetTableProperties { .. } => Some("ALTER TABLE"),
+        Bucket::RefreshTable { .. } => Some("REFRESH TABLE"),
         _ => None,
     }
 }

@@ -21,6 +21,7 @@ use crate::sql::history::QueryHistory;
 use crate::sql::pg_catalog;
 use crate::sql::statement_stats::{DEFAULT_STATEMENT_STATS_MAX, StatementStats};
 use crate::storage::janitor::FileJanitor;
+use crate::storage::transaction::SessionCatalog;
 
 pub const METASTORE_FILE: &str = "metastore.sqlite";
 pub const WAREHOUSE_DIR: &str = "warehouse";
@@ -132,7 +133,7 @@ impl Engine {
                 .memory_limit
                 .map_or(MAX_SORT_IN_PLACE_BYTES, |limit| (limit / 32).clamp(32 << 20, MAX_SORT_IN_PLACE_BYTES)),
             catalog: Arc::new(pg_catalog::with_system_schemas(
-                MetastoreCatalog::new(Arc::clone(&metastore)),
+                MetastoreCatalog::new(Arc::new(SessionCatalog::new(Arc::clone(&metastore), Arc::clone(&janitor)))),
                 &metastore,
             )),
             metastore,

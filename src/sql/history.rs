@@ -40,8 +40,9 @@ impl QueryHistory {
         QueryHistory { capacity, next_id: AtomicU64::new(1), records: Mutex::default() }
     }
 
-    /// A statement of `backend` starts; `None` when the history keeps nothing.
-    pub fn begin(&self, backend: &Backend, sql: &str) -> Option<Arc<QueryRecord>> {
+    /// A statement of `backend` starts, inside the transaction block `transaction` if it is
+    /// in one; `None` when the history keeps nothing.
+    pub fn begin(&self, backend: &Backend, sql: &str, transaction: Option<u64>) -> Option<Arc<QueryRecord>> {
         if self.capacity == 0 {
             return None;
         }
@@ -50,6 +51,7 @@ impl QueryHistory {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             pid: login.map_or(0, |l| l.pid),
             user: login.map_or_else(String::new, |l| l.user.clone()),
+            transaction,
             sql: super::activity::truncated(sql, SQL_TEXT_BYTES).to_string(),
             started: SystemTime::now(),
             clock: Instant::now(),
@@ -118,6 +120,9 @@ pub struct QueryRecord {
     /// session no client opened.
     pub pid: i32,
     pub user: String,
+    /// The transaction block the statement ran in; `None` for one that was a transaction of
+    /// its own.
+    pub transaction: Option<u64>,
     pub sql: String,
     pub started: SystemTime,
     clock: Instant,
@@ -228,18 +233,18 @@ mod tests {
     fn the_oldest_statement_leaves_past_the_capacity() {
         let history = QueryHistory::new(2);
         let backend = Backend::new(None);
-        let ids: Vec<u64> = (0..3).map(|i| history.begin(&backend, &format!("SELECT {i}")).unwrap().id).collect();
+        let ids: Vec<u64> = (0..3).map(|i| history.begin(&backend, &format!("SELECT {i}"), None).unwrap().id).collect();
         let kept: Vec<u64> = history.records().iter().map(|r| r.id).collect();
         assert_eq!(kept, ids[1..]);
         assert!(history.get(ids[0]).is_none());
         assert_eq!(history.get(ids[2]).unwrap().sql, "SELECT 2");
-        assert!(QueryHistory::new(0).begin(&backend, "SELECT 1").is_none());
+        assert!(QueryHistory::new(0).begin(&backend, "SELECT 1", None).is_none());
     }
 
     #[test]
     fn the_first_end_counts() {
         let history = QueryHistory::new(10);
-        let record = history.begin(&Backend::new(None), "SELECT 1").unwrap();
+        let record = history.begin(&Backend::new(None), "SELECT 1", None).unwrap();
         assert_eq!(record.state(), QueryState::Running);
         record.end(QueryState::Finished, Some(1), None);
         record.end(QueryState::Failed, None, Some(&SqlError::new("57014", "late")));

@@ -4,7 +4,8 @@
 use datafusion::sql::sqlparser::ast::{Ident, ObjectName};
 
 use super::session::Session;
-use crate::catalog::metastore::{ColumnMeta, DEFAULT_SCHEMA, TableMeta};
+use crate::catalog::metastore::DEFAULT_SCHEMA;
+use crate::catalog::table::{ColumnMeta, TableMeta};
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
 
@@ -59,7 +60,7 @@ fn table_or_else(
     name: &str,
     missing: impl FnOnce() -> String,
 ) -> Result<TableMeta, SqlError> {
-    session.engine.metastore.table(schema, name)?.ok_or_else(|| SqlError::undefined_table(missing()))
+    session.tables.table(schema, name)?.ok_or_else(|| SqlError::undefined_table(missing()))
 }
 
 /// The column `column` names in `meta`, case-insensitively, with Spark's error where there is none.

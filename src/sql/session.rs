@@ -23,11 +23,12 @@ use super::engine::Engine;
 use super::history::RunningStatement;
 use super::{functions, grouping_limits, interrupt, pg_catalog, rewrite};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
-use crate::config::{self, SparkConf};
+use crate::config::{self, Isolation, SparkConf};
 use crate::error::SqlError;
 use crate::explain::LogicalStages;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::planner::{self, hints::QueryHints};
+use crate::storage::transaction::SessionCatalog;
 
 /// PostgreSQL's limit on a result's columns: a RowDescription counts them in 16 bits.
 const MAX_COLUMNS: usize = 1664;
@@ -41,6 +42,8 @@ pub struct Session {
     pub backend: Arc<Backend>,
     /// The running statement's entry in the query history, which its plan is given to.
     pub(crate) running: Arc<RunningStatement>,
+    /// The tables as this session sees them, and its transaction block.
+    pub(crate) tables: Arc<SessionCatalog>,
 }
 
 impl Session {
@@ -74,7 +77,8 @@ impl Session {
             .with_optimizer_rules(planner::logical_rules())
             .build();
         let mut ctx = SessionContext::new_with_state(state);
-        ctx.register_catalog(CATALOG_NAME, engine.catalog.clone());
+        let tables = Arc::new(SessionCatalog::new(Arc::clone(&engine.metastore), Arc::clone(&engine.janitor)));
+        ctx.register_catalog(CATALOG_NAME, Arc::new(engine.catalog.for_session(Arc::clone(&tables))));
         functions::register(&mut ctx)?;
         let variables = Arc::new(Mutex::new(BTreeMap::new()));
         backend.share_settings(Arc::clone(&variables));
@@ -90,7 +94,7 @@ impl Session {
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&engine.statement_stats));
         let running = Arc::new(RunningStatement::default());
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&running));
-        let session = Session { engine, ctx, variables, backend, running };
+        let session = Session { engine, ctx, variables, backend, running, tables };
         session.install_spark_conf();
         Ok(session)
     }
@@ -212,9 +216,38 @@ impl Session {
     /// A setting's value: the session's, else the server's (from `serve`'s flags), else the
     /// PostgreSQL parameter's or Spark's default.
     pub fn setting(&self, name: &str) -> Option<String> {
+        // The open block's modes; outside one, the defaults the next block will have.
+        match name.to_lowercase().as_str() {
+            config::TRANSACTION_ISOLATION => return Some(self.transaction_modes().0.name().to_string()),
+            config::TRANSACTION_READ_ONLY => {
+                return Some(if self.transaction_modes().1 { "on" } else { "off" }.to_string());
+            }
+            _ => {}
+        }
         self.variable(name)
             .or_else(|| self.engine.server_setting(name))
             .or_else(|| config::default_setting(&name.to_lowercase()).map(str::to_string))
+    }
+
+    /// The open transaction block's isolation level and read-only mode, else those the next
+    /// block will have (`default_transaction_isolation`, `default_transaction_read_only`).
+    pub(crate) fn transaction_modes(&self) -> (Isolation, bool) {
+        self.tables.modes().unwrap_or_else(|| {
+            let isolation = self
+                .setting(config::DEFAULT_TRANSACTION_ISOLATION)
+                .and_then(|value| Isolation::parse(&value))
+                .unwrap_or(Isolation::ReadCommitted);
+            let read_only = self
+                .setting(config::DEFAULT_TRANSACTION_READ_ONLY)
+                .is_some_and(|value| config::parse_on_off(config::DEFAULT_TRANSACTION_READ_ONLY, &value) == Ok(true));
+            (isolation, read_only)
+        })
+    }
+
+    /// How long the session may wait for its client inside a transaction block.
+    pub fn idle_in_transaction_timeout(&self) -> Option<Duration> {
+        self.setting(config::IDLE_IN_TRANSACTION_SESSION_TIMEOUT)
+            .and_then(|value| config::parse_idle_in_transaction_timeout(&value).ok().flatten())
     }
 
     /// Statements that take at least this long are logged with their plans; `None` is off.

@@ -72,7 +72,7 @@ pub async fn prepare(
 /// Ends a statement that failed before it could run (it did not parse, or timed out parsing).
 fn record_failure(session: &Arc<Session>, sql: &str, error: &SqlError) {
     session.running.set(None);
-    let record = session.engine.history.begin(&session.backend, sql);
+    let record = session.engine.history.begin(&session.backend, sql, session.tables.transaction_id());
     StatementEnd::unparsed(session, sql, record).end(QueryState::Failed, None, Some(error));
 }
 
@@ -139,7 +139,7 @@ async fn execute(
     params: Vec<ScalarValue>,
 ) -> Result<Output, SqlError> {
     let cancel = session.backend.statement_cancellation();
-    let record = session.engine.history.begin(&session.backend, sql);
+    let record = session.engine.history.begin(&session.backend, sql, session.tables.transaction_id());
     session.running.set(record.clone());
     let mut end = StatementEnd::begin(session, sql, record);
     let output = tokio::select! {

@@ -60,6 +60,11 @@ impl StatementEnd {
         if let Some(record) = &self.record {
             record.end(state, rows, error);
         }
+        if state == QueryState::Failed {
+            // As in PostgreSQL, a statement that fails inside a transaction block fails it; one
+            // whose client stopped reading its rows (a portal closed early) does not.
+            self.session.tables.fail();
+        }
         let plan = self.session.running.take_plan();
         let figures = plan.as_ref().map(|(plan, _)| totals(plan)).unwrap_or_default();
         count(&self.kind, state, error, duration.as_secs_f64(), &figures);

@@ -1,11 +1,13 @@
 //! The commit protocol: a write becomes part of a table only when its file list commits in
 //! the metastore.
 //!
-//! 1. Files are written under `<table>/_temporary/<write id>/`, invisible to everyone.
-//! 2. Their final paths are recorded as pending in the metastore, then they are moved into
-//!    the table directory (where Spark will find them).
-//! 3. One SQLite transaction adds them to the table's file list and clears the pending
-//!    records. Until then no reader sees them.
+//! 1. Files are written under `<table>/_temporary/<write id>/`, invisible to everyone but
+//!    the transaction that wrote them.
+//! 2. At commit, the final paths of every write of the transaction are recorded as pending
+//!    in the metastore, then the files are moved into their tables' directories (where Spark
+//!    will find them).
+//! 3. One SQLite transaction adds them to the tables' file lists, with every other change of
+//!    the transaction, and clears the pending records. Until then no other session sees them.
 //!
 //! Each file is fsynced when written and each directory whose entries changed is fsynced
 //! after the renames, before the SQLite commit (itself `synchronous = FULL`): once a write is
@@ -16,12 +18,14 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use uuid::Uuid;
 
 use super::file_naming::STAGING_DIR;
 use super::parquet_writer::StagedFile;
-use crate::catalog::metastore::{DataFile, Metastore};
+use crate::catalog::metastore::Metastore;
+use crate::catalog::table::DataFile;
 use crate::error::SqlError;
 use crate::metrics::METRICS;
 
@@ -60,45 +64,6 @@ impl StagedWrite {
         &self.staging_dir
     }
 
-    /// Moves the staged files into the table directory and runs `commit` with their
-    /// descriptions; if `commit` fails, the moved files are deleted and the table is
-    /// exactly as it was.
-    pub fn publish(
-        mut self,
-        metastore: &Metastore,
-        files: &[StagedFile],
-        commit: impl FnOnce(&[DataFile]) -> Result<(), SqlError>,
-    ) -> Result<(), SqlError> {
-        let finals: Vec<PathBuf> = files.iter().map(|f| self.table_location.join(&f.relative)).collect();
-        metastore.add_pending(&finals)?;
-        let moved = self.move_into_place(files, &finals).and_then(|()| {
-            let described: Vec<DataFile> = files
-                .iter()
-                .map(|f| DataFile {
-                    path: f.relative.clone(),
-                    partition: f.partition.clone(),
-                    bucket: f.bucket,
-                    row_count: f.rows,
-                    byte_size: f.bytes,
-                })
-                .collect();
-            commit(&described)
-        });
-        if let Err(e) = moved {
-            for path in &finals {
-                let _ = std::fs::remove_file(path);
-                if let Some(dir) = path.parent() {
-                    prune_empty_dirs(dir, &self.table_location);
-                }
-            }
-            metastore.clear_pending(&finals)?;
-            return Err(e);
-        }
-        self.published = true;
-        METRICS.commits.inc();
-        Ok(())
-    }
-
     /// Renames the staged files into the table directory, then syncs every directory whose
     /// entries changed (and those that were created), so that the renames are durable before
     /// the metastore commits them. The files' contents were synced when they were written.
@@ -122,6 +87,99 @@ impl StagedWrite {
             sync_dir(&dir)?;
         }
         Ok(())
+    }
+}
+
+/// A staged write and the files it wrote, waiting to be published.
+pub struct StagedFiles {
+    pub write: StagedWrite,
+    pub files: Vec<StagedFile>,
+}
+
+impl StagedFiles {
+    /// The files as the table will list them once published.
+    pub fn described(&self) -> Vec<DataFile> {
+        self.files
+            .iter()
+            .map(|f| DataFile {
+                path: f.relative.clone(),
+                partition: f.partition.clone(),
+                bucket: f.bucket,
+                row_count: f.rows,
+                byte_size: f.bytes,
+            })
+            .collect()
+    }
+
+    /// Where the files wait until published, relative to the table's directory, with a
+    /// trailing `/`.
+    pub fn staged_prefix(&self) -> String {
+        format!("{STAGING_DIR}/{}/", self.write.id)
+    }
+
+    fn finals(&self) -> Vec<PathBuf> {
+        self.files.iter().map(|f| self.write.table_location.join(&f.relative)).collect()
+    }
+}
+
+/// Moves the files of `writes` into their tables' directories and runs `commit`, which makes
+/// them part of their tables in the metastore; if `commit` fails, the moved files are deleted
+/// and every table is exactly as it was. A crash at any step leaves pending records and
+/// staging directories that the next start deletes.
+pub fn publish(
+    metastore: &Metastore,
+    writes: &mut [StagedFiles],
+    commit: impl FnOnce() -> Result<(), SqlError>,
+) -> Result<(), SqlError> {
+    pause_point("staged");
+    let finals: Vec<Vec<PathBuf>> = writes.iter().map(StagedFiles::finals).collect();
+    metastore.add_pending(&finals.concat())?;
+    pause_point("pending-recorded");
+    let moved = writes
+        .iter()
+        .zip(&finals)
+        .enumerate()
+        .try_for_each(|(i, (staged, finals))| {
+            staged.write.move_into_place(&staged.files, finals)?;
+            if i == 0 {
+                pause_point("first-write-moved");
+            }
+            Ok(())
+        })
+        .and_then(|()| {
+            pause_point("files-moved");
+            commit()
+        });
+    if let Err(e) = moved {
+        for (staged, finals) in writes.iter().zip(&finals) {
+            for path in finals {
+                let _ = std::fs::remove_file(path);
+                if let Some(dir) = path.parent() {
+                    prune_empty_dirs(dir, &staged.write.table_location);
+                }
+            }
+        }
+        metastore.clear_pending(&finals.concat())?;
+        return Err(e);
+    }
+    pause_point("metastore-committed");
+    for staged in writes.iter_mut() {
+        staged.write.published = true;
+    }
+    METRICS.commits.inc();
+    Ok(())
+}
+
+/// The steps of [`publish`] at which `BUCKETSQL_PAUSE_AT` stops the server, for the crash
+/// test to kill it there: `staged`, `pending-recorded`, `first-write-moved`, `files-moved`,
+/// `metastore-committed`.
+fn pause_point(step: &str) {
+    static PAUSE_AT: LazyLock<Option<String>> = LazyLock::new(|| std::env::var("BUCKETSQL_PAUSE_AT").ok());
+    if PAUSE_AT.as_deref() == Some(step) {
+        tracing::warn!(step, "paused at a commit step");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use datafusion::parquet::arrow::parquet_to_arrow_schema;
 use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::file_naming::bucket_id_of;
-use crate::catalog::metastore::{BucketSpec, ColumnMeta, DataFile};
+use crate::catalog::table::{BucketSpec, ColumnMeta, DataFile};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
 

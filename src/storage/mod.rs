@@ -9,3 +9,4 @@ pub(crate) mod footer;
 pub(crate) mod janitor;
 pub(crate) mod parquet_writer;
 pub(crate) mod partition_path;
+pub mod transaction;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::access::Viewer;
 use super::state::UiState;
 use crate::catalog::bucket_summary::BucketSummary;
-use crate::catalog::metastore::TableMeta;
+use crate::catalog::table::TableMeta;
 use crate::config::KNOWN_KEYS;
 use crate::explain::graph::PlanGraph;
 use crate::sql::activity::Backend;
@@ -25,6 +25,8 @@ pub(super) struct QuerySummary {
     /// The connection's pid.
     pub connection: i32,
     pub user: String,
+    /// The transaction block it ran in, if it ran in one.
+    pub transaction: Option<u64>,
     pub sql: String,
     pub state: &'static str,
     /// RFC 3339, UTC.
@@ -121,6 +123,7 @@ impl QuerySummary {
             id: record.id,
             connection: record.pid,
             user: record.user.clone(),
+            transaction: record.transaction,
             sql: record.sql.clone(),
             state: outcome.as_ref().map_or(QueryState::Running, |o| o.state).name(),
             started: rfc3339(record.started),

@@ -27,11 +27,12 @@ pub(super) async fn queries(State(state): State<Arc<UiState>>, Extension(viewer)
         let sql: String = s.sql.chars().take(LISTED_SQL_CHARS).collect();
         let more = if s.sql.chars().count() > LISTED_SQL_CHARS { "…" } else { "" };
         format!(
-            "<td><a href=\"/queries/{id}\">{id}</a></td><td class=\"num\">{}</td><td>{}</td>\
+            "<td><a href=\"/queries/{id}\">{id}</a></td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>\
              <td class=\"state-{state}\">{state}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td>{}</td><td class=\"sql\"><a href=\"/queries/{id}\">{}{more}</a></td>",
             s.connection,
             escape(&s.user),
+            s.transaction.map_or_else(String::new, |t| t.to_string()),
             escape(&s.started),
             html::duration(std::time::Duration::from_secs_f64(s.duration_ms / 1000.0)),
             s.rows.map_or_else(String::new, count),
@@ -45,7 +46,18 @@ pub(super) async fn queries(State(state): State<Arc<UiState>>, Extension(viewer)
         "<p>No statements yet. Run one over the wire (psql) and it shows here.</p>".to_string()
     } else {
         html::table(
-            &["Id", "Connection", "User", "State", "Started (UTC)", "Duration", "Rows", "SQLSTATE", "SQL"],
+            &[
+                "Id",
+                "Connection",
+                "User",
+                "Transaction",
+                "State",
+                "Started (UTC)",
+                "Duration",
+                "Rows",
+                "SQLSTATE",
+                "SQL",
+            ],
             rows,
         )
     };
@@ -64,9 +76,11 @@ pub(super) async fn query(
     let mut body = format!(
         "<table class=\"list\" id=\"summary\"><tr><th>State</th><td class=\"state-{state}\" id=\"state\">{state}</td></tr>\
          <tr><th>Connection</th><td><a href=\"/connections/{pid}/settings\">{pid}</a></td></tr>\
-         <tr><th>User</th><td>{}</td></tr><tr><th>Started (UTC)</th><td>{}</td></tr>\
+         <tr><th>User</th><td>{}</td></tr><tr><th>Transaction</th><td id=\"transaction\">{}</td></tr>\
+         <tr><th>Started (UTC)</th><td>{}</td></tr>\
          <tr><th>Duration</th><td>{}</td></tr><tr><th>Rows</th><td>{}</td></tr>",
         escape(&s.user),
+        s.transaction.map_or_else(|| "its own".to_string(), |t| format!("block {t}")),
         escape(&s.started),
         html::duration(std::time::Duration::from_secs_f64(s.duration_ms / 1000.0)),
         s.rows.map_or_else(|| "—".to_string(), count),

@@ -50,16 +50,22 @@ impl TestServer {
 
     /// Starts a server as the last argument of `wrapper` (e.g. `strace -f -o log`).
     pub fn start_under(wrapper: &[&str], data_dir: &Path, args: &[&str]) -> Self {
-        Self::spawn(wrapper, data_dir, args, Stdio::null(), "warn")
+        Self::spawn(wrapper, data_dir, args, &[], Stdio::null(), "warn")
     }
 
     /// Starts a server on an existing (or new) data directory that writes its log lines
     /// (standard output) at the default level, `info`, to `log`.
     pub fn start_logging(data_dir: &Path, args: &[&str], log: std::fs::File) -> Self {
-        Self::spawn(&[], data_dir, args, Stdio::from(log), "info")
+        Self::spawn(&[], data_dir, args, &[], Stdio::from(log), "info")
     }
 
-    fn spawn(wrapper: &[&str], data_dir: &Path, args: &[&str], log: Stdio, level: &str) -> Self {
+    /// As [`Self::start_logging`], with `BUCKETSQL_PAUSE_AT=step`: the server stops at that
+    /// step of its next commit and logs that it did, for a test to kill it there.
+    pub fn start_pausing_at(data_dir: &Path, step: &str, log: std::fs::File) -> Self {
+        Self::spawn(&[], data_dir, &[], &[("BUCKETSQL_PAUSE_AT", step)], Stdio::from(log), "info")
+    }
+
+    fn spawn(wrapper: &[&str], data_dir: &Path, args: &[&str], env: &[(&str, &str)], log: Stdio, level: &str) -> Self {
         let port = free_port();
         let mut command = match wrapper {
             [program, wrapper_args @ ..] => {
@@ -76,6 +82,7 @@ impl TestServer {
             // Tests run side by side: a web UI only where a test asks for one, on its own port.
             .args(if args.contains(&"--ui") { &[][..] } else { &["--ui", "off"][..] })
             .env("RUST_LOG", level)
+            .envs(env.iter().copied())
             .stdout(log)
             .stderr(Stdio::inherit())
             .spawn()

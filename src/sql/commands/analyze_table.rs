@@ -6,7 +6,8 @@ use datafusion::common::ScalarValue;
 use datafusion::physical_plan::collect;
 use datafusion::sql::sqlparser::ast::{Expr, Ident, ObjectName};
 
-use crate::catalog::metastore::{ColumnMeta, STATISTICS_ROWS, STATISTICS_SIZE, TableMeta, column_statistic_key};
+use crate::catalog::change::{CatalogChange, TableRef};
+use crate::catalog::table::{ColumnMeta, STATISTICS_ROWS, STATISTICS_SIZE, TableMeta, column_statistic_key};
 use crate::error::SqlError;
 use crate::planner::statistics::default_size;
 use crate::sql::dialect::AnalyzedColumns;
@@ -44,8 +45,7 @@ pub async fn analyze_table(
     if !analyzed.is_empty() {
         properties.extend(column_statistics(session, &meta, &analyzed).await?);
     }
-    let properties: Vec<(&str, String)> = properties.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    session.engine.metastore.set_statistics(meta.id, meta.version, &properties)?;
+    session.tables.write(CatalogChange::SetStatistics { table: TableRef::of(&meta), statistics: properties }, None)?;
     Ok(Output::Command { tag: "ANALYZE", rows: None })
 }
 

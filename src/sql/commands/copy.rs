@@ -87,7 +87,7 @@ async fn copy_out(session: &Session, source: &CopySource, options: CopyOptions) 
     let relid = match source {
         CopySource::Table { table_name: name, .. } => table_name(name)
             .ok()
-            .and_then(|(schema, table)| session.engine.metastore.table(&schema, &table).ok().flatten())
+            .and_then(|(schema, table)| session.tables.table(&schema, &table).ok().flatten())
             .map_or(0, |meta| table_oid(&meta)),
         CopySource::Query(_) => 0,
     };

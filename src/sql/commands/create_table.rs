@@ -10,7 +10,8 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use super::table_properties::check_statistics_property;
-use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
+use crate::catalog::change::CatalogChange;
+use crate::catalog::table::{BucketSpec, ColumnMeta, NewTable};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
@@ -21,7 +22,7 @@ use crate::sql::output::Output;
 use crate::sql::pg_catalog;
 use crate::sql::session::Session;
 use crate::sql::write::table_writer::{TableLayout, write_table};
-use crate::storage::commit::StagedWrite;
+use crate::storage::commit::{StagedFiles, StagedWrite};
 use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
 
 /// The only table format: Spark's default data source, and what its bucketing writes.
@@ -31,7 +32,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     let (schema, name) = table_name(&create.name)?;
     valid_name(&name)?;
     let engine = &session.engine;
-    if !engine.metastore.schema_exists(&schema)? {
+    if !session.tables.schema_exists(&schema)? {
         return Err(SqlError::undefined_schema(format!("schema \"{schema}\" does not exist")));
     }
     check_provider(create)?;
@@ -41,7 +42,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         Some(dir) => (engine.external_location(dir)?, true),
         None => (engine.managed_location(&schema, &name)?, false),
     };
-    if engine.metastore.table(&schema, &name)?.is_some() {
+    if session.tables.table(&schema, &name)?.is_some() {
         if create.if_not_exists {
             return Ok(Output::Command { tag: "CREATE TABLE", rows: None });
         }
@@ -87,7 +88,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     let expected = ExpectedLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
     let existing = if external { discover(&table.location, &expected)? } else { Vec::new() };
     let Some(plan) = query_plan else {
-        engine.metastore.create_table(&table, &existing)?;
+        session.tables.write(CatalogChange::CreateTable { table, files: existing }, None)?;
         return Ok(Output::Command { tag: "CREATE TABLE", rows: None });
     };
     if !existing.is_empty() {
@@ -105,7 +106,8 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     let layout = TableLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
     let files = write_table(&session.ctx, plan, &layout, &write).await?;
     let rows = files.iter().map(|f| f.rows as usize).sum();
-    write.publish(&engine.metastore, &files, |described| engine.metastore.create_table(&table, described))?;
+    let staged = StagedFiles { write, files };
+    session.tables.write(CatalogChange::CreateTable { table, files: staged.described() }, Some(staged))?;
     Ok(Output::Command { tag: "SELECT", rows: Some(rows) })
 }
 

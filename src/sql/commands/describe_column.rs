@@ -6,7 +6,7 @@ use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::sql::sqlparser::ast::{Ident, ObjectName};
 
-use crate::catalog::metastore::column_statistic_key;
+use crate::catalog::table::column_statistic_key;
 use crate::error::SqlError;
 use crate::sql::names::{find_column, named_table};
 use crate::sql::output::{Output, rows_output};

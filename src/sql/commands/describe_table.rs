@@ -8,7 +8,7 @@ use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::catalog::bucket_summary::BucketSummary;
-use crate::catalog::metastore::{STATISTICS_ROWS, STATISTICS_SIZE};
+use crate::catalog::table::{STATISTICS_ROWS, STATISTICS_SIZE};
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::sql::names::described_table;

@@ -1,8 +1,9 @@
-//! `DROP TABLE [IF EXISTS] t, …`: each table leaves the metastore at once; its files go when
-//! no statement that started before still reads them.
+//! `DROP TABLE [IF EXISTS] t, …`: each table leaves the metastore when its transaction
+//! commits; its files go when no statement that started before still reads them.
 
 use datafusion::sql::sqlparser::ast::{ObjectType, Statement};
 
+use crate::catalog::change::{CatalogChange, TableRef};
 use crate::error::SqlError;
 use crate::sql::names::table_name;
 use crate::sql::output::Output;
@@ -15,11 +16,10 @@ pub fn drop(session: &Session, stmt: &Statement) -> Result<Output, SqlError> {
     if *object_type != ObjectType::Table {
         return Err(SqlError::feature_not_supported(format!("DROP {object_type} is not supported")));
     }
-    let engine = &session.engine;
     for name in names {
         let (schema, table) = table_name(name)?;
-        match engine.metastore.drop_table(&schema, &table)? {
-            Some(_) => engine.janitor.files_retired()?,
+        match session.tables.table(&schema, &table)? {
+            Some(meta) => session.tables.write(CatalogChange::DropTable { table: TableRef::of(&meta) }, None)?,
             None if *if_exists => {}
             None => {
                 return Err(SqlError::undefined_table(format!("table \"{schema}.{table}\" does not exist")));

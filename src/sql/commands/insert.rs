@@ -9,7 +9,8 @@ use datafusion::logical_expr::{DmlStatement, LogicalPlan, WriteOp};
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::sql::sqlparser::ast::{Insert, Statement};
 
-use crate::catalog::metastore::WriteMode;
+use crate::catalog::change::{CatalogChange, TableRef};
+use crate::catalog::table::WriteMode;
 use crate::error::SqlError;
 use crate::planner::table_provider::ParquetTable;
 use crate::sql::output::Output;
@@ -76,15 +77,12 @@ async fn write(session: &Session, plan: LogicalPlan, static_directory: Option<St
         WriteOp::Insert(InsertOp::Overwrite) => WriteMode::Overwrite,
         other => return Err(SqlError::feature_not_supported(format!("{other} is not supported"))),
     };
-    let metastore = &session.engine.metastore;
-    let appends = mode == WriteMode::Append;
-    let files = write_and_publish(session, meta, Arc::unwrap_or_clone(input), |described| {
-        metastore.commit_write(meta.id, mode, described)
+    let table = TableRef::of(meta);
+    let written = write_and_publish(session, meta, Arc::unwrap_or_clone(input), |files| CatalogChange::Write {
+        table,
+        mode,
+        files,
     })
     .await?;
-    let rows = files.iter().map(|f| f.rows as usize).sum();
-    if !appends {
-        session.engine.janitor.files_retired()?;
-    }
-    Ok(Output::Command { tag: "INSERT", rows: Some(rows) })
+    Ok(Output::Command { tag: "INSERT", rows: Some(written.rows) })
 }

@@ -17,4 +17,5 @@ pub(crate) mod show_create_table;
 pub(crate) mod show_partitions;
 pub(crate) mod show_tables;
 pub(crate) mod table_properties;
+pub(crate) mod transaction;
 pub(crate) mod variables;

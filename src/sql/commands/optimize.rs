@@ -5,6 +5,7 @@ use std::sync::Arc;
 use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::LogicalPlanBuilder;
 
+use crate::catalog::change::{CatalogChange, TableRef};
 use crate::error::SqlError;
 use crate::planner::table_provider::ParquetTable;
 use crate::sql::names::existing_table;
@@ -20,10 +21,8 @@ pub async fn optimize(session: &Session, schema: &str, table: &str) -> Result<Ou
     let meta = existing_table(session, schema, table)?;
     let snapshot = Arc::new(ParquetTable::new(meta.clone()));
     let plan = LogicalPlanBuilder::scan(table, provider_as_source(snapshot), None)?.build()?;
-    let metastore = &session.engine.metastore;
-    let files =
-        write_and_publish(session, &meta, plan, |described| metastore.commit_rewrite(meta.id, &meta.files, described))
-            .await?;
-    session.engine.janitor.files_retired()?;
-    Ok(Output::Command { tag: "OPTIMIZE", rows: Some(files.len()) })
+    let (table, replaced) = (TableRef::of(&meta), meta.files.clone());
+    let written =
+        write_and_publish(session, &meta, plan, |files| CatalogChange::Rewrite { table, replaced, files }).await?;
+    Ok(Output::Command { tag: "OPTIMIZE", rows: Some(written.files) })
 }

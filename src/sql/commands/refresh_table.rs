@@ -5,7 +5,8 @@
 
 use datafusion::sql::sqlparser::ast::ObjectName;
 
-use crate::catalog::metastore::{PartitionRepair, TableMeta};
+use crate::catalog::change::{CatalogChange, TableRef};
+use crate::catalog::table::{PartitionRepair, TableMeta};
 use crate::error::SqlError;
 use crate::sql::names::named_table;
 use crate::sql::output::Output;
@@ -29,5 +30,5 @@ pub fn refresh_table(session: &Session, name: &ObjectName) -> Result<Output, Sql
 pub(crate) fn reread_directory(session: &Session, table: &TableMeta, repair: PartitionRepair) -> Result<(), SqlError> {
     let expected = ExpectedLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
     let found = discover(&table.location, &expected)?;
-    session.engine.metastore.resync_files(table.id, table.version, &found, repair)
+    session.tables.write(CatalogChange::Resync { table: TableRef::of(table), found, repair }, None)
 }

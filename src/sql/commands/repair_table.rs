@@ -4,7 +4,7 @@
 use datafusion::sql::sqlparser::ast::{AddDropSync, Msck};
 
 use super::refresh_table::reread_directory;
-use crate::catalog::metastore::PartitionRepair;
+use crate::catalog::table::PartitionRepair;
 use crate::error::SqlError;
 use crate::sql::names::{existing_table, table_name};
 use crate::sql::output::Output;

@@ -9,7 +9,7 @@ use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{Expr, Ident, ObjectName};
 
 use crate::catalog::bucket_summary::BucketSummary;
-use crate::catalog::metastore::TableMeta;
+use crate::catalog::table::TableMeta;
 use crate::error::SqlError;
 use crate::sql::names::named_table;
 use crate::sql::output::{Output, rows_output};

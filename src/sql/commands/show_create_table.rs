@@ -6,7 +6,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use crate::catalog::metastore::TableMeta;
+use crate::catalog::table::TableMeta;
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::sql::names::described_table;

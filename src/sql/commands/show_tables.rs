@@ -19,11 +19,10 @@ pub fn show_tables_schema() -> SchemaRef {
 }
 
 pub fn show_tables(session: &Session, schema: &str) -> Result<Output, SqlError> {
-    let metastore = &session.engine.metastore;
-    if !metastore.schema_exists(schema)? {
+    if !session.tables.schema_exists(schema)? {
         return Err(SqlError::undefined_schema(format!("schema \"{schema}\" does not exist")));
     }
-    let names = metastore.table_names(schema)?;
+    let names = session.tables.table_names(schema)?;
     let namespace: ArrayRef = Arc::new(StringArray::from_iter_values(names.iter().map(|_| schema)));
     let table: ArrayRef = Arc::new(StringArray::from_iter_values(names.iter()));
     let batch =

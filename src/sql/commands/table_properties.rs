@@ -4,7 +4,8 @@
 
 use datafusion::sql::sqlparser::ast::{ObjectName, SqlOption};
 
-use crate::catalog::metastore::{STATISTICS_PREFIX, STATISTICS_ROWS, STATISTICS_SIZE};
+use crate::catalog::change::{CatalogChange, TableRef};
+use crate::catalog::table::{STATISTICS_PREFIX, STATISTICS_ROWS, STATISTICS_SIZE};
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::sql::dialect::property_pairs;
@@ -25,8 +26,7 @@ pub fn set_table_properties(
     for (key, value) in &pairs {
         check_statistics_property(key, value)?;
     }
-    let pairs: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    session.engine.metastore.set_properties(meta.id, &pairs)?;
+    session.tables.write(CatalogChange::SetProperties { table: TableRef::of(&meta), properties: pairs }, None)?;
     Ok(Output::command("ALTER TABLE"))
 }
 
@@ -66,6 +66,6 @@ pub fn unset_table_properties(
             ),
         ));
     }
-    session.engine.metastore.unset_properties(meta.id, keys)?;
+    session.tables.write(CatalogChange::UnsetProperties { table: TableRef::of(&meta), keys: keys.to_vec() }, None)?;
     Ok(Output::command("ALTER TABLE"))
 }

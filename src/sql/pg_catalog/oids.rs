@@ -4,7 +4,9 @@
 //! PostgreSQL gives `public` (2200); there is no `public` schema, because nothing could be
 //! found in it.
 
-use crate::catalog::metastore::{DEFAULT_SCHEMA, TableMeta};
+use crate::catalog::metastore::DEFAULT_SCHEMA;
+
+use crate::catalog::table::TableMeta;
 use crate::planner::table_provider::CATALOG_NAME;
 
 pub const PG_CATALOG: &str = "pg_catalog";

@@ -12,7 +12,8 @@ use datafusion::error::{DataFusionError, Result};
 use super::oids::{DEFAULT_SCHEMA_OID, INFORMATION_SCHEMA, PG_CATALOG, PG_CATALOG_OID, schema_oid, table_oid};
 use super::settings::Settings;
 use super::snapshot::Snapshot;
-use crate::catalog::metastore::{Metastore, TableMeta};
+use crate::catalog::metastore::Metastore;
+use crate::catalog::table::TableMeta;
 use crate::sql::activity::{Backend, Backends};
 use crate::sql::statement_stats::StatementStats;
 

@@ -1,6 +1,8 @@
 //! The metastore's schemas and tables as the catalog lists them.
 
-use crate::catalog::metastore::{Metastore, TableMeta};
+use crate::catalog::metastore::Metastore;
+
+use crate::catalog::table::TableMeta;
 use crate::error::SqlError;
 
 /// The metastore's schemas and tables as of one read.

@@ -239,8 +239,9 @@ pub(super) fn catalog_relations() -> Vec<Relation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::metastore::{BucketSpec, ColumnMeta, NewTable};
+    use crate::catalog::change::CatalogChange;
     use crate::catalog::metastore::{DEFAULT_SCHEMA, Metastore};
+    use crate::catalog::table::{BucketSpec, ColumnMeta, NewTable};
     use crate::catalog::types::SparkType;
     use crate::sql::pg_catalog::scan::Scan;
     use crate::sql::pg_catalog::values::batch;
@@ -259,8 +260,8 @@ mod tests {
             comment: (name == "k").then(|| "the key".to_string()),
         };
         store
-            .create_table(
-                &NewTable {
+            .commit(&[CatalogChange::CreateTable {
+                table: NewTable {
                     schema: DEFAULT_SCHEMA.into(),
                     name: "events".into(),
                     provider: "parquet".into(),
@@ -276,8 +277,8 @@ mod tests {
                     }),
                     properties: BTreeMap::new(),
                 },
-                &[],
-            )
+                files: Vec::new(),
+            }])
             .unwrap();
         (dir, store)
     }

@@ -21,14 +21,14 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::stage::stage_write;
-use crate::catalog::metastore::WriteMode;
+use crate::catalog::change::{CatalogChange, TableRef};
+use crate::catalog::table::WriteMode;
 use crate::error::SqlError;
 use crate::exec::executor;
 use crate::planner::table_provider::table_schema;
 use crate::sql::names::existing_table;
 use crate::sql::session::Session;
-use crate::storage::commit::StagedWrite;
-use crate::storage::parquet_writer::StagedFile;
+use crate::storage::commit::StagedFiles;
 
 /// Batches waiting for the write: a few keep the writers busy, and bound what waits in memory
 /// outside the memory pool.
@@ -44,9 +44,9 @@ enum Input {
 /// One table write fed batch by batch.
 pub struct TableAppend {
     session: Arc<Session>,
-    table_id: i64,
+    table: TableRef,
     input: mpsc::Sender<Input>,
-    write: JoinHandle<Result<(StagedWrite, Vec<StagedFile>), SqlError>>,
+    write: JoinHandle<Result<StagedFiles, SqlError>>,
 }
 
 impl TableAppend {
@@ -60,10 +60,10 @@ impl TableAppend {
         let source = StreamingTable::try_new(columns, vec![Arc::new(partition)])?;
         let plan = LogicalPlanBuilder::scan(table, provider_as_source(Arc::new(source)), None)?.build()?;
         let ctx = session.ctx.clone();
-        let table_id = meta.id;
+        let target = TableRef::of(&meta);
         // On the query runtime, with the statements' writes: its memory is reused by theirs.
         let write = executor::spawn(async move { stage_write(&ctx, &meta, plan).await });
-        Ok(TableAppend { session, table_id, input: sender, write })
+        Ok(TableAppend { session, table: target, input: sender, write })
     }
 
     /// Hands one batch to the write, waiting while it is behind (which holds the sender
@@ -79,18 +79,16 @@ impl TableAppend {
         }
     }
 
-    /// Ends the input, waits for the write and publishes all its files in one commit;
-    /// returns the number of rows appended.
+    /// Ends the input, waits for the write and hands all its files to the session's
+    /// transaction as one append; returns the number of rows appended.
     pub async fn finish(self) -> Result<usize, SqlError> {
         // A write that already failed reports its error below.
         let _ = self.input.send(Input::End).await;
-        let (write, files) = staged(self.write).await?;
-        let rows = files.iter().map(|f| f.rows as usize).sum();
-        if !files.is_empty() {
-            let metastore = &self.session.engine.metastore;
-            write.publish(metastore, &files, |described| {
-                metastore.commit_write(self.table_id, WriteMode::Append, described)
-            })?;
+        let staged = staged(self.write).await?;
+        let rows = staged.files.iter().map(|f| f.rows as usize).sum();
+        if !staged.files.is_empty() {
+            let change = CatalogChange::Write { table: self.table, mode: WriteMode::Append, files: staged.described() };
+            self.session.tables.write(change, Some(staged))?;
         }
         Ok(rows)
     }
@@ -103,9 +101,7 @@ impl TableAppend {
 }
 
 /// The write's outcome: its staging area and files, or why it failed.
-async fn staged(
-    write: JoinHandle<Result<(StagedWrite, Vec<StagedFile>), SqlError>>,
-) -> Result<(StagedWrite, Vec<StagedFile>), SqlError> {
+async fn staged(write: JoinHandle<Result<StagedFiles, SqlError>>) -> Result<StagedFiles, SqlError> {
     write.await.map_err(|e| SqlError::internal(format!("write task failed: {e}")))?
 }
 

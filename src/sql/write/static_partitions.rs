@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, Insert, ObjectName, SetExpr, Statement, TableObject};
 
-use crate::catalog::metastore::TableMeta;
+use crate::catalog::table::TableMeta;
 use crate::error::SqlError;
 use crate::sql::dialect::{BucketSqlStatement, parse_sql};
 use crate::sql::names::{existing_table, table_name};

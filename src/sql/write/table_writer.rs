@@ -23,7 +23,7 @@ use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 use datafusion::prelude::SessionContext;
 
-use crate::catalog::metastore::{BucketSpec, ColumnMeta};
+use crate::catalog::table::{BucketSpec, ColumnMeta};
 use crate::config::SparkConf;
 use crate::error::SqlError;
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
