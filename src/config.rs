@@ -81,6 +81,12 @@ spark_settings! {
     local_shuffle_reader_enabled: bool = "spark.sql.adaptive.localShuffleReader.enabled", "true", parse_bool;
     /// Sorts radix-sort rows whose fixed-width keys pack into 64 bits; off, every sort compares.
     radix_sort: bool = "spark.sql.sort.enableRadixSort", "true", parse_bool;
+    /// The most bytes of files one partition of a non-bucketed scan reads.
+    max_partition_bytes: u64 = "spark.sql.files.maxPartitionBytes", "128MB", parse_positive_bytes;
+    /// What opening a file costs, in bytes read: small files are packed into partitions by it.
+    open_cost_in_bytes: u64 = "spark.sql.files.openCostInBytes", "4MB", parse_non_negative_bytes;
+    /// The partitions a non-bucketed scan aims for at least; unset, the number of cores.
+    min_partition_num: Option<usize> = "spark.sql.files.minPartitionNum", "<undefined>", parse_optional_positive;
 }
 
 impl SparkConf {
@@ -176,6 +182,11 @@ fn parse_non_negative_bytes(key: &str, value: &str) -> Result<u64, SqlError> {
 /// A size in bytes, or Spark's `<undefined>` for a setting that defers to another.
 fn parse_optional_bytes(key: &str, value: &str) -> Result<Option<i64>, SqlError> {
     if value.trim() == "<undefined>" { Ok(None) } else { parse_bytes(key, value).map(Some) }
+}
+
+/// A positive integer, or Spark's `<undefined>` for a setting that defers to another.
+fn parse_optional_positive(key: &str, value: &str) -> Result<Option<usize>, SqlError> {
+    if value.trim() == "<undefined>" { Ok(None) } else { parse_positive(key, value).map(Some) }
 }
 
 /// A number at least zero (`0.2`, `5`, `5.0`).

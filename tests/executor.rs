@@ -312,3 +312,34 @@ async fn grouping_a_sorted_bucketed_table_finds_its_groups_in_order() {
         assert!(rows == expected, "{table}: {} groups, first {:?}", rows.len(), rows.first());
     }
 }
+
+/// A non-bucketed table is read in Spark's splits: its files cut at
+/// `spark.sql.files.maxPartitionBytes` (each split reading the row groups that start in it),
+/// and every row read once whatever the split size. An aggregate over it is planned with an
+/// exchange even when one split holds everything, as Spark plans it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_table_is_read_in_splits_each_row_once() {
+    // Row groups close at 1 MB under this limit, so the files have several.
+    let server = TestServer::start_fresh(&["--memory-limit", "16MiB"]);
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE one USING parquet AS SELECT id, id * 3 AS v, id % 7 AS g FROM range(3000000)")
+        .await
+        .unwrap();
+    let n: i128 = 3_000_000;
+    let sum = n * (n - 1) / 2;
+    let expected = vec![vec![n.to_string(), sum.to_string(), (3 * sum).to_string()]];
+    let query = "SELECT count(*), sum(id), sum(v) FROM one";
+    for split in ["128MB", "1MB", "300KB"] {
+        client.batch_execute(&format!("SET spark.sql.files.maxPartitionBytes = {split}")).await.unwrap();
+        assert_eq!(text_rows(&client, query).await, expected, "splits of {split}");
+        let grouped = text_rows(&client, "SELECT g, count(*) FROM one GROUP BY g ORDER BY g").await;
+        let counts: Vec<i128> = grouped.iter().map(|row| row[1].parse().unwrap()).collect();
+        assert_eq!(counts, (0..7).map(|g| (n - g + 6) / 7).collect::<Vec<_>>(), "splits of {split}");
+    }
+    client.batch_execute("CREATE TABLE tiny (k BIGINT) USING parquet; INSERT INTO tiny VALUES (1)").await.unwrap();
+    let plan = text_rows(&client, "EXPLAIN SELECT k, count(*) FROM tiny GROUP BY k").await[0][0].clone();
+    assert!(plan.contains("Exchange hashpartitioning(k#"), "{plan}");
+    let plan = text_rows(&client, "EXPLAIN SELECT count(*) FROM tiny").await[0][0].clone();
+    assert!(plan.contains("Exchange SinglePartition"), "{plan}");
+}

@@ -30,6 +30,7 @@ use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSe
 use datafusion::physical_plan::sorts::streaming_merge::StreamingMergeBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
+use super::file_partition::FileSplitting;
 use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::storage::partition_path::partition_values;
 
@@ -101,7 +102,8 @@ pub struct ScanRequest {
     pub filters: ScanFilters,
     /// The data filters joined with AND, for Parquet row-group pruning.
     pub predicate: Option<Arc<dyn PhysicalExpr>>,
-    pub target_partitions: usize,
+    /// How a non-bucketed scan cuts its files into partitions.
+    pub splitting: FileSplitting,
 }
 
 impl FileSourceScanExec {
@@ -311,16 +313,25 @@ impl FileSourceScanExec {
                 (groups, Partitioning::Hash(keys, count))
             }
             _ => {
-                let count = self.request.target_partitions.clamp(1, selected.len().max(1));
-                let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); count];
-                let mut by_size = selected.clone();
-                by_size.sort_by(|a, b| b.byte_size.cmp(&a.byte_size).then(a.path.cmp(&b.path)));
-                for file in by_size {
-                    let lightest = groups.iter_mut().min_by_key(|(bytes, _)| *bytes).expect("at least one group");
-                    lightest.0 += file.byte_size;
-                    lightest.1.push(to_partitioned_file(file)?);
+                let mut groups = Vec::new();
+                for partition in self.request.splitting.partitions(&selected) {
+                    let mut files = Vec::with_capacity(partition.len());
+                    for split in partition {
+                        let file = to_partitioned_file(split.file)?;
+                        files.push(if split.is_whole_file() {
+                            file
+                        } else {
+                            file.with_range(split.range.start as i64, split.range.end as i64)
+                        });
+                    }
+                    groups.push(files);
                 }
-                (groups.into_iter().map(|(_, files)| files).collect(), Partitioning::UnknownPartitioning(count))
+                if groups.is_empty() {
+                    // No file: one empty partition.
+                    groups.push(Vec::new());
+                }
+                let count = groups.len();
+                (groups, Partitioning::UnknownPartitioning(count))
             }
         };
 

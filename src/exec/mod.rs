@@ -9,6 +9,7 @@ pub(crate) mod collect_in_order;
 pub(crate) mod downcast_plan;
 pub mod executor;
 pub(crate) mod expand;
+pub(crate) mod file_partition;
 pub(crate) mod file_source_scan;
 pub(crate) mod hash_aggregate;
 pub(crate) mod join;

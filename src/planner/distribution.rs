@@ -10,9 +10,43 @@ use datafusion::physical_expr::{
     Distribution as DfDistribution, PhysicalExpr, physical_exprs_contains, physical_exprs_equal,
 };
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
-use datafusion::physical_plan::{ExecutionPlan, Partitioning};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
 
+use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
+use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::SparkJoinExec;
+use crate::exec::query_stage::ShuffleQueryStageExec;
+use crate::exec::reused_exchange::ReusedExchangeExec;
+use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+
+/// Whether `plan` holds its rows in one partition as Spark's `SinglePartition` does. A
+/// non-bucketed file scan's partitioning is Spark's `UnknownPartitioning(0)` however many
+/// splits it reads, and so is that of the operators above it that keep their child's: one
+/// split read is still no single partition, and Spark plans an exchange over it.
+pub fn is_single_partition(plan: &dyn ExecutionPlan) -> bool {
+    plan.output_partitioning().partition_count() == 1 && !reads_file_splits(plan)
+}
+
+/// Whether `plan`'s partitions are a non-bucketed scan's splits, as no exchange regroups them.
+fn reads_file_splits(plan: &dyn ExecutionPlan) -> bool {
+    if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
+        return !scan.is_bucketed();
+    }
+    let regroups = plan.is::<ShuffleExchangeExec>()
+        || plan.is::<ReusedExchangeExec>()
+        || plan.is::<ShuffleQueryStageExec>()
+        || plan.is::<AqeShuffleReadExec>()
+        || plan.is::<CoalescePartitionsExec>()
+        || plan.is::<SortPreservingMergeExec>()
+        || plan.is::<RepartitionExec>();
+    match plan.children().as_slice() {
+        [child] if !regroups => reads_file_splits(child.as_ref()),
+        _ => false,
+    }
+}
 
 #[derive(Debug, Clone)]
 pub enum SparkDistribution {
@@ -65,10 +99,11 @@ pub fn required_distributions(plan: &dyn ExecutionPlan) -> Vec<SparkDistribution
 /// `Partitioning.satisfies(ClusteredDistribution)`: a single partition always does; a hash
 /// partitioning does when its keys are among the clustering keys (all of them, in order,
 /// when `require_all` — Spark's `requireAllClusterKeysForDistribution`).
-pub fn satisfies(partitioning: &Partitioning, required: &SparkDistribution, require_all: bool) -> bool {
-    if partitioning.partition_count() == 1 {
+pub fn satisfies(plan: &dyn ExecutionPlan, required: &SparkDistribution, require_all: bool) -> bool {
+    if is_single_partition(plan) {
         return true;
     }
+    let partitioning = plan.output_partitioning();
     match (required, partitioning) {
         (SparkDistribution::Unspecified, _) => true,
         (SparkDistribution::Clustered(keys), Partitioning::Hash(exprs, _)) => {

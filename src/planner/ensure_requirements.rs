@@ -31,7 +31,7 @@ use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr, phy
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary};
 
-use super::distribution::{SparkDistribution, required_distributions, satisfies};
+use super::distribution::{SparkDistribution, is_single_partition, required_distributions, satisfies};
 use super::reorder_join_keys::reorder_join_keys;
 use super::scan_lineage::{describe_keys, describe_side};
 use super::union_output_partitioning::keep_shared_partitioning;
@@ -65,17 +65,13 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
 
     for (child, distribution) in children.iter_mut().zip(&required) {
         match distribution {
-            SparkDistribution::AllTuples if child.output_partitioning().partition_count() != 1 => {
+            SparkDistribution::AllTuples if !is_single_partition(child.as_ref()) => {
                 let reason = format!("{} needs all rows in one partition", node.name());
                 *child =
                     Arc::new(ShuffleExchangeExec::new(Arc::clone(child), ExchangePartitioning::Single, Some(reason)));
             }
             SparkDistribution::Clustered(keys)
-                if !satisfies(
-                    child.output_partitioning(),
-                    distribution,
-                    conf.require_all_cluster_keys_for_distribution,
-                ) =>
+                if !satisfies(child.as_ref(), distribution, conf.require_all_cluster_keys_for_distribution) =>
             {
                 let n = conf.shuffle_partitions;
                 let reason = format!(
@@ -128,7 +124,7 @@ fn ensure(node: Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Result<Transformed<
 /// (`TakeOrderedAndProject`).
 fn global_sort(node: &Arc<dyn ExecutionPlan>, conf: &SparkConf) -> Option<Arc<dyn ExecutionPlan>> {
     let sort = node.downcast_ref::<SortExec>()?;
-    if sort.preserve_partitioning() || sort.input().output_partitioning().partition_count() <= 1 {
+    if sort.preserve_partitioning() || is_single_partition(sort.input().as_ref()) {
         return None;
     }
     let order = sort.expr().clone();
@@ -332,6 +328,9 @@ mod tests {
         Shuffled(&'static [&'static str], usize),
         /// `Plain` gathered into one partition (Spark's `SinglePartition`).
         Single,
+        /// A scan of one small file without buckets: one split, yet Spark's
+        /// `UnknownPartitioning(0)`, not a single partition.
+        OneSplit,
     }
 
     impl Side {
@@ -341,6 +340,7 @@ mod tests {
                 Side::Plain => scan(table_of(name, ABC, None, 4, &[])),
                 Side::Shuffled(keys, n) => exchange(Side::Plain.build(name), keys, n),
                 Side::Single => Arc::new(CoalescePartitionsExec::new(Side::Plain.build(name))),
+                Side::OneSplit => scan(table_of(name, ABC, None, 1, &[])),
             }
         }
     }
@@ -692,6 +692,27 @@ mod tests {
             operator: global_count,
             settings: &[],
             expected: "single",
+        },
+        UnaryCase {
+            name: "an aggregate over one split of a file: shuffled all the same, as Spark does",
+            input: Side::OneSplit,
+            operator: group_by_a,
+            settings: &[],
+            expected: "hash(a) 200",
+        },
+        UnaryCase {
+            name: "a global aggregate over one split of a file: gathered all the same",
+            input: Side::OneSplit,
+            operator: global_count,
+            settings: &[],
+            expected: "single",
+        },
+        UnaryCase {
+            name: "a global sort over one split of a file: range-partitioned all the same",
+            input: Side::OneSplit,
+            operator: order_by_a,
+            settings: &[],
+            expected: "range(a) 200",
         },
         UnaryCase {
             name: "a global aggregate over a single partition: no exchange",

@@ -22,6 +22,7 @@ use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};
 
 use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::config::SparkConf;
+use crate::exec::file_partition::FileSplitting;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::partition_path::partition_values;
@@ -87,7 +88,12 @@ pub fn plan_scan(
         sorted_output: conf.legacy_bucketed_scan_output_ordering,
         filters: scan_filters,
         predicate,
-        target_partitions: state.config().target_partitions(),
+        splitting: FileSplitting {
+            max_partition_bytes: conf.max_partition_bytes,
+            open_cost: conf.open_cost_in_bytes,
+            // Spark's default parallelism: the cores of `local[*]`.
+            min_partitions: conf.min_partition_num.unwrap_or(state.config().target_partitions()),
+        },
     })
 }
 

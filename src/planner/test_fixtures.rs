@@ -23,6 +23,7 @@ use crate::config::SparkConf;
 use crate::exec::aqe_shuffle_read::{AqeShuffleReadExec, ShufflePartitionSpec};
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::downcast_plan::downcast_plan;
+use crate::exec::file_partition::FileSplitting;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::exec::join::SparkJoinExec;
 use crate::exec::join_spec::{BuildSide, JoinSpec, JoinStrategy};
@@ -173,7 +174,7 @@ impl Scan {
                 sorted_output: false,
                 filters: self.filters,
                 predicate: None,
-                target_partitions: 2,
+                splitting: FileSplitting { max_partition_bytes: 128 << 20, open_cost: 4 << 20, min_partitions: 2 },
             })
             .unwrap(),
         )

@@ -164,7 +164,7 @@ impl QueryState {
 
 enum PlanState {
     None,
-    Running(Arc<dyn ExecutionPlan>, ExplainContext),
+    Running(Arc<dyn ExecutionPlan>, Box<ExplainContext>),
     Ran(Arc<PlanGraph>),
 }
 
@@ -174,7 +174,7 @@ impl QueryRecord {
     fn planned(&self, plan: &Arc<dyn ExecutionPlan>, ctx: ExplainContext) {
         let mut state = lock(&self.plan);
         if !matches!(*state, PlanState::Ran(_)) {
-            *state = PlanState::Running(Arc::clone(plan), ctx);
+            *state = PlanState::Running(Arc::clone(plan), Box::new(ctx));
         }
     }
 

@@ -19,7 +19,7 @@ pub fn is_valid(plan: &Arc<dyn ExecutionPlan>, conf: &SparkConf) -> bool {
     let required = required_distributions(plan.as_ref());
     if required.len() == children.len() {
         let require_all = conf.require_all_cluster_keys_for_distribution;
-        if children.iter().zip(&required).any(|(child, d)| !satisfies(child.output_partitioning(), d, require_all)) {
+        if children.iter().zip(&required).any(|(child, d)| !satisfies(child.as_ref(), d, require_all)) {
             return false;
         }
         let mut clustered = children
