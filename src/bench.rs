@@ -184,8 +184,8 @@ impl PlanFigures {
 /// Runs `sql`'s statements to their end; the rows they wrote.
 async fn execute(session: &Arc<Session>, sql: &str) -> Result<usize, SqlError> {
     let mut written = 0;
-    for output in statement::execute_sql(session, sql).await {
-        match output? {
+    for (text, statement) in statement::parse_query(session, sql).await? {
+        match statement::execute_statement(session, &text, &statement).await? {
             Output::Rows { mut stream, .. } => {
                 while let Some(batch) = stream.next().await {
                     batch?;

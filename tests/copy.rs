@@ -18,7 +18,7 @@ use tokio_postgres::{Client, NoTls};
 
 use crate::common::{TestServer, parquet_files, sqlstate, text_rows};
 
-async fn copy_in(client: &Client, sql: &str, data: &str) -> Result<u64, tokio_postgres::Error> {
+pub async fn copy_in(client: &Client, sql: &str, data: &str) -> Result<u64, tokio_postgres::Error> {
     let sink = client.copy_in(sql).await?;
     pin_mut!(sink);
     sink.send(Bytes::copy_from_slice(data.as_bytes())).await?;

@@ -144,6 +144,68 @@ async fn an_error_fails_the_block_until_rollback_and_savepoints_undo_part_of_it(
     assert_eq!(count(&server.connect().await, "t").await, 2);
 }
 
+/// A query string of several statements runs them one after the other, each answered before
+/// the next starts: a SELECT that fails while its rows are sent stops the rest, the COMMIT
+/// after it included, and fails the block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_of_one_query_string_run_in_turn_in_a_block() {
+    let server = TestServer::start();
+    let warehouse = server.data_dir().join("warehouse");
+    let client = server.connect().await;
+    client.batch_execute(TABLES).await.unwrap();
+    let failed = client.batch_execute("BEGIN; INSERT INTO t VALUES (7, 'x'); SELECT 1 / (k - k) FROM t; COMMIT").await;
+    assert_eq!(sqlstate(&failed.unwrap_err()), "22012");
+    assert_eq!(error_code(&client, "SELECT 1").await, "25P02", "the COMMIT after the error ran");
+    client.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&client, "t").await, 1);
+
+    // Rows of a staged table are read in full before the ROLLBACK deletes its files.
+    let messages = client
+        .simple_query("BEGIN; INSERT INTO t SELECT id, 'x' FROM range(1, 50000); SELECT * FROM t; ROLLBACK")
+        .await;
+    let rows = messages.unwrap().iter().filter(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))).count();
+    assert_eq!(rows, 50000);
+    assert_eq!(count(&client, "t").await, 1);
+    assert_eq!(staging_dirs(&warehouse), Vec::<PathBuf>::new());
+
+    // COMMIT AND CHAIN commits and opens the next block at once.
+    client
+        .batch_execute("BEGIN; INSERT INTO t VALUES (8, 'kept'); COMMIT AND CHAIN; INSERT INTO t VALUES (9, 'undone')")
+        .await
+        .unwrap();
+    client.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(text_rows(&client, "SELECT k FROM t ORDER BY k").await, [["0"], ["8"]]);
+    // Outside a block a read-only default refuses writes too.
+    client.batch_execute("SET default_transaction_read_only = on").await.unwrap();
+    assert_eq!(error_code(&client, "INSERT INTO t VALUES (10, 'no')").await, "25006");
+}
+
+/// The usual load in one transaction: a table created and filled by COPY, seen by others only
+/// once committed, and gone with its files when rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_created_and_copied_into_in_a_block_is_published_or_dropped_whole() {
+    let server = TestServer::start();
+    let warehouse = server.data_dir().join("warehouse");
+    let (client, other) = (server.connect().await, server.connect().await);
+    for (end, published) in [("ROLLBACK", false), ("COMMIT", true)] {
+        client.batch_execute("BEGIN; CREATE TABLE loaded (k BIGINT, v STRING) USING parquet").await.unwrap();
+        let copied = crate::copy::copy_in(&client, "COPY loaded FROM STDIN", "1\tone\n2\ttwo\n").await.unwrap();
+        assert_eq!(copied, 2);
+        assert_eq!(count(&client, "loaded").await, 2);
+        assert_eq!(error_code(&other, "SELECT * FROM loaded").await, "42P01");
+        client.batch_execute(end).await.unwrap();
+        match published {
+            true => {
+                assert_eq!(text_rows(&other, "SELECT k, v FROM loaded ORDER BY k").await, [["1", "one"], ["2", "two"]])
+            }
+            false => {
+                assert_eq!(error_code(&other, "SELECT * FROM loaded").await, "42P01");
+                assert!(!warehouse.join("default/loaded").exists(), "the rolled back table left files");
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_committer_wins() {
     let server = TestServer::start();
@@ -241,6 +303,8 @@ async fn pg_stat_activity_shows_blocks_and_a_block_left_idle_too_long_ends_its_s
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(a.batch_execute("SELECT 1").await.is_err(), "the idle block's session was not ended");
     assert_eq!(count(&watcher, "t").await, 1, "the ended session's block was not rolled back");
+    let warehouse = server.data_dir().join("warehouse");
+    eventually("the ended block's staged files to go", || staging_dirs(&warehouse).is_empty()).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while !text_rows(&watcher, &state).await.is_empty() {
         assert!(Instant::now() < deadline, "the ended session stays in pg_stat_activity");

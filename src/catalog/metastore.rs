@@ -282,9 +282,11 @@ fn apply(tx: &Transaction, change: &CatalogChange) -> Result<(), SqlError> {
     record_change(tx, meta.id, change.kind())
 }
 
-/// The table's change sequence moves on, and its latest change of `kind` is this one.
+/// The table's change takes the catalog's next change number, and its latest change of `kind`
+/// is this one.
 fn record_change(tx: &Transaction, table_id: i64, kind: ChangeKind) -> Result<(), SqlError> {
-    tx.execute("UPDATE tables SET change_seq = change_seq + 1 WHERE id = ?1", [table_id])?;
+    tx.execute("UPDATE change_sequence SET last = last + 1", [])?;
+    tx.execute("UPDATE tables SET change_seq = (SELECT last FROM change_sequence) WHERE id = ?1", [table_id])?;
     tx.execute(
         "INSERT INTO table_changes (table_id, kind, seq) SELECT id, ?2, change_seq FROM tables WHERE id = ?1
          ON CONFLICT (table_id, kind) DO UPDATE SET seq = excluded.seq",
@@ -758,6 +760,21 @@ mod tests {
         // The snapshot still reads the table as it was before all of this.
         assert_eq!(snapshot.table("default", "t").unwrap().unwrap().files, vec![file("a.parquet", 1)]);
         assert_eq!(store.table("default", "t").unwrap().unwrap().files, vec![file("f.parquet", 1)]);
+    }
+
+    #[test]
+    fn a_table_dropped_and_created_again_under_the_same_id_is_a_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Metastore::open(&dir.path().join("m.sqlite")).unwrap();
+        store.commit(&[create(new_table("t"), &[file("a.parquet", 1)])]).unwrap();
+        store.commit(&[write(&store.table("default", "t").unwrap().unwrap(), WriteMode::Append, &[])]).unwrap();
+        let seen = store.table("default", "t").unwrap().unwrap();
+        store.commit(&[CatalogChange::DropTable { table: TableRef::of(&seen) }]).unwrap();
+        store.commit(&[create(new_table("t"), &[])]).unwrap();
+        let again = store.table("default", "t").unwrap().unwrap();
+        assert_eq!(again.id, seen.id, "SQLite gives the newest table's id to the next one");
+        let late = store.commit(&[write(&seen, WriteMode::Append, &[file("b.parquet", 1)])]);
+        assert_eq!(late.unwrap_err().code, "40001");
     }
 
     #[test]

@@ -353,7 +353,11 @@ impl FileSourceScanExec {
             .build();
         let mut source = ParquetSource::new(table_schema);
         if let Some(predicate) = &self.request.predicate {
-            source = source.with_predicate(Arc::clone(predicate));
+            // Row groups and pages the statistics rule out are skipped; in the rest, the filter
+            // columns are decoded first and the other columns only for the rows that pass
+            // (late materialization), conjunct by conjunct in the query's order. The Filter
+            // above still applies the whole condition, as Spark's does over its scan.
+            source = source.with_predicate(Arc::clone(predicate)).with_pushdown_filters(true);
         }
         // Partition i must read exactly bucket i: a declared partitioning keeps DataFusion
         // from letting partitions steal each other's files.

@@ -72,9 +72,12 @@ pub async fn serve(
             socket.state(),
             PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress
         );
-        let idle_timeout = match handlers.session.tables.status() {
-            BlockStatus::Idle => None,
-            _ => handlers.session.idle_in_transaction_timeout(),
+        // As PostgreSQL's, the timer runs only while the server waits for a query: not
+        // during a COPY's data or between the messages of a pipeline.
+        let idle_timeout = match (handlers.session.tables.status(), socket.state()) {
+            (BlockStatus::Idle, _) => None,
+            (_, PgWireConnectionState::ReadyForQuery) => handlers.session.idle_in_transaction_timeout(),
+            _ => None,
         };
         let next = if starting {
             tokio::select! {

@@ -186,25 +186,29 @@ impl SimpleQueryHandler for QueryHandler {
         Ok(())
     }
 
+    /// Runs the query's statements one after the other, each answered in full (its rows
+    /// sent) before the next starts, as PostgreSQL runs them: no statement runs while an
+    /// earlier one's rows are still being read, and an error stops the rest. What is left for
+    /// `on_query` to send: an EmptyQueryResponse, a COPY FROM STDIN's start, or the error.
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let outputs = statement::execute_sql(&self.session, query).await;
-        if outputs.is_empty() {
-            // Only comments or semicolons: PostgreSQL answers EmptyQueryResponse.
-            return Ok(vec![Response::EmptyQuery]);
-        }
-        let interrupt = Interrupt::of(&self.session.backend);
-        let mut responses = Vec::with_capacity(outputs.len());
-        for output in outputs {
+        let statements = match statement::parse_query(&self.session, query).await {
+            Ok(statements) if statements.is_empty() => {
+                // Only comments or semicolons: PostgreSQL answers EmptyQueryResponse.
+                return Ok(vec![Response::EmptyQuery]);
+            }
+            Ok(statements) => statements,
+            Err(e) => return self.stopped_by(to_pgwire(e)),
+        };
+        for (text, statement) in statements {
+            let output = statement::execute_statement(&self.session, &text, &statement).await;
+            let interrupt = Interrupt::of(&self.session.backend);
             let response = match output {
-                // pgwire sends the responses once all are made; a COPY TO that comes first goes
-                // out now, in order. One after other statements of the same query string is
-                // left to pgwire, which answers a failure part way with CopyFail.
-                Ok(Output::CopyOut(copy)) if responses.is_empty() => match copy_out_response(copy, &interrupt) {
+                Ok(Output::CopyOut(copy)) => match copy_out_response(copy, &interrupt) {
                     Ok(response) => send_copy_out(client, response).await,
                     Err(e) => Err(e),
                 },
@@ -213,15 +217,28 @@ impl SimpleQueryHandler for QueryHandler {
                 }
             };
             match response {
-                Ok(response) => responses.push(response),
-                Err(PgWireError::UserError(info)) => {
-                    responses.push(Response::Error(info));
-                    break;
+                Ok(Response::Query(results)) => send_query_response(client, results, true).await?,
+                Ok(Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag)) => {
+                    send_execution_response(client, tag).await?
                 }
-                Err(other) => return Err(other),
+                // A COPY FROM STDIN ends the query's turn: its data comes next.
+                Ok(other) => return Ok(vec![other]),
+                Err(e) => return self.stopped_by(e),
             }
         }
-        Ok(responses)
+        Ok(Vec::new())
+    }
+}
+
+impl QueryHandler {
+    /// The answer to a query string that `error` stopped: a failed statement fails the
+    /// transaction block it ran in, whether it failed running or answering.
+    fn stopped_by(&self, error: PgWireError) -> PgWireResult<Vec<Response>> {
+        self.session.tables.fail();
+        match error {
+            PgWireError::UserError(info) => Ok(vec![Response::Error(info)]),
+            other => Err(other),
+        }
     }
 }
 

@@ -36,7 +36,9 @@ pub(crate) async fn run(
         BlockStatus::Failed if !matches!(statement, Bucket::Sql(s) if transaction::ends_failed_block(s)) => {
             return Err(transaction::failed_block_error());
         }
-        BlockStatus::InBlock if session.tables.read_only() => {
+        // A read-only block, or outside one a read-only default (each statement its own
+        // transaction), refuses writes.
+        BlockStatus::InBlock | BlockStatus::Idle if session.transaction_modes().1 => {
             if let Some(command) = writes(statement) {
                 return Err(transaction::read_only_error(command));
             }
@@ -125,11 +127,11 @@ pub(crate) async fn run(
         Bucket::Sql(Statement::Deallocate { .. }) => Output::command("DEALLOCATE"),
         Bucket::Sql(Statement::Discard { .. }) => Output::command("DISCARD ALL"),
         Bucket::Sql(Statement::StartTransaction { modes, .. }) => transaction::begin(session, modes),
-        Bucket::Sql(Statement::Commit { .. }) => transaction::commit(session)?,
+        Bucket::Sql(Statement::Commit { chain, .. }) => transaction::commit(session, *chain)?,
         Bucket::Sql(Statement::Rollback { savepoint: Some(name), .. }) => {
             transaction::rollback_to(session, &savepoint_name(name))?
         }
-        Bucket::Sql(Statement::Rollback { .. }) => transaction::rollback(session),
+        Bucket::Sql(Statement::Rollback { chain, .. }) => transaction::rollback(session, *chain),
         Bucket::Sql(Statement::Savepoint { name }) => transaction::savepoint(session, &savepoint_name(name))?,
         Bucket::Sql(Statement::ReleaseSavepoint { name }) => transaction::release(session, &savepoint_name(name))?,
         Bucket::Sql(Statement::Set(Set::SetTransaction { modes, session: for_session, .. })) => {

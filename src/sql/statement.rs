@@ -22,32 +22,35 @@ use super::{dispatch, interrupt};
 use crate::error::SqlError;
 use crate::exec::executor;
 
-/// Runs every statement of a simple-protocol query string, stopping at the first error
-/// (which comes last in the returned list). The backend turns active with the query's text
-/// here, as in `prepare` (Parse) and `execute_prepared` (Execute); the wire front end turns
-/// it idle when it answers ReadyForQuery.
-pub async fn execute_sql(session: &Arc<Session>, sql: &str) -> Vec<Result<Output, SqlError>> {
+/// The statements of a simple-protocol query string, each with its text: the query's own
+/// when it holds one statement. The backend turns active with the query's text here, as in
+/// `prepare` (Parse) and `execute_prepared` (Execute); the wire front end turns it idle when
+/// it answers ReadyForQuery.
+pub async fn parse_query(session: &Arc<Session>, sql: &str) -> Result<Vec<(String, BucketSqlStatement)>, SqlError> {
     session.backend.statement_started(sql);
     let parsed = executor::run(session.statement_deadline(), parse_off_workers(sql.to_string())).await;
-    let statements = match parsed.and_then(|parsed| parsed.ok_or_else(interrupt::timed_out)) {
-        Ok(s) => s,
+    match parsed.and_then(|parsed| parsed.ok_or_else(interrupt::timed_out)) {
+        Ok(statements) => {
+            let one = statements.len() == 1;
+            Ok(statements
+                .into_iter()
+                .map(|statement| (if one { sql.to_string() } else { statement.to_string() }, statement))
+                .collect())
+        }
         Err(e) => {
             record_failure(session, sql, &e);
-            return vec![Err(e)];
-        }
-    };
-    let mut outputs = Vec::with_capacity(statements.len());
-    let one = statements.len() == 1;
-    for statement in statements {
-        let text = if one { sql.to_string() } else { statement.to_string() };
-        let result = execute(session, &text, &statement, Vec::new()).await;
-        let failed = result.is_err();
-        outputs.push(result);
-        if failed {
-            break;
+            Err(e)
         }
     }
-    outputs
+}
+
+/// Runs one statement of a simple-protocol query string (see [`parse_query`]).
+pub async fn execute_statement(
+    session: &Arc<Session>,
+    text: &str,
+    statement: &BucketSqlStatement,
+) -> Result<Output, SqlError> {
+    execute(session, text, statement, Vec::new()).await
 }
 
 /// Parses one statement and works out its parameter and result types (extended protocol).

@@ -238,11 +238,6 @@ impl SessionCatalog {
         Ok(())
     }
 
-    /// Whether writes are refused: the open block is READ ONLY.
-    pub fn read_only(&self) -> bool {
-        self.lock().as_ref().is_some_and(|t| t.read_only)
-    }
-
     /// A write's change and its staged files: staged in the open block, else committed now.
     pub fn write(&self, change: CatalogChange, files: Option<StagedFiles>) -> Result<(), SqlError> {
         let mut block = self.lock();

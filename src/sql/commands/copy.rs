@@ -44,8 +44,7 @@ fn copy_in(session: &Session, source: &CopySource, options: CopyOptions) -> Resu
     };
     let (schema, table) = table_name(name)?;
     let meta = session
-        .engine
-        .metastore
+        .tables
         .table(&schema, &table)?
         .ok_or_else(|| SqlError::undefined_table(format!("relation \"{name}\" does not exist")))?;
     let table_schema = table_schema(&meta)?;

@@ -44,14 +44,28 @@ pub(crate) fn begin(session: &Session, modes: &[TransactionMode]) -> Output {
     Output::TransactionStart("BEGIN")
 }
 
-/// `COMMIT`: a block that failed is rolled back, and says so.
-pub(crate) fn commit(session: &Session) -> Result<Output, SqlError> {
-    Ok(Output::TransactionEnd(if session.tables.commit()? { "COMMIT" } else { "ROLLBACK" }))
+/// `COMMIT [AND CHAIN]`: a block that failed is rolled back, and says so. With `AND CHAIN`
+/// a new block with the same modes begins at once (also after a failed COMMIT's error).
+pub(crate) fn commit(session: &Session, chain: bool) -> Result<Output, SqlError> {
+    let modes = session.tables.modes();
+    let committed = session.tables.commit();
+    chain_after(session, chain, modes);
+    Ok(Output::TransactionEnd(if committed? { "COMMIT" } else { "ROLLBACK" }))
 }
 
-pub(crate) fn rollback(session: &Session) -> Output {
+/// `ROLLBACK [AND CHAIN]`.
+pub(crate) fn rollback(session: &Session, chain: bool) -> Output {
+    let modes = session.tables.modes();
     session.tables.rollback();
+    chain_after(session, chain, modes);
     Output::TransactionEnd("ROLLBACK")
+}
+
+/// `AND CHAIN`: the block that ended, with its `modes`, is followed by a new one like it.
+fn chain_after(session: &Session, chain: bool, modes: Option<(Isolation, bool)>) {
+    if let (true, Some((isolation, read_only))) = (chain, modes) {
+        session.tables.begin(isolation, read_only);
+    }
 }
 
 pub(crate) fn savepoint(session: &Session, name: &str) -> Result<Output, SqlError> {
