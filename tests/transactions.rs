@@ -136,12 +136,16 @@ async fn an_error_fails_the_block_until_rollback_and_savepoints_undo_part_of_it(
     assert_eq!(error_code(&client, "INSERT INTO t VALUES (9, 'no')").await, "25006");
     client.batch_execute("ROLLBACK; BEGIN; SET TRANSACTION READ ONLY").await.unwrap();
     assert_eq!(error_code(&client, "CREATE TABLE no_table (a INT)").await, "25006");
+    client.batch_execute("ROLLBACK; BEGIN READ ONLY; SELECT count(*) FROM t").await.unwrap();
+    assert_eq!(error_code(&client, "SET TRANSACTION READ WRITE").await, "25001");
+    // Outside a block SET TRANSACTION changes nothing, as in PostgreSQL.
+    client.batch_execute("ROLLBACK; SET TRANSACTION READ ONLY; INSERT INTO t VALUES (4, 'written')").await.unwrap();
     client.batch_execute("ROLLBACK; SET default_transaction_read_only = on; BEGIN").await.unwrap();
     assert_eq!(error_code(&client, "DROP TABLE t").await, "25006");
     client.batch_execute("ROLLBACK; SET default_transaction_read_only = off").await.unwrap();
     // Outside a block every statement commits on its own, as before.
     client.batch_execute("INSERT INTO t VALUES (5, 'autocommit')").await.unwrap();
-    assert_eq!(count(&server.connect().await, "t").await, 2);
+    assert_eq!(count(&server.connect().await, "t").await, 3);
 }
 
 /// A query string of several statements runs them one after the other, each answered before

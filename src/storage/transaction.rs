@@ -166,10 +166,11 @@ impl SessionCatalog {
     }
 
     /// `SET TRANSACTION`: changes the open block's modes, before it has read anything.
+    /// Outside a block it changes nothing, as in PostgreSQL (which only warns).
     pub fn set_modes(&self, isolation: Option<Isolation>, read_only: Option<bool>) -> Result<(), SqlError> {
         let mut block = self.lock();
         let Some(transaction) = block.as_mut() else {
-            return Err(SqlError::new("25P01", "SET TRANSACTION can only be used in transaction blocks"));
+            return Ok(());
         };
         if let Some(isolation) = isolation {
             if transaction.used && isolation != transaction.isolation {
@@ -178,6 +179,10 @@ impl SessionCatalog {
             transaction.isolation = isolation;
         }
         if let Some(read_only) = read_only {
+            // A block that has read may become read-only, not read-write again.
+            if transaction.used && transaction.read_only && !read_only {
+                return Err(SqlError::new("25001", "transaction read-write mode must be set before any query"));
+            }
             transaction.read_only = read_only;
         }
         Ok(())
