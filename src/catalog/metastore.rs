@@ -259,27 +259,36 @@ fn apply(tx: &Transaction, change: &CatalogChange) -> Result<(), SqlError> {
         return record_change(tx, id, change.kind());
     }
     let (schema, name) = change.target();
-    let Some(meta) = load_table(tx, schema, name)? else {
-        return Err(serialization_failure(format!(
-            "table {schema}.{name} was dropped by a transaction that committed first"
-        )));
-    };
-    let location = meta.location.clone();
+    let dropped =
+        || serialization_failure(format!("table {schema}.{name} was dropped by a transaction that committed first"));
+    let (id, location) = load_location(tx, schema, name)?.ok_or_else(dropped)?;
     match change {
         CatalogChange::CreateTable { .. } => unreachable!("created above"),
-        CatalogChange::DropTable { .. } => return drop_table(tx, &meta),
-        CatalogChange::Write { mode, files, .. } => commit_files(tx, meta.id, &location, mode, files)?,
-        CatalogChange::Rewrite { replaced, files, .. } => rewrite_files(tx, meta.id, &location, replaced, files)?,
-        CatalogChange::Resync { found, repair, .. } => resync_files(tx, &meta, found, *repair)?,
+        // Dropping a table and re-reading its directory work on its whole file list.
+        CatalogChange::DropTable { .. } => return drop_table(tx, &load_table(tx, schema, name)?.ok_or_else(dropped)?),
+        CatalogChange::Resync { found, repair, .. } => {
+            resync_files(tx, &load_table(tx, schema, name)?.ok_or_else(dropped)?, found, *repair)?
+        }
+        CatalogChange::Write { mode, files, .. } => commit_files(tx, id, &location, mode, files)?,
+        CatalogChange::Rewrite { replaced, files, .. } => rewrite_files(tx, id, &location, replaced, files)?,
         CatalogChange::SetProperties { properties, .. }
-        | CatalogChange::SetStatistics { statistics: properties, .. } => set_properties(tx, meta.id, properties)?,
+        | CatalogChange::SetStatistics { statistics: properties, .. } => set_properties(tx, id, properties)?,
         CatalogChange::UnsetProperties { keys, .. } => {
             for key in keys {
-                tx.execute("DELETE FROM table_properties WHERE table_id = ?1 AND key = ?2", params![meta.id, key])?;
+                tx.execute("DELETE FROM table_properties WHERE table_id = ?1 AND key = ?2", params![id, key])?;
             }
         }
     }
-    record_change(tx, meta.id, change.kind())
+    record_change(tx, id, change.kind())
+}
+
+/// The id and location of the table `schema.name`, without its columns and files.
+fn load_location(conn: &Connection, schema: &str, name: &str) -> Result<Option<(i64, PathBuf)>, SqlError> {
+    Ok(conn
+        .query_row("SELECT id, location FROM tables WHERE schema_name = ?1 AND name = ?2", [schema, name], |row| {
+            Ok((row.get(0)?, PathBuf::from(row.get::<_, String>(1)?)))
+        })
+        .optional()?)
 }
 
 /// The table's change takes the catalog's next change number, and its latest change of `kind`
