@@ -204,12 +204,6 @@ fn table_names(conn: &Connection, schema: &str) -> Result<Vec<String>, SqlError>
     Ok(names)
 }
 
-fn load_table_id(conn: &Connection, schema: &str, name: &str) -> Result<Option<i64>, SqlError> {
-    Ok(conn
-        .query_row("SELECT id FROM tables WHERE schema_name = ?1 AND name = ?2", [schema, name], |row| row.get(0))
-        .optional()?)
-}
-
 /// The 40001 of a transaction that lost to one that committed first.
 fn serialization_failure(detail: String) -> SqlError {
     SqlError::new("40001", format!("could not serialize access: {detail}; run the transaction again"))
@@ -223,7 +217,7 @@ fn check_conflicts(tx: &Transaction, table: &TableRef, kind: ChangeKind) -> Resu
         return Ok(());
     };
     let (schema, name) = (&table.schema, &table.name);
-    match load_table_id(tx, schema, name)? {
+    match load_location(tx, schema, name)?.map(|(id, _)| id) {
         None => {
             return Err(serialization_failure(format!(
                 "table {schema}.{name} was dropped by a transaction that committed first"
@@ -308,7 +302,7 @@ fn create_table(tx: &Transaction, table: &NewTable) -> Result<i64, SqlError> {
     if !schema_exists(tx, &table.schema)? {
         return Err(SqlError::undefined_schema(format!("schema \"{}\" does not exist", table.schema)));
     }
-    if load_table_id(tx, &table.schema, &table.name)?.is_some() {
+    if load_location(tx, &table.schema, &table.name)?.is_some() {
         return Err(SqlError::duplicate_table(format!("relation \"{}.{}\" already exists", table.schema, table.name)));
     }
     tx.execute(
