@@ -156,25 +156,7 @@ impl SimpleQueryHandler for QueryHandler {
             None => SimpleQueryHandler::do_query(self, client, &query.query).await,
         }?;
         for response in responses {
-            match response {
-                Response::EmptyQuery => {
-                    client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?
-                }
-                Response::Query(results) => send_query_response(client, results, true).await?,
-                Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
-                    send_execution_response(client, tag).await?
-                }
-                Response::Error(e) => client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?,
-                Response::CopyIn(copy) => {
-                    send_copy_in_response(client, copy).await?;
-                    client.set_state(PgWireConnectionState::CopyInProgress(false));
-                }
-                Response::CopyOut(copy) => send_copy_out_response(client, copy).await?,
-                Response::CopyBoth(copy) => {
-                    send_copy_both_response(client, copy).await?;
-                    client.set_state(PgWireConnectionState::CopyInProgress(false));
-                }
-            }
+            send_response(client, response).await?;
         }
         // A COPY FROM STDIN answers ReadyForQuery once its data is in.
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
@@ -217,17 +199,43 @@ impl SimpleQueryHandler for QueryHandler {
                 }
             };
             match response {
-                Ok(Response::Query(results)) => send_query_response(client, results, true).await?,
-                Ok(Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag)) => {
-                    send_execution_response(client, tag).await?
-                }
                 // A COPY FROM STDIN ends the query's turn: its data comes next.
-                Ok(other) => return Ok(vec![other]),
+                Ok(copy_in @ Response::CopyIn(_)) => return Ok(vec![copy_in]),
+                Ok(response) => send_response(client, response).await?,
                 Err(e) => return self.stopped_by(e),
             }
         }
         Ok(Vec::new())
     }
+}
+
+/// Sends one response of a simple query, as pgwire's `on_query` sends it.
+async fn send_response<C>(client: &mut C, response: Response) -> PgWireResult<()>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    match response {
+        Response::EmptyQuery => {
+            client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?
+        }
+        Response::Query(results) => send_query_response(client, results, true).await?,
+        Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
+            send_execution_response(client, tag).await?
+        }
+        Response::Error(e) => client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?,
+        Response::CopyIn(copy) => {
+            send_copy_in_response(client, copy).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+        }
+        Response::CopyOut(copy) => send_copy_out_response(client, copy).await?,
+        Response::CopyBoth(copy) => {
+            send_copy_both_response(client, copy).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+        }
+    }
+    Ok(())
 }
 
 impl QueryHandler {
