@@ -23,11 +23,15 @@ use crate::storage::transaction::SessionCatalog;
 /// The catalog name Spark gives its session catalog; plans and DESCRIBE print it.
 pub const CATALOG_NAME: &str = "spark_catalog";
 
+/// Schemas answered from elsewhere than the metastore (e.g. `pg_catalog`), by name: built once
+/// and shared by every session's catalog.
+pub type SystemSchemas = Vec<(String, Arc<dyn SchemaProvider>)>;
+
 #[derive(Debug)]
 pub struct MetastoreCatalog {
     tables: Arc<SessionCatalog>,
-    /// Schemas answered from elsewhere (e.g. `pg_catalog`), looked up before the metastore.
-    system_schemas: Vec<(String, Arc<dyn SchemaProvider>)>,
+    /// Looked up before the metastore.
+    system_schemas: SystemSchemas,
 }
 
 /// `Metastore` holds a SQLite connection, which has no `Debug`.
@@ -40,20 +44,9 @@ impl std::fmt::Debug for MetastoreHandle {
 }
 
 impl MetastoreCatalog {
-    /// The catalog as `tables` sees it.
-    pub fn new(tables: Arc<SessionCatalog>) -> Self {
-        MetastoreCatalog { tables, system_schemas: Vec::new() }
-    }
-
-    /// The same system schemas, over another session's tables.
-    pub fn for_session(&self, tables: Arc<SessionCatalog>) -> Self {
-        MetastoreCatalog { tables, system_schemas: self.system_schemas.clone() }
-    }
-
-    /// Adds a schema that is not in the metastore, such as `pg_catalog`.
-    pub fn with_system_schema(mut self, name: &str, schema: Arc<dyn SchemaProvider>) -> Self {
-        self.system_schemas.push((name.to_string(), schema));
-        self
+    /// The catalog as `tables` sees it, with `system_schemas` beside the metastore's.
+    pub fn new(tables: Arc<SessionCatalog>, system_schemas: SystemSchemas) -> Self {
+        MetastoreCatalog { tables, system_schemas }
     }
 }
 

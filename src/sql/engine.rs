@@ -15,13 +15,12 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use crate::catalog::metastore::Metastore;
 use crate::config::{LOG_MIN_DURATION_STATEMENT, parse_log_min_duration};
 use crate::error::SqlError;
-use crate::planner::table_provider::MetastoreCatalog;
+use crate::planner::table_provider::SystemSchemas;
 use crate::sql::activity::{Backend, BackendState, Backends};
 use crate::sql::history::QueryHistory;
 use crate::sql::pg_catalog;
 use crate::sql::statement_stats::{DEFAULT_STATEMENT_STATS_MAX, StatementStats};
 use crate::storage::janitor::FileJanitor;
-use crate::storage::transaction::SessionCatalog;
 
 pub const METASTORE_FILE: &str = "metastore.sqlite";
 pub const WAREHOUSE_DIR: &str = "warehouse";
@@ -79,7 +78,8 @@ pub struct Engine {
     pub sort_in_place_bytes: usize,
     pub metastore: Arc<Metastore>,
     pub janitor: Arc<FileJanitor>,
-    pub catalog: Arc<MetastoreCatalog>,
+    /// `pg_catalog` and `information_schema`, shared by every session's catalog.
+    pub system_schemas: SystemSchemas,
     pub runtime: Arc<RuntimeEnv>,
     /// The connected clients, which `pg_stat_activity` lists.
     pub backends: Arc<Backends>,
@@ -132,10 +132,7 @@ impl Engine {
             sort_in_place_bytes: options
                 .memory_limit
                 .map_or(MAX_SORT_IN_PLACE_BYTES, |limit| (limit / 32).clamp(32 << 20, MAX_SORT_IN_PLACE_BYTES)),
-            catalog: Arc::new(pg_catalog::with_system_schemas(
-                MetastoreCatalog::new(Arc::new(SessionCatalog::new(Arc::clone(&metastore), Arc::clone(&janitor)))),
-                &metastore,
-            )),
+            system_schemas: pg_catalog::system_schemas(&metastore),
             metastore,
             janitor,
             runtime: runtime.build_arc()?,

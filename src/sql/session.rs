@@ -26,7 +26,7 @@ use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::config::{self, Isolation, SparkConf};
 use crate::error::SqlError;
 use crate::explain::LogicalStages;
-use crate::planner::table_provider::CATALOG_NAME;
+use crate::planner::table_provider::{CATALOG_NAME, MetastoreCatalog};
 use crate::planner::{self, hints::QueryHints};
 use crate::storage::transaction::SessionCatalog;
 
@@ -78,7 +78,8 @@ impl Session {
             .build();
         let mut ctx = SessionContext::new_with_state(state);
         let tables = Arc::new(SessionCatalog::new(Arc::clone(&engine.metastore), Arc::clone(&engine.janitor)));
-        ctx.register_catalog(CATALOG_NAME, Arc::new(engine.catalog.for_session(Arc::clone(&tables))));
+        let catalog = MetastoreCatalog::new(Arc::clone(&tables), engine.system_schemas.clone());
+        ctx.register_catalog(CATALOG_NAME, Arc::new(catalog));
         functions::register(&mut ctx)?;
         let variables = Arc::new(Mutex::new(BTreeMap::new()));
         backend.share_settings(Arc::clone(&variables));

@@ -19,7 +19,7 @@ use super::values::batch;
 use super::view::View;
 use super::views::{INFORMATION_SCHEMA_VIEWS, PG_CATALOG_VIEWS, catalog_relations};
 use crate::catalog::metastore::Metastore;
-use crate::planner::table_provider::{MetastoreCatalog, MetastoreHandle};
+use crate::planner::table_provider::{MetastoreHandle, SystemSchemas};
 
 /// `pg_catalog` or `information_schema`.
 struct CatalogSchema {
@@ -97,11 +97,12 @@ impl TableProvider for CatalogTable {
     }
 }
 
-/// The engine's catalog with `pg_catalog` and `information_schema` beside the metastore's
-/// schemas.
-pub fn with_system_schemas(catalog: MetastoreCatalog, metastore: &Arc<Metastore>) -> MetastoreCatalog {
+/// `pg_catalog` and `information_schema`, which every session's catalog has beside the
+/// metastore's schemas.
+pub fn system_schemas(metastore: &Arc<Metastore>) -> SystemSchemas {
     let handle = Arc::new(MetastoreHandle(Arc::clone(metastore)));
-    catalog
-        .with_system_schema(PG_CATALOG, schema(PG_CATALOG_VIEWS, Arc::clone(&handle)) as Arc<dyn SchemaProvider>)
-        .with_system_schema(INFORMATION_SCHEMA, schema(INFORMATION_SCHEMA_VIEWS, handle))
+    vec![
+        (PG_CATALOG.to_string(), schema(PG_CATALOG_VIEWS, Arc::clone(&handle))),
+        (INFORMATION_SCHEMA.to_string(), schema(INFORMATION_SCHEMA_VIEWS, handle)),
+    ]
 }

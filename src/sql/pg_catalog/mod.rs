@@ -23,7 +23,7 @@ mod values;
 mod view;
 mod views;
 
-pub use catalog_schema::with_system_schemas;
+pub use catalog_schema::system_schemas;
 pub use functions::register_functions;
 pub use oids::table_oid;
 pub use settings::Settings;
