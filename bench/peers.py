@@ -13,6 +13,14 @@ into as many directories, each sorted, for the write comparison. Every query's r
 compared between the two engines. Prints medians and ratios (bucketsql / DuckDB: below 1 is
 faster); `--json FILE` keeps them.
 
+    python3 bench/peers.py target/release/bucketsql --tpch 1 [--runs 3] [--data-dir DIR]
+
+runs `bucketsql bench --tpch SF` (TPC-H's 22 queries on plain tables of one Parquet file each
+and on bucketed copies, answers checked against the specification's at SF1), then the same
+queries in DuckDB over the very files the plain tables are, and compares every answer. Prints
+each query's medians, the ratios to DuckDB and their geometric means. The generated files stay
+in `--data-dir` for the next run.
+
 DuckDB and a Postgres driver are installed into a virtual environment on first use
 (`--venv`, default ~/.cache/bucketsql-peers-venv).
 """
@@ -85,9 +93,13 @@ def main():
     parser.add_argument('--runs', type=int, default=5)
     parser.add_argument('--json')
     parser.add_argument('--venv', default=os.path.expanduser('~/.cache/bucketsql-peers-venv'))
+    parser.add_argument('--tpch', type=float, metavar='SF', help="TPC-H's queries at this scale factor")
+    parser.add_argument('--data-dir', help='where --tpch keeps its generated files (default: a temporary one)')
     args = parser.parse_args()
     in_venv(args.venv)
     import duckdb
+    if args.tpch is not None:
+        sys.exit(tpch(duckdb, args))
     import psycopg
 
     data_dir = tempfile.mkdtemp(prefix='bucketsql-peers-')
@@ -193,6 +205,70 @@ def report(results, args):
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(results, f, indent=2)
+
+
+def same_value(ours, theirs):
+    """Our text of a value against DuckDB's value: numbers to a millionth (DuckDB averages in
+    DOUBLE where Spark's are DECIMAL), anything else as text."""
+    if ours is None or theirs is None:
+        return ours is None and theirs is None
+    try:
+        a, b = float(ours), float(theirs)
+    except ValueError:
+        return ours == str(theirs)
+    return abs(a - b) <= 1e-6 + abs(b) * 1e-12 or abs(a - b) <= abs(b) * 1e-9
+
+
+def tpch(duckdb, args):
+    """`bucketsql bench --tpch` and DuckDB over the same files; non-zero when an answer differs."""
+    data_dir = args.data_dir or tempfile.mkdtemp(prefix='bucketsql-tpch-')
+    report_file = os.path.join(data_dir, 'tpch-report.json')
+    try:
+        subprocess.run([os.path.abspath(args.binary), 'bench', '--tpch', str(args.tpch), '--runs', str(args.runs),
+                        '--buckets', str(args.buckets), '--data-dir', data_dir, '--json', report_file], check=True)
+        with open(report_file) as f:
+            ours = json.load(f)
+        duck = duckdb.connect()
+        duck.execute(f'SET threads = {THREADS}')
+        for table in ours['tables']:
+            files = os.path.join(ours['tables_dir'], table, '*.parquet')
+            duck.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{files}')")
+        rows = []
+        for query in ours['queries']:
+            seconds, answer = median_seconds(lambda: duck.execute(query['sql']).fetchall(), args.runs)
+            agrees = len(answer) == len(query['rows']) and all(
+                len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+                for a, b in zip(query['rows'], answer))
+            rows.append({'query': query['query'], 'plain_ms': query['plain']['median_ms'],
+                         'bucketed_ms': query['bucketed']['median_ms'], 'duckdb_ms': seconds * 1000,
+                         'agrees': agrees, 'duckdb_rows': len(answer)})
+    finally:
+        if not args.data_dir:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+    print(f"TPC-H SF{ours['scale']}: bucketsql (plain tables, copies bucketed into {ours['buckets']}) beside "
+          f"DuckDB ({THREADS} threads) over the same files, median of {args.runs} runs")
+    print(f"{'query':<6} {'plain ms':>10} {'bucketed ms':>12} {'DuckDB ms':>10} {'plain/DuckDB':>13} "
+          f"{'bucketed/DuckDB':>16}  answers")
+    for r in rows:
+        print(f"Q{r['query']:<5} {r['plain_ms']:10.1f} {r['bucketed_ms']:12.1f} {r['duckdb_ms']:10.1f} "
+              f"{r['plain_ms'] / r['duckdb_ms']:13.2f} {r['bucketed_ms'] / r['duckdb_ms']:16.2f}  "
+              f"{'agree' if r['agrees'] else 'DIFFER'}")
+
+    def geometric_mean(layout):
+        return statistics.geometric_mean(r[f'{layout}_ms'] / r['duckdb_ms'] for r in rows)
+
+    def total(column):
+        return sum(r[column] for r in rows) / 1000
+    print(f"total: plain {total('plain_ms'):.2f} s, bucketed {total('bucketed_ms'):.2f} s, "
+          f"DuckDB {total('duckdb_ms'):.2f} s")
+    print(f"geometric mean vs DuckDB: plain {geometric_mean('plain'):.2f}x, bucketed {geometric_mean('bucketed'):.2f}x")
+    agreeing = sum(r['agrees'] for r in rows)
+    print(f'{agreeing} of {len(rows)} answers agree with DuckDB')
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump({'scale': ours['scale'], 'runs': args.runs, 'queries': rows}, f, indent=2)
+    return 0 if agreeing == len(rows) else 1
 
 
 if __name__ == '__main__':

@@ -87,6 +87,10 @@ spark_settings! {
     open_cost_in_bytes: u64 = "spark.sql.files.openCostInBytes", "4MB", parse_non_negative_bytes;
     /// The partitions a non-bucketed scan aims for at least; unset, the number of cores.
     min_partition_num: Option<usize> = "spark.sql.files.minPartitionNum", "<undefined>", parse_optional_positive;
+    /// Parquet's record-level filtering of the pushed filters while decoding: the filter
+    /// columns first, the others only for the rows that pass. Off, as in Spark, row groups and
+    /// pages are still skipped by their statistics.
+    record_level_filter: bool = "spark.sql.parquet.recordLevelFilter.enabled", "false", parse_bool;
 }
 
 impl SparkConf {

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+use bucketsql::bench::tpch::TpchOptions;
 use bucketsql::credentials::Passwords;
 use bucketsql::server::auth::Authenticator;
 use bucketsql::server::connection_limit::DEFAULT_MAX_CONNECTIONS;
@@ -57,6 +58,10 @@ enum Command {
         /// without it.
         #[arg(long, default_value_t = DEFAULT_QUERY_HISTORY)]
         query_history: usize,
+        /// Run TPC-H's 22 queries at this scale factor instead, on plain tables of one file
+        /// each and on copies bucketed into `--buckets` (answers checked at scale factor 1).
+        #[arg(long, value_name = "SF", conflicts_with = "rows")]
+        tpch: Option<f64>,
     },
     /// Learn bucketing step by step: plans, exchanges and what they cost, on generated tables.
     Demo {
@@ -148,11 +153,19 @@ async fn run() -> anyhow::Result<()> {
         LogFormat::Json => logs.json().flatten_event(true).init(),
     }
     match command {
-        Command::Bench { rows, buckets, runs, data_dir, memory_limit, json, query_history } => {
+        Command::Bench { rows, buckets, runs, data_dir, memory_limit, json, query_history, tpch } => {
             if buckets == 0 || runs == 0 || rows == 0 {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
             let memory_limit = shared_memory_limit(memory_limit);
+            if let Some(scale) = tpch {
+                if !(scale > 0.0 && scale.is_finite()) {
+                    anyhow::bail!("--tpch takes a positive scale factor");
+                }
+                let options = TpchOptions { scale, buckets, runs, data_dir, memory_limit, json };
+                bucketsql::bench::tpch::run(options).await?;
+                return Ok(());
+            }
             bucketsql::bench::run(bucketsql::bench::BenchOptions {
                 rows,
                 buckets,

@@ -343,3 +343,36 @@ async fn a_plain_table_is_read_in_splits_each_row_once() {
     let plan = text_rows(&client, "EXPLAIN SELECT count(*) FROM tiny").await[0][0].clone();
     assert!(plan.contains("Exchange SinglePartition"), "{plan}");
 }
+
+/// The value of the figure `name` on the first line of `plan` that holds `operator`.
+fn figure(plan: &str, operator: &str, name: &str) -> Option<u64> {
+    let line = plan.lines().find(|line| line.contains(operator))?;
+    let rest = &line[line.find(&format!(" {name} "))? + name.len() + 2..];
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+#[tokio::test]
+async fn pushed_filters_skip_pages_and_filter_rows_while_decoding_when_asked() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE sorted USING parquet AS SELECT id, id % 97 AS v FROM range(2000000)")
+        .await
+        .unwrap();
+    let query = "SELECT count(*), sum(v) FROM sorted WHERE id < 1000";
+    let expected = vec![vec!["1000".to_string(), (0..1000u64).map(|id| id % 97).sum::<u64>().to_string()]];
+    let scan = "FileSourceScanExec:";
+    // Spark's default: the page index rules out pages, and the Filter drops the rest.
+    assert_eq!(text_rows(&client, query).await, expected);
+    let plan = text_rows(&client, &format!("EXPLAIN ANALYZE {query}")).await[0][0].clone();
+    assert!(figure(&plan, scan, "pages skipped").is_some_and(|pages| pages > 0), "{plan}");
+    assert_eq!(figure(&plan, scan, "rows filtered while decoding"), None, "{plan}");
+    let read = figure(&plan, scan, "output rows").unwrap();
+    assert!((1000..2_000_000).contains(&read), "{plan}");
+    // Record-level filtering: only the rows that pass leave the scan.
+    client.batch_execute("SET spark.sql.parquet.recordLevelFilter.enabled = true").await.unwrap();
+    assert_eq!(text_rows(&client, query).await, expected);
+    let plan = text_rows(&client, &format!("EXPLAIN ANALYZE {query}")).await[0][0].clone();
+    assert!(figure(&plan, scan, "rows filtered while decoding").is_some_and(|rows| rows > 0), "{plan}");
+    assert_eq!(figure(&plan, scan, "output rows"), Some(1000), "{plan}");
+}

@@ -4,6 +4,7 @@
 mod activity;
 mod adaptive;
 mod answers;
+mod benchmark;
 mod browser;
 mod bucketing;
 mod client_input;

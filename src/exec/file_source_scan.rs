@@ -104,6 +104,8 @@ pub struct ScanRequest {
     pub predicate: Option<Arc<dyn PhysicalExpr>>,
     /// How a non-bucketed scan cuts its files into partitions.
     pub splitting: FileSplitting,
+    /// Spark's `spark.sql.parquet.recordLevelFilter.enabled`: filter rows while decoding.
+    pub record_level_filter: bool,
 }
 
 impl FileSourceScanExec {
@@ -353,11 +355,12 @@ impl FileSourceScanExec {
             .build();
         let mut source = ParquetSource::new(table_schema);
         if let Some(predicate) = &self.request.predicate {
-            // Row groups and pages the statistics rule out are skipped; in the rest, the filter
-            // columns are decoded first and the other columns only for the rows that pass
-            // (late materialization), conjunct by conjunct in the query's order. The Filter
-            // above still applies the whole condition, as Spark's does over its scan.
-            source = source.with_predicate(Arc::clone(predicate)).with_pushdown_filters(true);
+            // Row groups and pages the statistics rule out are skipped. With record-level
+            // filtering, the rest is filtered while decoding: the filter columns first, the
+            // others only for the rows that pass (late materialization). The Filter above still
+            // applies the whole condition, as Spark's does over its scan.
+            source =
+                source.with_predicate(Arc::clone(predicate)).with_pushdown_filters(self.request.record_level_filter);
         }
         // Partition i must read exactly bucket i: a declared partitioning keeps DataFusion
         // from letting partitions steal each other's files.

@@ -133,6 +133,22 @@ pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
                 MetricValue::Count { name, .. } if name == SHUFFLE_PARTITIONS_AGGREGATED_APART => {
                     Figure::new("shuffle partitions aggregated one by one", n, Unit::Count)
                 }
+                // What a scan's pushed filters saved: row groups and pages their statistics
+                // ruled out, and rows filtered while decoding (record-level filtering).
+                MetricValue::PruningMetrics { name, pruning_metrics } if pruning_metrics.pruned() > 0 => {
+                    match name.as_ref() {
+                        "row_groups_pruned_statistics" => {
+                            Figure::new("row groups skipped", pruning_metrics.pruned(), Unit::Count)
+                        }
+                        "page_index_pages_pruned" => {
+                            Figure::new("pages skipped", pruning_metrics.pruned(), Unit::Count)
+                        }
+                        _ => continue,
+                    }
+                }
+                MetricValue::Count { name, .. } if name == "pushdown_rows_pruned" && n > 0 => {
+                    Figure::new("rows filtered while decoding", n, Unit::Count)
+                }
                 MetricValue::Count { name, .. } => match PARTITION_WAYS.iter().find(|(way, _)| way == name) {
                     Some((_, way)) if n > 0 => Figure::new(format!("partitions {way}"), n, Unit::Count),
                     _ => continue,

@@ -16,9 +16,10 @@ use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMerge
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
 
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
+use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::SparkJoinExec;
-use crate::exec::query_stage::ShuffleQueryStageExec;
+use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
 use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 
@@ -31,6 +32,8 @@ pub fn is_single_partition(plan: &dyn ExecutionPlan) -> bool {
 }
 
 /// Whether `plan`'s partitions are a non-bucketed scan's splits, as no exchange regroups them.
+/// A broadcast join's partitions are its streamed side's, as Spark's `outputPartitioning` of
+/// `BroadcastHashJoinExec` is; its broadcast side is never split.
 fn reads_file_splits(plan: &dyn ExecutionPlan) -> bool {
     if let Some(scan) = plan.downcast_ref::<FileSourceScanExec>() {
         return !scan.is_bucketed();
@@ -41,11 +44,10 @@ fn reads_file_splits(plan: &dyn ExecutionPlan) -> bool {
         || plan.is::<AqeShuffleReadExec>()
         || plan.is::<CoalescePartitionsExec>()
         || plan.is::<SortPreservingMergeExec>()
-        || plan.is::<RepartitionExec>();
-    match plan.children().as_slice() {
-        [child] if !regroups => reads_file_splits(child.as_ref()),
-        _ => false,
-    }
+        || plan.is::<RepartitionExec>()
+        || plan.is::<BroadcastExchangeExec>()
+        || plan.is::<BroadcastQueryStageExec>();
+    !regroups && plan.children().iter().any(|child| reads_file_splits(child.as_ref()))
 }
 
 #[derive(Debug, Clone)]

@@ -313,6 +313,7 @@ mod tests {
     use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 
     use super::*;
+    use crate::exec::broadcast_exchange::BroadcastExchangeExec;
     use crate::exec::join_spec::BuildSide;
     use crate::planner::test_fixtures::*;
 
@@ -331,6 +332,9 @@ mod tests {
         /// A scan of one small file without buckets: one split, yet Spark's
         /// `UnknownPartitioning(0)`, not a single partition.
         OneSplit,
+        /// A broadcast hash join streaming this side, with a one-split scan broadcast: it
+        /// partitions its rows as the streamed side does.
+        BroadcastJoined(&'static Side),
     }
 
     impl Side {
@@ -341,6 +345,13 @@ mod tests {
                 Side::Shuffled(keys, n) => exchange(Side::Plain.build(name), keys, n),
                 Side::Single => Arc::new(CoalescePartitionsExec::new(Side::Plain.build(name))),
                 Side::OneSplit => scan(table_of(name, ABC, None, 1, &[])),
+                Side::BroadcastJoined(streamed) => {
+                    let (left, broadcast) = (streamed.build(name), Side::OneSplit.build("broadcast"));
+                    let right: Plan =
+                        Arc::new(BroadcastExchangeExec::new(Arc::clone(&broadcast), columns(&broadcast, &["a"])));
+                    let keys = (column(&left, "a"), column(&right, "a"));
+                    join(JoinStrategy::BroadcastHash, Some(BuildSide::Right), left, right, keys)
+                }
             }
         }
     }
@@ -713,6 +724,27 @@ mod tests {
             operator: order_by_a,
             settings: &[],
             expected: "range(a) 200",
+        },
+        UnaryCase {
+            name: "an aggregate over a broadcast join streaming one split: shuffled, as Spark does",
+            input: Side::BroadcastJoined(&Side::OneSplit),
+            operator: group_by_a,
+            settings: &[],
+            expected: "hash(a) 200",
+        },
+        UnaryCase {
+            name: "a global aggregate over a broadcast join streaming one split: gathered",
+            input: Side::BroadcastJoined(&Side::OneSplit),
+            operator: global_count,
+            settings: &[],
+            expected: "single",
+        },
+        UnaryCase {
+            name: "a global aggregate over a broadcast join streaming a single partition: no exchange",
+            input: Side::BroadcastJoined(&Side::Single),
+            operator: global_count,
+            settings: &[],
+            expected: "",
         },
         UnaryCase {
             name: "a global aggregate over a single partition: no exchange",

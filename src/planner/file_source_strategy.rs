@@ -94,6 +94,7 @@ pub fn plan_scan(
             // Spark's default parallelism: the cores of `local[*]`.
             min_partitions: conf.min_partition_num.unwrap_or(state.config().target_partitions()),
         },
+        record_level_filter: conf.record_level_filter,
     })
 }
 

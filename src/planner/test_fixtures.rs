@@ -175,6 +175,7 @@ impl Scan {
                 filters: self.filters,
                 predicate: None,
                 splitting: FileSplitting { max_partition_bytes: 128 << 20, open_cost: 4 << 20, min_partitions: 2 },
+                record_level_filter: false,
             })
             .unwrap(),
         )

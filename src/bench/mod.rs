@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::{Array, Int64Array};
+use datafusion::arrow::array::{Array, Int64Array, RecordBatch};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, collect};
 use futures::StreamExt;
@@ -37,6 +37,8 @@ const FIXED: &str = "fixed";
 const FIXED_STATIC: &str = "fixed-static";
 const DEFAULTS: &str = "defaults";
 const DEFAULTS_NO_BROADCAST: &str = "defaults-nb";
+
+pub mod tpch;
 
 pub struct BenchOptions {
     pub rows: u64,
@@ -198,7 +200,8 @@ async fn execute(session: &Arc<Session>, sql: &str) -> Result<usize, SqlError> {
     Ok(written)
 }
 
-/// Times `sql` as an item of `phase`: a warm-up run, then `runs` timed ones.
+/// Times `sql` as an item of `phase`: a warm-up run, then `runs` timed ones; the rows of the
+/// last.
 async fn time_query(
     session: &Session,
     phase: &mut Phase,
@@ -206,22 +209,22 @@ async fn time_query(
     (layout, settings): (&'static str, &'static str),
     sql: &str,
     runs: usize,
-) -> Result<Measurement, SqlError> {
+) -> Result<(Measurement, Vec<RecordBatch>), SqlError> {
     phase.begin(format!("{name}, {layout}, {settings}"));
     let mut timings = Vec::with_capacity(runs);
     return_freed_memory();
     let sampler = RssSampler::start();
-    let mut last_plan = None;
+    let mut last_run = None;
     let mut busy = Vec::with_capacity(runs);
     for _ in 0..=runs {
         let cpu_before = cpu_time();
         let started = Instant::now();
         let plan = session.plan_query(sql).await?;
-        collect(Arc::clone(&plan), session.task_context()).await?;
+        let batches = collect(Arc::clone(&plan), session.task_context()).await?;
         let elapsed = started.elapsed();
         timings.push(elapsed);
         busy.push((cpu_time() - cpu_before).as_secs_f64() / elapsed.as_secs_f64());
-        last_plan = Some(plan);
+        last_run = Some((plan, batches));
     }
     let (peak_rss, peak_fds) = sampler.finish();
     timings.remove(0); // warm-up
@@ -229,9 +232,10 @@ async fn time_query(
     let cores_busy = busy.iter().sum::<f64>() / busy.len() as f64;
     timings.sort();
     let median = timings[timings.len() / 2];
-    let figures = PlanFigures::of(last_plan.as_ref().expect("ran at least once"));
+    let (plan, batches) = last_run.expect("ran at least once");
+    let figures = PlanFigures::of(&plan);
     phase.end(&format!("median {:.1} ms", median.as_secs_f64() * 1000.0));
-    Ok(Measurement {
+    let measurement = Measurement {
         name: name.to_string(),
         layout,
         settings,
@@ -241,7 +245,8 @@ async fn time_query(
         peak_fds,
         cores_busy,
         figures,
-    })
+    };
+    Ok((measurement, batches))
 }
 
 /// Writes `table` with its `CREATE TABLE … AS` as an item of `phase`; how long it took.
@@ -369,7 +374,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         for (name, template) in queries_under(settings) {
             for (layout, tx, acc) in layouts {
                 let sql = template.replace("{tx}", tx).replace("{acc}", acc);
-                results.push(time_query(&session, &mut phase, name, (layout, settings), &sql, runs).await?);
+                results.push(time_query(&session, &mut phase, name, (layout, settings), &sql, runs).await?.0);
             }
         }
         if *settings == FIXED {
@@ -377,7 +382,8 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
             // order and the sort-merge join needs no sort at all (Spark's default keeps them).
             execute(&session, "SET spark.sql.legacy.bucketedTableScan.outputOrdering = true").await?;
             let join = queries[0].1.replace("{tx}", "tx").replace("{acc}", "acc");
-            results.insert(1, time_query(&session, &mut phase, queries[0].0, ("sorted", settings), &join, runs).await?);
+            results
+                .insert(1, time_query(&session, &mut phase, queries[0].0, ("sorted", settings), &join, runs).await?.0);
         }
     }
     phase.finish();

@@ -1,0 +1,45 @@
+//! `bucketsql bench --tpch` beside DuckDB: `bench/peers.py --tpch` runs TPC-H's 22 queries at a
+//! small scale factor in the bench, on plain tables and on bucketed copies, then in DuckDB over
+//! the very Parquet files the plain tables read, and fails on any answer that differs.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::clients::python_env;
+use crate::common::run_logged;
+
+#[test]
+fn tpch_answers_agree_with_duckdb_on_plain_and_bucketed_tables() {
+    let python = python_env("python-random-queries", "random-queries-requirements.txt");
+    let venv = python.parent().and_then(|bin| bin.parent()).expect("bin/python of a virtual environment");
+    let data_dir = tempfile::tempdir().unwrap();
+    let peers = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/peers.py");
+    let (status, output) = run_logged(
+        Command::new(&python)
+            .arg(peers)
+            .arg(env!("CARGO_BIN_EXE_bucketsql"))
+            .args(["--tpch", "0.01", "--runs", "1", "--venv"])
+            .arg(venv)
+            .arg("--data-dir")
+            .arg(data_dir.path()),
+        Duration::from_secs(600),
+    );
+    assert!(status.is_some_and(|s| s.success()), "peers.py --tpch failed ({status:?}):\n{output}");
+    assert!(output.contains("22 of 22 answers agree with DuckDB"), "{output}");
+    // Every query ran on both layouts, and the bucketed copies agree with the plain tables.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data_dir.path().join("tpch-report.json")).unwrap()).unwrap();
+    let queries = report["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 22);
+    for query in queries {
+        assert!(query["difference"].is_null(), "{query}");
+        for layout in ["plain", "bucketed"] {
+            assert!(query[layout]["median_ms"].as_f64().unwrap() > 0.0, "{query}");
+            assert!(query[layout]["rows_scanned"].as_u64().unwrap() > 0, "{query}");
+        }
+    }
+    // The bucketed copies save the exchanges of joins and groupings on their keys: Q18 groups
+    // lineitem by the order key and joins it to orders on it.
+    let exchanges = |n: usize, layout: &str| queries[n - 1][layout]["exchanges"].as_u64().unwrap();
+    assert!(exchanges(18, "bucketed") < exchanges(18, "plain"), "Q18: {}", queries[17]);
+}
