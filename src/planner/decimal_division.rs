@@ -178,8 +178,9 @@ pub fn divide_half_up(a: i128, b: i128, shift: i32) -> i256 {
     }
 }
 
-/// Spark's NUMERIC_VALUE_OUT_OF_RANGE for a quotient of `precision` digits it does not fit.
-fn out_of_range(quotient: i256, precision: u8, scale: i8) -> SqlError {
+/// Spark's NUMERIC_VALUE_OUT_OF_RANGE for a value (a quotient, a total) that `precision`
+/// digits do not fit.
+pub fn out_of_range(quotient: i256, precision: u8, scale: i8) -> SqlError {
     let digits = quotient.wrapping_abs().to_string();
     let scale = scale.max(0) as usize;
     let digits = format!("{digits:0>width$}", width = scale + 1);

@@ -1,14 +1,17 @@
-//! Spark's `sum` of integers under ANSI mode: a BIGINT total past BIGINT's range fails with
-//! ARITHMETIC_OVERFLOW (22003), where DataFusion's `sum` wraps around. Everything else is
-//! DataFusion's `sum` (its name, types, state and the sums of other types), so a query plans
-//! exactly as before. Where we differ: over a sliding window frame, and for DISTINCT, the total
-//! still wraps.
+//! Spark's `sum` under ANSI mode: a BIGINT total past BIGINT's range fails with
+//! ARITHMETIC_OVERFLOW (22003), where DataFusion's `sum` wraps around; a DECIMAL total its
+//! result type's precision does not fit fails with NUMERIC_VALUE_OUT_OF_RANGE (22003), where
+//! DataFusion's returns more digits than its type declares. As in Spark, only the result is
+//! checked for DECIMALs: a running total may pass the precision and come back. Everything else
+//! is DataFusion's `sum` (its name, types, state and the sums of other types), so a query plans
+//! exactly as before. Where we differ: over a sliding window frame, and for DISTINCT, a BIGINT
+//! total still wraps, and a DECIMAL running total past 128 bits wraps.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array};
 use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::datatypes::{DataType, FieldRef, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, FieldRef, Int64Type, i256};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
@@ -18,6 +21,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::error::SqlError;
+use crate::planner::decimal_division::out_of_range;
 
 /// DataFusion's `sum` (`inner`) with checked BIGINT totals.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -33,6 +37,14 @@ pub fn spark_sum(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
 /// Whether the totals are BIGINTs, which this sum checks.
 fn checked(args: &AccumulatorArgs) -> bool {
     !args.is_distinct && args.return_field.data_type() == &DataType::Int64
+}
+
+/// The precision and scale of DECIMAL totals, whose results this sum checks.
+fn decimal_result(args: &AccumulatorArgs) -> Option<(u8, i8)> {
+    match args.return_field.data_type() {
+        DataType::Decimal128(precision, scale) => Some((*precision, *scale)),
+        _ => None,
+    }
 }
 
 fn overflow() -> DataFusionError {
@@ -64,7 +76,11 @@ impl AggregateUDFImpl for SparkSum {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        if checked(&args) { Ok(Box::new(CheckedSum::default())) } else { self.inner.accumulator(args) }
+        if checked(&args) {
+            return Ok(Box::new(CheckedSum::default()));
+        }
+        let digits = decimal_result(&args);
+        Ok(DecimalInRange::checking(self.inner.accumulator(args)?, digits))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -77,14 +93,19 @@ impl AggregateUDFImpl for SparkSum {
 
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
         if checked(&args) {
-            Ok(Box::new(CheckedGroupSums::default()))
-        } else {
-            self.inner.create_groups_accumulator(args)
+            return Ok(Box::new(CheckedGroupSums::default()));
         }
+        let digits = decimal_result(&args);
+        let inner = self.inner.create_groups_accumulator(args)?;
+        Ok(match digits {
+            Some(digits) => Box::new(DecimalsInRange { inner, digits }),
+            None => inner,
+        })
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        self.inner.create_sliding_accumulator(args)
+        let digits = decimal_result(&args);
+        Ok(DecimalInRange::checking(self.inner.create_sliding_accumulator(args)?, digits))
     }
 
     fn reverse_expr(&self) -> ReversedUDAF {
@@ -212,6 +233,108 @@ impl GroupsAccumulator for CheckedGroupSums {
 
     fn size(&self) -> usize {
         self.totals.capacity() * size_of::<i64>() + self.seen.capacity()
+    }
+}
+
+/// Fails unless `total` fits DECIMAL(`precision`, `scale`).
+fn in_range(total: i128, (precision, scale): (u8, i8)) -> Result<()> {
+    if total.unsigned_abs() < 10u128.pow(u32::from(precision)) {
+        Ok(())
+    } else {
+        Err(DataFusionError::External(Box::new(out_of_range(i256::from_i128(total), precision, scale))))
+    }
+}
+
+/// One DECIMAL total, checked against its type when it is the result.
+#[derive(Debug)]
+struct DecimalInRange {
+    inner: Box<dyn Accumulator>,
+    digits: (u8, i8),
+}
+
+impl DecimalInRange {
+    /// `inner`, its result checked when it is a DECIMAL of these `digits`.
+    fn checking(inner: Box<dyn Accumulator>, digits: Option<(u8, i8)>) -> Box<dyn Accumulator> {
+        match digits {
+            Some(digits) => Box::new(DecimalInRange { inner, digits }),
+            None => inner,
+        }
+    }
+}
+
+impl Accumulator for DecimalInRange {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.inner.update_batch(values)
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        self.inner.merge_batch(states)
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.inner.retract_batch(values)
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        self.inner.supports_retract_batch()
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        self.inner.state()
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let total = self.inner.evaluate()?;
+        if let ScalarValue::Decimal128(Some(value), ..) = total {
+            in_range(value, self.digits)?;
+        }
+        Ok(total)
+    }
+
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+}
+
+/// Many groups' DECIMAL totals, each checked against its type when it is a result.
+struct DecimalsInRange {
+    inner: Box<dyn GroupsAccumulator>,
+    digits: (u8, i8),
+}
+
+impl GroupsAccumulator for DecimalsInRange {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.inner.update_batch(values, group_indices, opt_filter, total_num_groups)
+    }
+
+    fn merge_batch(&mut self, values: &[ArrayRef], group_indices: &[usize], total_num_groups: usize) -> Result<()> {
+        self.inner.merge_batch(values, group_indices, total_num_groups)
+    }
+
+    fn convert_to_state(&self, values: &[ArrayRef], opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
+        self.inner.convert_to_state(values, opt_filter)
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let totals = self.inner.evaluate(emit_to)?;
+        for total in totals.as_primitive::<Decimal128Type>().iter().flatten() {
+            in_range(total, self.digits)?;
+        }
+        Ok(totals)
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        self.inner.state(emit_to)
+    }
+
+    fn size(&self) -> usize {
+        self.inner.size()
     }
 }
 
