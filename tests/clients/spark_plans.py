@@ -40,6 +40,11 @@ SETUP = [
     "SELECT id % 300 AS k, id AS s FROM range(0, 900, 1, 1)",
     "CREATE TABLE ks2 USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS AS "
     "SELECT id % 200 AS k, id AS t FROM range(0, 600, 1, 1)",
+    # Plain tables of one file (one write task) and of many small files, for file splitting.
+    "CREATE TABLE one_file USING parquet AS SELECT id AS c, id % 97 AS g, CAST(id AS STRING) AS s "
+    "FROM range(0, 200000, 1, 1)",
+    "CREATE TABLE many_files USING parquet AS SELECT id % 300 AS h, id AS v FROM range(0, 3000, 1, 12)",
+    "CREATE TABLE small USING parquet AS SELECT id AS g, id * 2 AS w FROM range(0, 50, 1, 1)",
 ]
 
 # (name, settings, query): joins and aggregates over keys listed in another order than the
@@ -136,6 +141,22 @@ CASES = [
      "SELECT CAST(j AS INT) + 1 AS ji, k * 2 AS kk FROM k1 WHERE j + 1 > 3 AND CAST(k AS STRING) <> '7'"),
     ("R10 keys computed for a join", [],
      "SELECT x.j, f.z FROM k1 x JOIN flat f ON x.k + 1 = f.a AND CAST(x.j AS INT) = f.b"),
+    # A plain scan is UnknownPartitioning however few splits it reads (FilePartition packs a
+    # small file into one), so an exchange is planned over a single file too, and over a
+    # broadcast join that streams one.
+    ("S1 one file grouped", [], "SELECT g, count(*) AS n FROM one_file GROUP BY g"),
+    ("S1 one file counted", [], "SELECT count(*) AS n, sum(c) AS total FROM one_file"),
+    ("S1 one file sorted", [], "SELECT c, s FROM one_file WHERE c < 100 ORDER BY s"),
+    ("S1 a broadcast join streaming one file, grouped on its key",
+     [("spark.sql.autoBroadcastJoinThreshold", "10485760")],
+     "SELECT f.g, count(*) AS n, sum(x.w) AS ws FROM one_file f JOIN small x ON f.g = x.g GROUP BY f.g"),
+    ("S1 many small files grouped", [], "SELECT h, sum(v) AS total FROM many_files GROUP BY h"),
+    ("S1 many small files joined to one file", [],
+     "SELECT m.v, f.s FROM many_files m JOIN one_file f ON m.v = f.c"),
+    ("S1 one file grouped, adaptive", [ADAPTIVE], "SELECT g, count(*) AS n FROM one_file GROUP BY g"),
+    ("S1 a broadcast join streaming one file, adaptive",
+     [ADAPTIVE, ("spark.sql.autoBroadcastJoinThreshold", "10485760")],
+     "SELECT f.g, count(*) AS n FROM one_file f JOIN small x ON f.g = x.g GROUP BY f.g"),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.
