@@ -163,7 +163,7 @@ fn arrow_error(e: &ArrowError) -> SqlError {
         ArrowError::CastError(m) if m.contains("Can't cast value") || m.contains("overflow") => {
             SqlError::new("22003", format!("numeric value out of range: {m}"))
         }
-        ArrowError::CastError(m) | ArrowError::ParseError(m) => SqlError::new("22P02", format!("invalid input: {m}")),
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => cast_invalid_input(m),
         ArrowError::ComputeError(m) | ArrowError::InvalidArgumentError(m)
             if m.contains("Overflow") || m.contains("overflow") =>
         {
@@ -174,6 +174,52 @@ fn arrow_error(e: &ArrowError) -> SqlError {
         ArrowError::IoError(m, e) => SqlError::storage(m, e),
         other => unclassified(other.to_string()),
     }
+}
+
+/// Spark's CAST_INVALID_INPUT (22018) for a string no cast could read, named as Spark names
+/// the value and the type; Arrow's message where it names neither.
+fn cast_invalid_input(message: &str) -> SqlError {
+    let quoted = |m: &str| -> Option<(String, String)> {
+        let start = m.find('\'')? + 1;
+        let end = start + m[start..].find('\'')?;
+        Some((m[start..end].to_string(), m[end + 1..].to_string()))
+    };
+    let spark = quoted(message).and_then(|(value, rest)| {
+        let target = match rest.strip_prefix(" to value of ").and_then(|t| t.strip_suffix(" type")) {
+            Some(arrow_type) => spark_type_name(arrow_type)?,
+            None if message.starts_with("Error parsing timestamp") => "TIMESTAMP".to_string(),
+            None => return None,
+        };
+        Some((value, target))
+    });
+    match spark {
+        Some((value, target)) => SqlError::new(
+            "22018",
+            format!(
+                "[CAST_INVALID_INPUT] The value '{value}' of the type \"STRING\" cannot be cast to \"{target}\" because it is malformed. Correct the value as per the syntax, or change its target type. Use `try_cast` to tolerate malformed input and return NULL instead."
+            ),
+        ),
+        None => SqlError::new("22018", format!("invalid input: {message}")),
+    }
+}
+
+/// Spark's name of an Arrow type as Arrow's messages print it.
+fn spark_type_name(arrow_type: &str) -> Option<String> {
+    Some(match arrow_type {
+        "Int8" => "TINYINT".to_string(),
+        "Int16" => "SMALLINT".to_string(),
+        "Int32" => "INT".to_string(),
+        "Int64" => "BIGINT".to_string(),
+        "Float32" => "FLOAT".to_string(),
+        "Float64" => "DOUBLE".to_string(),
+        "Boolean" => "BOOLEAN".to_string(),
+        "Date32" => "DATE".to_string(),
+        t if t.starts_with("Timestamp") => "TIMESTAMP".to_string(),
+        t => {
+            let digits = t.strip_prefix("Decimal128(")?.strip_suffix(')')?;
+            format!("DECIMAL({})", digits.replace(' ', ""))
+        }
+    })
 }
 
 fn external_error(inner: &(dyn std::error::Error + Send + Sync + 'static)) -> SqlError {
@@ -320,12 +366,35 @@ mod tests {
             let arrow = DataFusionError::ArrowError(Box::new(ArrowError::CastError(m.into())), None);
             SqlError::from(DataFusionError::Shared(std::sync::Arc::new(arrow))).code
         };
-        assert_eq!(cast("Cannot cast string 'Zed' to value of Int32 type"), "22P02");
+        assert_eq!(cast("Cannot cast string 'Zed' to value of Int32 type"), "22018");
         assert_eq!(cast("Can't cast value -6211183224 to type Int32"), "22003");
         let shared_sql = DataFusionError::Shared(std::sync::Arc::new(DataFusionError::External(Box::new(
             SqlError::new("53200", "out of memory"),
         ))));
         assert_eq!(SqlError::from(shared_sql).code, "53200");
+    }
+
+    /// Spark 4.3's messages for `CAST('abc' AS INT)`, `CAST('x' AS DECIMAL(5,1))`,
+    /// `CAST('abc' AS BOOLEAN)` and `CAST('2024-13-01' AS TIMESTAMP)`.
+    #[test]
+    fn a_string_no_cast_reads_is_sparks_cast_invalid_input() {
+        let cast = |m: &str| SqlError::from(ArrowError::CastError(m.into()));
+        let error = cast("Cannot cast string 'abc' to value of Int32 type");
+        assert_eq!(error.code, "22018");
+        assert_eq!(
+            error.message,
+            "[CAST_INVALID_INPUT] The value 'abc' of the type \"STRING\" cannot be cast to \"INT\" because it is malformed. Correct the value as per the syntax, or change its target type. Use `try_cast` to tolerate malformed input and return NULL instead."
+        );
+        let target = |m: &str| cast(m).message.split('"').nth(3).map(str::to_string);
+        assert_eq!(target("Cannot cast string 'x' to value of Decimal128(5, 1) type").as_deref(), Some("DECIMAL(5,1)"));
+        assert_eq!(target("Cannot cast value 'abc' to value of Boolean type").as_deref(), Some("BOOLEAN"));
+        let timestamp = SqlError::from(ArrowError::ParseError(
+            "Error parsing timestamp from '2024-13-01': error parsing date".into(),
+        ));
+        assert!(
+            timestamp.message.contains("The value '2024-13-01' of the type \"STRING\" cannot be cast to \"TIMESTAMP\"")
+        );
+        assert_eq!(cast("Cannot cast to something else").code, "22018");
     }
 
     #[test]
