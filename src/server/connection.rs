@@ -169,13 +169,17 @@ pub async fn serve(
             // Any error inside a transaction block fails the block.
             handlers.session.tables.fail();
             socket.set_transaction_status(handlers.transaction_status());
+            if ends_with_ready {
+                // Idle before the error goes out, for a client that looks as soon as it reads it.
+                handlers.backend.ready(BackendState::idle(handlers.session.tables.status()));
+            }
             process_error(&mut socket, error, is_extended).await?;
         }
         if is_cancel {
             return Ok(());
         }
         if ends_with_ready && matches!(socket.state(), PgWireConnectionState::ReadyForQuery) {
-            handlers.backend.ready(idle_state(handlers.session.tables.status()));
+            handlers.backend.ready(BackendState::idle(handlers.session.tables.status()));
         }
     }
 }
@@ -191,15 +195,6 @@ fn ends_with_ready_for_query(message: &PgWireFrontendMessage) -> bool {
             | PgWireFrontendMessage::CopyDone(_)
             | PgWireFrontendMessage::CopyFail(_)
     )
-}
-
-/// The idle state of a backend whose transaction block is in `status`.
-fn idle_state(status: BlockStatus) -> BackendState {
-    match status {
-        BlockStatus::Idle => BackendState::Idle,
-        BlockStatus::InBlock => BackendState::IdleInTransaction,
-        BlockStatus::Failed => BackendState::IdleInTransactionAborted,
-    }
 }
 
 /// The length word that starts the client's first packet, without consuming it; `None` when

@@ -27,7 +27,7 @@ use super::cancel::{Interrupt, StatementCancel};
 use super::copy::{CopyState, copy_out_response, send_copy_out};
 use super::encoding::{arrow_type, decode_parameters, encode_batch, field_infos, pg_type, user_error};
 use crate::error::SqlError;
-use crate::sql::activity::Backend;
+use crate::sql::activity::{Backend, BackendState};
 use crate::sql::output::{Output, Prepared};
 use crate::sql::session::Session;
 use crate::sql::statement;
@@ -155,11 +155,18 @@ impl SimpleQueryHandler for QueryHandler {
             },
             None => SimpleQueryHandler::do_query(self, client, &query.query).await,
         }?;
+        let idle = || self.session.backend.ready(BackendState::idle(self.session.tables.status()));
         for response in responses {
+            // An error ends the query string, and a client may look at pg_stat_activity as
+            // soon as it reads the error: the backend is idle before the error goes out.
+            if matches!(response, Response::Error(_)) {
+                idle();
+            }
             send_response(client, response).await?;
         }
         // A COPY FROM STDIN answers ReadyForQuery once its data is in.
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            idle();
             client.set_state(PgWireConnectionState::ReadyForQuery);
             let status = transaction_status(&self.session);
             client.set_transaction_status(status);

@@ -11,6 +11,8 @@ use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::storage::transaction::BlockStatus;
+
 /// Every connected backend, in the order they connected.
 #[derive(Default)]
 pub struct Backends {
@@ -81,8 +83,7 @@ pub struct Login {
 }
 
 /// `pg_stat_activity.state`. The idle states follow the transaction status ReadyForQuery
-/// reports: after `BEGIN` the client sees a transaction block (although every statement
-/// commits on its own), and so does this view.
+/// reports: the session's transaction block, open, failed or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendState {
     Active,
@@ -92,6 +93,15 @@ pub enum BackendState {
 }
 
 impl BackendState {
+    /// The idle state of a backend whose transaction block is in `status`.
+    pub fn idle(status: BlockStatus) -> Self {
+        match status {
+            BlockStatus::Idle => BackendState::Idle,
+            BlockStatus::InBlock => BackendState::IdleInTransaction,
+            BlockStatus::Failed => BackendState::IdleInTransactionAborted,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             BackendState::Active => "active",
