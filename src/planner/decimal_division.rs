@@ -136,7 +136,7 @@ impl ScalarUDFImpl for DecimalDivide {
         };
         // a / 10^s1 divided by b / 10^s2, at scale s: a * 10^(s - s1 + s2) / b.
         let shift = i32::from(scale) - i32::from(*s1) + i32::from(*s2);
-        let limit = i256::from_i128(10).wrapping_pow(u32::from(precision));
+        let bound = DecimalBound::of(precision, scale);
         let mut quotients = Vec::with_capacity(dividends.len());
         for (a, b) in dividends.iter().zip(divisors.iter()) {
             let (Some(a), Some(b)) = (a, b) else {
@@ -147,9 +147,7 @@ impl ScalarUDFImpl for DecimalDivide {
                 return Err(DataFusionError::External(Box::new(SqlError::divide_by_zero())));
             }
             let quotient = divide_half_up(a, b, shift);
-            if quotient >= limit || quotient <= -limit {
-                return Err(DataFusionError::External(Box::new(out_of_range(quotient, precision, scale))));
-            }
+            bound.check(quotient).map_err(|e| DataFusionError::External(Box::new(e)))?;
             quotients.push(Some(quotient.as_i128()));
         }
         let array = Decimal128Array::from(quotients).with_precision_and_scale(precision, scale)?;
@@ -178,9 +176,33 @@ pub fn divide_half_up(a: i128, b: i128, shift: i32) -> i256 {
     }
 }
 
-/// Spark's NUMERIC_VALUE_OUT_OF_RANGE for a value (a quotient, a total) that `precision`
-/// digits do not fit.
-pub fn out_of_range(quotient: i256, precision: u8, scale: i8) -> SqlError {
+/// What DECIMAL(precision, scale) holds: values of fewer than `precision` digits, as a
+/// quotient or a sum's total must be to be returned.
+#[derive(Debug, Clone, Copy)]
+pub struct DecimalBound {
+    /// 10^precision, the least magnitude the type cannot hold.
+    limit: i256,
+    precision: u8,
+    scale: i8,
+}
+
+impl DecimalBound {
+    pub fn of(precision: u8, scale: i8) -> Self {
+        DecimalBound { limit: i256::from_i128(10).wrapping_pow(u32::from(precision)), precision, scale }
+    }
+
+    /// Spark's NUMERIC_VALUE_OUT_OF_RANGE unless the type holds `value`.
+    pub fn check(&self, value: i256) -> Result<(), SqlError> {
+        if value >= self.limit || value <= -self.limit {
+            Err(out_of_range(value, self.precision, self.scale))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Spark's NUMERIC_VALUE_OUT_OF_RANGE for a value that `precision` digits do not fit.
+fn out_of_range(quotient: i256, precision: u8, scale: i8) -> SqlError {
     let digits = quotient.wrapping_abs().to_string();
     let scale = scale.max(0) as usize;
     let digits = format!("{digits:0>width$}", width = scale + 1);

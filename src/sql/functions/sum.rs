@@ -21,7 +21,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::error::SqlError;
-use crate::planner::decimal_division::out_of_range;
+use crate::planner::decimal_division::DecimalBound;
 
 /// DataFusion's `sum` (`inner`) with checked BIGINT totals.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -39,10 +39,10 @@ fn checked(args: &AccumulatorArgs) -> bool {
     !args.is_distinct && args.return_field.data_type() == &DataType::Int64
 }
 
-/// The precision and scale of DECIMAL totals, whose results this sum checks.
-fn decimal_result(args: &AccumulatorArgs) -> Option<(u8, i8)> {
+/// What DECIMAL totals must fit, whose results this sum checks.
+fn decimal_result(args: &AccumulatorArgs) -> Option<DecimalBound> {
     match args.return_field.data_type() {
-        DataType::Decimal128(precision, scale) => Some((*precision, *scale)),
+        DataType::Decimal128(precision, scale) => Some(DecimalBound::of(*precision, *scale)),
         _ => None,
     }
 }
@@ -79,8 +79,8 @@ impl AggregateUDFImpl for SparkSum {
         if checked(&args) {
             return Ok(Box::new(CheckedSum::default()));
         }
-        let digits = decimal_result(&args);
-        Ok(DecimalInRange::checking(self.inner.accumulator(args)?, digits))
+        let bound = decimal_result(&args);
+        Ok(DecimalInRange::checking(self.inner.accumulator(args)?, bound))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -95,17 +95,17 @@ impl AggregateUDFImpl for SparkSum {
         if checked(&args) {
             return Ok(Box::new(CheckedGroupSums::default()));
         }
-        let digits = decimal_result(&args);
+        let bound = decimal_result(&args);
         let inner = self.inner.create_groups_accumulator(args)?;
-        Ok(match digits {
-            Some(digits) => Box::new(DecimalsInRange { inner, digits }),
+        Ok(match bound {
+            Some(bound) => Box::new(DecimalsInRange { inner, bound }),
             None => inner,
         })
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let digits = decimal_result(&args);
-        Ok(DecimalInRange::checking(self.inner.create_sliding_accumulator(args)?, digits))
+        let bound = decimal_result(&args);
+        Ok(DecimalInRange::checking(self.inner.create_sliding_accumulator(args)?, bound))
     }
 
     fn reverse_expr(&self) -> ReversedUDAF {
@@ -236,27 +236,23 @@ impl GroupsAccumulator for CheckedGroupSums {
     }
 }
 
-/// Fails unless `total` fits DECIMAL(`precision`, `scale`).
-fn in_range(total: i128, (precision, scale): (u8, i8)) -> Result<()> {
-    if total.unsigned_abs() < 10u128.pow(u32::from(precision)) {
-        Ok(())
-    } else {
-        Err(DataFusionError::External(Box::new(out_of_range(i256::from_i128(total), precision, scale))))
-    }
+/// Fails unless the result type holds `total`.
+fn in_range(total: i128, bound: &DecimalBound) -> Result<()> {
+    bound.check(i256::from_i128(total)).map_err(|e| DataFusionError::External(Box::new(e)))
 }
 
 /// One DECIMAL total, checked against its type when it is the result.
 #[derive(Debug)]
 struct DecimalInRange {
     inner: Box<dyn Accumulator>,
-    digits: (u8, i8),
+    bound: DecimalBound,
 }
 
 impl DecimalInRange {
-    /// `inner`, its result checked when it is a DECIMAL of these `digits`.
-    fn checking(inner: Box<dyn Accumulator>, digits: Option<(u8, i8)>) -> Box<dyn Accumulator> {
-        match digits {
-            Some(digits) => Box::new(DecimalInRange { inner, digits }),
+    /// `inner`, its result checked when it is a DECIMAL within `bound`.
+    fn checking(inner: Box<dyn Accumulator>, bound: Option<DecimalBound>) -> Box<dyn Accumulator> {
+        match bound {
+            Some(bound) => Box::new(DecimalInRange { inner, bound }),
             None => inner,
         }
     }
@@ -286,7 +282,7 @@ impl Accumulator for DecimalInRange {
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let total = self.inner.evaluate()?;
         if let ScalarValue::Decimal128(Some(value), ..) = total {
-            in_range(value, self.digits)?;
+            in_range(value, &self.bound)?;
         }
         Ok(total)
     }
@@ -299,7 +295,7 @@ impl Accumulator for DecimalInRange {
 /// Many groups' DECIMAL totals, each checked against its type when it is a result.
 struct DecimalsInRange {
     inner: Box<dyn GroupsAccumulator>,
-    digits: (u8, i8),
+    bound: DecimalBound,
 }
 
 impl GroupsAccumulator for DecimalsInRange {
@@ -324,7 +320,7 @@ impl GroupsAccumulator for DecimalsInRange {
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let totals = self.inner.evaluate(emit_to)?;
         for total in totals.as_primitive::<Decimal128Type>().iter().flatten() {
-            in_range(total, self.digits)?;
+            in_range(total, &self.bound)?;
         }
         Ok(totals)
     }
