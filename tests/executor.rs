@@ -208,12 +208,12 @@ async fn explain_analyze_counts_a_large_result_without_holding_it() {
 /// Keys of the spill test's `big`: each of them holds two rows.
 const SPILL_KEYS: i64 = 300_000;
 
-/// The figures `spills N` of each operator called `operator` in EXPLAIN ANALYZE's metrics.
-fn spills_of(analyzed: &str, operator: &str) -> Vec<u64> {
+/// The figures `{name} N` of each operator called `operator` in EXPLAIN ANALYZE's metrics.
+fn figures_of(analyzed: &str, operator: &str, name: &str) -> Vec<u64> {
     analyzed
         .lines()
         .filter(|line| line.trim_start().starts_with(&format!("{operator}:")))
-        .filter_map(|line| line.split("spills ").nth(1))
+        .filter_map(|line| line.split(&format!(" {name} ")).nth(1))
         .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
         .collect()
 }
@@ -266,7 +266,10 @@ async fn a_join_and_an_aggregation_larger_than_memory_finish_at_the_defaults() {
     // the hash aggregate, which spills.
     client.batch_execute("SET spark.sql.adaptive.enabled = false; SET spark.sql.shuffle.partitions = 2").await.unwrap();
     let analyzed = text_rows(&client, &format!("EXPLAIN ANALYZE {grouping}")).await.concat().join("\n");
-    assert!(spills_of(&analyzed, "HashAggregateExec").iter().any(|&n| n > 0), "the grouping spills:\n{analyzed}");
+    assert!(
+        figures_of(&analyzed, "HashAggregateExec", "spills").iter().any(|&n| n > 0),
+        "the grouping spills:\n{analyzed}"
+    );
     assert!(analyzed.contains("partitions hash-aggregated "), "{analyzed}");
     let mut rows = text_rows(&client, grouping).await;
     rows.sort_by_key(|row| row[0].parse::<i64>().unwrap());
@@ -344,13 +347,6 @@ async fn a_plain_table_is_read_in_splits_each_row_once() {
     assert!(plan.contains("Exchange SinglePartition"), "{plan}");
 }
 
-/// The value of the figure `name` on the first line of `plan` that holds `operator`.
-fn figure(plan: &str, operator: &str, name: &str) -> Option<u64> {
-    let line = plan.lines().find(|line| line.contains(operator))?;
-    let rest = &line[line.find(&format!(" {name} "))? + name.len() + 2..];
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-}
-
 #[tokio::test]
 async fn pushed_filters_skip_pages_and_filter_rows_while_decoding_when_asked() {
     let server = TestServer::start();
@@ -361,18 +357,18 @@ async fn pushed_filters_skip_pages_and_filter_rows_while_decoding_when_asked() {
         .unwrap();
     let query = "SELECT count(*), sum(v) FROM sorted WHERE id < 1000";
     let expected = vec![vec!["1000".to_string(), (0..1000u64).map(|id| id % 97).sum::<u64>().to_string()]];
-    let scan = "FileSourceScanExec:";
+    let scan = |plan: &str, name: &str| figures_of(plan, "FileSourceScanExec", name).first().copied();
     // Spark's default: the page index rules out pages, and the Filter drops the rest.
     assert_eq!(text_rows(&client, query).await, expected);
     let plan = text_rows(&client, &format!("EXPLAIN ANALYZE {query}")).await[0][0].clone();
-    assert!(figure(&plan, scan, "pages skipped").is_some_and(|pages| pages > 0), "{plan}");
-    assert_eq!(figure(&plan, scan, "rows filtered while decoding"), None, "{plan}");
-    let read = figure(&plan, scan, "output rows").unwrap();
+    assert!(scan(&plan, "pages skipped").is_some_and(|pages| pages > 0), "{plan}");
+    assert_eq!(scan(&plan, "rows filtered while decoding"), None, "{plan}");
+    let read = scan(&plan, "output rows").unwrap();
     assert!((1000..2_000_000).contains(&read), "{plan}");
     // Record-level filtering: only the rows that pass leave the scan.
     client.batch_execute("SET spark.sql.parquet.recordLevelFilter.enabled = true").await.unwrap();
     assert_eq!(text_rows(&client, query).await, expected);
     let plan = text_rows(&client, &format!("EXPLAIN ANALYZE {query}")).await[0][0].clone();
-    assert!(figure(&plan, scan, "rows filtered while decoding").is_some_and(|rows| rows > 0), "{plan}");
-    assert_eq!(figure(&plan, scan, "output rows"), Some(1000), "{plan}");
+    assert!(scan(&plan, "rows filtered while decoding").is_some_and(|rows| rows > 0), "{plan}");
+    assert_eq!(scan(&plan, "output rows"), Some(1000), "{plan}");
 }
