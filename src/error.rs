@@ -169,6 +169,9 @@ fn arrow_error(e: &ArrowError) -> SqlError {
         {
             SqlError::new("22003", format!("numeric value out of range: {m}"))
         }
+        ArrowError::InvalidArgumentError(m) if m.contains("too large to store in a Decimal") => {
+            SqlError::new("22003", format!("[NUMERIC_VALUE_OUT_OF_RANGE] {m}"))
+        }
         ArrowError::InvalidArgumentError(m) => SqlError::invalid_parameter(m.clone()),
         ArrowError::ExternalError(inner) => external_error(inner.as_ref()),
         ArrowError::IoError(m, e) => SqlError::storage(m, e),
@@ -201,6 +204,25 @@ fn cast_invalid_input(message: &str) -> SqlError {
         ),
         None => SqlError::new("22018", format!("invalid input: {message}")),
     }
+}
+
+/// Spark's DATATYPE_MISMATCH (42K09) for a cast between types no value of which converts,
+/// which Spark refuses while analysing the query, from DataFusion's "Unsupported CAST from
+/// Date32 to Float32".
+fn unsupported_cast(message: &str) -> Option<SqlError> {
+    let rest = message
+        .strip_prefix("Unsupported CAST from ")
+        .or_else(|| message.strip_prefix("Unsupported TRY_CAST from "))?;
+    let (from, to) = rest.split_once(" to ")?;
+    let name = |t: &str| spark_type_name(t).unwrap_or_else(|| t.to_uppercase());
+    Some(SqlError::new(
+        "42K09",
+        format!(
+            "[DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION] Cannot resolve the cast due to data type mismatch: cannot cast \"{}\" to \"{}\".",
+            name(from),
+            name(to)
+        ),
+    ))
 }
 
 /// Spark's name of an Arrow type as Arrow's messages print it.
@@ -255,7 +277,10 @@ fn datafusion_error(e: &DataFusionError) -> SqlError {
                 SqlError::duplicate_column(inner.to_string())
             }
         },
-        DataFusionError::NotImplemented(m) => SqlError::feature_not_supported(m.clone()),
+        DataFusionError::NotImplemented(m) => match unsupported_cast(m) {
+            Some(refused) => refused,
+            None => SqlError::feature_not_supported(m.clone()),
+        },
         DataFusionError::Plan(m) => plan_error(m.clone()),
         DataFusionError::Configuration(m) => SqlError::invalid_parameter(m.clone()),
         DataFusionError::Execution(m) => execution_error(m.clone()),

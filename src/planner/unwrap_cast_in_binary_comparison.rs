@@ -12,6 +12,7 @@ use datafusion::common::DFSchema;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::{Cast, InList, ScalarFunction};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
@@ -33,21 +34,39 @@ impl Rewrite for WideningOnly {
     fn rewrite(&self, rule: &dyn OptimizerRule, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Rewritten {
         let hidden = plan.transform_up_with_subqueries(|plan| {
             let schema = merge_schema(&plan.inputs());
-            plan.map_expressions(|expr| expr.transform_up(|expr| hide_narrowing_casts(expr, &schema)))
+            keeping_names(plan, |expr| expr.transform_up(|expr| hide_narrowing_casts(expr, &schema)))
         })?;
         let simplified = rule.rewrite(hidden.data, config)?;
         let transformed = hidden.transformed || simplified.transformed;
         let shown = simplified
             .data
-            .transform_up_with_subqueries(|plan| plan.map_expressions(|expr| expr.transform_up(show_hidden_cast)))?;
+            .transform_up_with_subqueries(|plan| keeping_names(plan, |expr| expr.transform_up(show_hidden_cast)))?;
         Ok(Transformed::new_transformed(shown.data, transformed || shown.transformed))
     }
+}
+
+/// `plan` with `rewrite` applied to each of its expressions, each keeping its name: the
+/// columns an aggregate outputs are named after its expressions, and the plan above refers to
+/// them by those names.
+fn keeping_names(
+    plan: LogicalPlan,
+    rewrite: impl Fn(Expr) -> Result<Transformed<Expr>>,
+) -> Result<Transformed<LogicalPlan>> {
+    let names = NamePreserver::new(&plan);
+    plan.map_expressions(|expr| {
+        let name = names.save(&expr);
+        Ok(rewrite(expr)?.update_data(|expr| name.restore(expr)))
+    })
 }
 
 /// `expr` with its non-widening cast operands hidden, if it compares them with literals; also
 /// under widening casts, which the simplifier unwraps first (`cast(cast(k as smallint) as int)`).
 fn hide_narrowing_casts(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     fn hide(operand: Box<Expr>, schema: &DFSchema) -> Result<(Box<Expr>, bool)> {
+        // A cast of a literal (`CAST(0 AS INT)`) is the literal's to fold.
+        if operand.column_refs().is_empty() {
+            return Ok((operand, false));
+        }
         let Expr::Cast(Cast { expr, field }) = *operand else { return Ok((operand, false)) };
         if expr.get_type(schema).is_ok_and(|from| widens(&from, field.data_type())) {
             let (expr, hid) = hide(expr, schema)?;

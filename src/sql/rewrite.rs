@@ -22,16 +22,23 @@
 //! - `substr` and `substring` call Spark's `substring` (position 0 is the first character, a
 //!   negative one counts from the end), where DataFusion plans PostgreSQL's; `isnan(x)` is
 //!   false for NULL, as Spark's.
+//! - `sign`, `some`, `any` and `every` are DataFusion's `signum`, `bool_or` and `bool_and`;
+//!   `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE truncates it as
+//!   a TIMESTAMP, as Spark's does.
+//! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
+//!   microseconds, as a table's TIMESTAMP column is.
+//! - `regexp_extract` is built from DataFusion's `regexp_match` (see [`regexp_extract`]).
 //! - Spark's `year`, `month`, `dayofmonth` / `day`, `quarter`, `dayofweek`, `dayofyear` and
 //!   `weekofyear` are the INT fields of Spark's `date_part` that give them, of a DATE.
 
 use std::ops::ControlFlow;
 
+use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr,
+    BinaryOperator, CaseWhen, CastKind, DataType, ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr,
     FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, LimitClause, ObjectName, OrderBy, OrderByKind, Query,
-    SelectItem, SetExpr, Statement, TableFactor, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
-    visit_expressions,
+    SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value, VisitMut, VisitorMut,
+    WindowFrameBound, WindowType, visit_expressions,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -50,6 +57,7 @@ pub fn rewrite(statement: &mut Statement) {
     let _ = statement.visit(&mut IntRankingFunctions);
     let _ = statement.visit(&mut SparkOperators);
     let _ = statement.visit(&mut ExponentLiteralsAreDouble);
+    let _ = statement.visit(&mut LocalTimestamps);
 }
 
 struct SortAboveCastGroupKeys;
@@ -188,6 +196,45 @@ impl VisitorMut for SparkOperators {
                 let nan = expr.clone();
                 *expr = function_call("coalesce", vec![nan, Expr::value(Value::Boolean(false))]);
             }
+            Expr::Function(function) if let Some(name) = spark_name(function) => {
+                function.name = ObjectName::from(vec![Ident::new(name)]);
+            }
+            // Spark's replaces every match; DataFusion's only the first, unless told `g`.
+            Expr::Function(function) if is_function(function, "regexp_replace") => {
+                if let FunctionArguments::List(list) = &mut function.args
+                    && list.args.len() == 3
+                {
+                    list.args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
+                        Value::SingleQuotedString("g".into()),
+                    ))));
+                }
+            }
+            // Spark's `date_trunc` truncates a TIMESTAMP, to which a DATE is cast.
+            Expr::Function(function) if is_function(function, "date_trunc") => {
+                if let FunctionArguments::List(list) = &mut function.args
+                    && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(value))) = list.args.get_mut(1)
+                {
+                    *value = cast(value.clone(), local_timestamp());
+                }
+            }
+            // Spark's `count_if(p)`: the rows where `p` is true, a BIGINT.
+            Expr::Function(function) if is_function(function, "count_if") => {
+                if let Some(condition) = single_argument(function) {
+                    let when = Expr::Case {
+                        case_token: AttachedToken::empty(),
+                        end_token: AttachedToken::empty(),
+                        operand: None,
+                        conditions: vec![CaseWhen { condition, result: Expr::value(Value::Number("1".into(), false)) }],
+                        else_result: None,
+                    };
+                    *expr = function_call("count", vec![when]);
+                }
+            }
+            Expr::Function(function) if is_function(function, "regexp_extract") => {
+                if let Some(extract) = regexp_extract(function) {
+                    *expr = extract;
+                }
+            }
             Expr::Function(function) if let Some(part) = date_field(function) => {
                 let Some(arg) = single_argument(function) else { return ControlFlow::Continue(()) };
                 // Spark's are functions of a DATE, to which a timestamp or a string is cast.
@@ -199,6 +246,74 @@ impl VisitorMut for SparkOperators {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// DataFusion's name for a Spark function it has under another name.
+fn spark_name(function: &Function) -> Option<&'static str> {
+    const NAMES: [(&str, &str); 4] =
+        [("sign", "signum"), ("some", "bool_or"), ("any", "bool_or"), ("every", "bool_and")];
+    NAMES.iter().find(|(spark, _)| is_function(function, spark)).map(|(_, ours)| *ours)
+}
+
+/// Spark's TIMESTAMP: microseconds in the session's time zone (`TIMESTAMP_LTZ`), where
+/// DataFusion's SQL `TIMESTAMP` is nanoseconds without one.
+fn local_timestamp() -> DataType {
+    DataType::Timestamp(Some(6), TimezoneInfo::Tz)
+}
+
+struct LocalTimestamps;
+
+impl VisitorMut for LocalTimestamps {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Cast { data_type, .. } | Expr::TypedString(TypedString { data_type, .. }) = expr
+            && matches!(data_type, DataType::Timestamp(_, TimezoneInfo::None))
+        {
+            *data_type = local_timestamp();
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Spark's `regexp_extract(str, regex[, idx])`: group `idx` (default 1, 0 for the whole match)
+/// of the first match, `''` where nothing matches or the group took no part in the match, NULL
+/// for a NULL `str`. As DataFusion's `regexp_match` of the pattern made a group as a whole,
+/// whose element `idx + 1` that is; Rust's regular expressions, not Java's.
+fn regexp_extract(function: &Function) -> Option<Expr> {
+    let FunctionArguments::List(list) = &function.args else { return None };
+    let args: Vec<Expr> = list
+        .args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let (text, pattern, group) = match args.as_slice() {
+        [text, pattern] => (text, pattern, Expr::value(Value::Number("1".into(), false))),
+        [text, pattern, group] => (text, pattern, group.clone()),
+        _ => return None,
+    };
+    let string = |s: &str| Expr::value(Value::SingleQuotedString(s.into()));
+    let whole = function_call("concat", vec![string("("), pattern.clone(), string(")")]);
+    let element = Expr::BinaryOp {
+        left: Box::new(group),
+        op: BinaryOperator::Plus,
+        right: Box::new(Expr::value(Value::Number("1".into(), false))),
+    };
+    let matched =
+        function_call("array_element", vec![function_call("regexp_match", vec![text.clone(), whole]), element]);
+    // Spark's `substring(str, 1, 0)`: '' for a string, NULL for NULL.
+    let empty = function_call(
+        "substring",
+        vec![
+            text.clone(),
+            Expr::value(Value::Number("1".into(), false)),
+            Expr::value(Value::Number("0".into(), false)),
+        ],
+    );
+    Some(function_call("coalesce", vec![matched, empty]))
 }
 
 /// Spark's date fields DataFusion has no function for, as the field of Spark's `date_part`
@@ -219,7 +334,7 @@ fn date_field(function: &Function) -> Option<&'static str> {
 }
 
 /// `CAST(expr AS data_type)`.
-fn cast(expr: Expr, data_type: DataType) -> Expr {
+pub(crate) fn cast(expr: Expr, data_type: DataType) -> Expr {
     Expr::Cast { kind: CastKind::Cast, expr: Box::new(expr), data_type, array: false, format: None }
 }
 
@@ -235,7 +350,7 @@ fn single_argument(function: &Function) -> Option<Expr> {
 }
 
 /// Whether `function` is a plain call of `name` (not qualified, not a window function).
-fn is_function(function: &Function, name: &str) -> bool {
+pub(crate) fn is_function(function: &Function, name: &str) -> bool {
     matches!(function.name.0.as_slice(), [part] if part.as_ident().is_some_and(|i| i.value.eq_ignore_ascii_case(name)))
         && function.over.is_none()
 }
@@ -303,6 +418,22 @@ impl VisitorMut for NarrowIntegerLiterals {
                 if let WindowFrameBound::Preceding(Some(offset)) | WindowFrameBound::Following(Some(offset)) = bound {
                     restore(offset);
                 }
+            }
+        }
+        // The places of `round` and `bround` must be a constant their return type can read.
+        if let Expr::Function(function) = expr
+            && (is_function(function, "round") || is_function(function, "bround"))
+            && let FunctionArguments::List(list) = &mut function.args
+            && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(places))) = list.args.get_mut(1)
+        {
+            restore(places);
+            // `-1` is a negation of `1` as parsed; the return type needs it as one number.
+            if let Expr::UnaryOp { op: UnaryOperator::Minus, expr: operand } = places
+                && let Some(()) = Some(restore(operand))
+                && let Expr::Value(value) = operand.as_ref()
+                && let Value::Number(digits, false) = &value.value
+            {
+                *places = Expr::value(Value::Number(format!("-{digits}"), false));
             }
         }
         if let Expr::Value(value) = expr

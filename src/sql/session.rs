@@ -21,7 +21,7 @@ use super::activity::Backend;
 use super::dialect::{BucketSqlStatement, parse_sql};
 use super::engine::Engine;
 use super::history::RunningStatement;
-use super::{functions, grouping_limits, interrupt, pg_catalog, rewrite};
+use super::{functions, grouping_functions, grouping_limits, interrupt, pg_catalog, rewrite, tuple_in_subquery};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::config::{self, Isolation, SparkConf};
 use crate::error::SqlError;
@@ -110,6 +110,8 @@ impl Session {
             grouping_limits::check(&stmt)?;
             pg_catalog::rewrite::rewrite(&mut stmt);
             rewrite::rewrite(&mut stmt);
+            grouping_functions::rewrite(&mut stmt);
+            tuple_in_subquery::rewrite(&mut stmt);
             Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
         })
         .await?;

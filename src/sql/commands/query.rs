@@ -1,9 +1,6 @@
 //! A query: planned by DataFusion into a logical plan, by our planner into the physical plan
 //! that runs, and streamed to the client as it runs.
 
-use std::sync::Arc;
-
-use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::physical_plan::execute_stream;
 use datafusion::sql::sqlparser::ast::Statement;
@@ -16,7 +13,8 @@ use crate::sql::session::Session;
 pub(crate) async fn run(session: &Session, stmt: &Statement, params: Vec<ScalarValue>) -> Result<Output, SqlError> {
     let plan = session.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
     let physical = session.physical_plan(stmt, &plan).await?;
-    let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+    // The analyzed plan's columns: an unanalyzed set operation still has its first branch's types.
+    let schema = session.result_schema(&plan);
     let stream = execute_stream(physical, session.task_context())?;
     Ok(Output::Rows { schema, stream })
 }

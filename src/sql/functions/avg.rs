@@ -3,13 +3,14 @@
 //! count rounded half up, where Spark's `avg` of `datafusion-spark` (which the session has)
 //! makes every input a DOUBLE. Other inputs go to that `avg`. The partial state is Spark's: the
 //! total as `decimal(min(38, p + 10), s)` and the count. A total past 38 digits fails with
-//! NUMERIC_VALUE_OUT_OF_RANGE (22003); rows leaving a sliding window frame are taken back out.
+//! NUMERIC_VALUE_OUT_OF_RANGE (22003); rows leaving a sliding window frame are taken back out,
+//! of a DOUBLE total too, which that `avg` cannot do.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array};
 use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Float64Type, Int64Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
@@ -108,7 +109,8 @@ impl AggregateUDFImpl for SparkAvg {
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         match decimal_input(&args)? {
             Some(_) => self.accumulator(args),
-            None => self.inner.create_sliding_accumulator(args),
+            // The inner `avg` cannot take rows back out of a frame.
+            None => Ok(Box::new(DoubleAverage::default())),
         }
     }
 
@@ -212,6 +214,54 @@ impl Accumulator for DecimalAverage {
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let Averaging { precision, scale, .. } = self.averaging;
         Ok(ScalarValue::Decimal128(self.averaging.average(self.total, self.count), precision, scale))
+    }
+
+    fn size(&self) -> usize {
+        size_of::<Self>()
+    }
+}
+
+/// A sliding window frame's DOUBLE total and count.
+#[derive(Debug, Default)]
+struct DoubleAverage {
+    total: f64,
+    count: i64,
+}
+
+impl DoubleAverage {
+    fn add(&mut self, values: &ArrayRef, sign: f64) -> Result<()> {
+        let values = datafusion::arrow::compute::cast(values, &DataType::Float64)?;
+        for value in values.as_primitive::<Float64Type>().iter().flatten() {
+            self.total += sign * value;
+            self.count += sign as i64;
+        }
+        Ok(())
+    }
+}
+
+impl Accumulator for DoubleAverage {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(&values[0], 1.0)
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(&values[0], -1.0)
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        true
+    }
+
+    fn merge_batch(&mut self, _: &[ArrayRef]) -> Result<()> {
+        Err(DataFusionError::Internal("a window frame's average is not merged".to_string()))
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![ScalarValue::Float64(Some(self.total)), ScalarValue::Int64(Some(self.count))])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        Ok(ScalarValue::Float64((self.count > 0).then(|| self.total / self.count as f64)))
     }
 
     fn size(&self) -> usize {

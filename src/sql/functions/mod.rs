@@ -1,15 +1,18 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap`, `div` and
-//! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, `avg` of DECIMALs as DECIMALs, and string builders
-//! bounded by the memory limit.
+//! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, `avg` of DECIMALs as DECIMALs, `round` and
+//! `bround` with Spark's DECIMAL types, `locate`, and string builders bounded by the memory
+//! limit.
 
 mod avg;
 pub mod bounded_strings;
 mod initcap;
 mod integral_divide;
+mod locate;
 mod overridden;
 pub mod range;
+mod round;
 pub mod spark_hash;
 pub mod sqrt;
 mod sum;
@@ -25,6 +28,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     datafusion_spark::register_all(ctx)?;
     ctx.register_udf(spark_hash::spark_hash_udf());
     ctx.register_udf(integral_divide::integral_divide_udf());
+    ctx.register_udf(round::spark_round());
+    ctx.register_udf(round::spark_bround());
+    ctx.register_udf(locate::spark_locate());
     for arithmetic in Arithmetic::ALL {
         ctx.register_udf(arithmetic.try_udf());
     }
@@ -47,6 +53,7 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     if let Some(avg) = avg::spark_avg(aggregate("avg")) {
         ctx.register_udaf(avg);
     }
+
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     Ok(())
 }
