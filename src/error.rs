@@ -340,7 +340,17 @@ fn plan_error(message: String) -> SqlError {
 
 fn execution_error(message: String) -> SqlError {
     let lower = message.to_lowercase();
-    if lower.contains("divide by zero") || lower.contains("division by zero") {
+    if let Some(text) = message.strip_prefix("Error parsing timestamp from '").and_then(|rest| rest.split('\'').next())
+        && lower.contains("using format")
+    {
+        // `to_date` or `to_timestamp` with a pattern the text does not follow.
+        SqlError::new(
+            "22007",
+            format!(
+                "[CANNOT_PARSE_TIMESTAMP] Text '{text}' could not be parsed. Use `try_to_timestamp` to tolerate invalid input string and return NULL instead."
+            ),
+        )
+    } else if lower.contains("divide by zero") || lower.contains("division by zero") {
         SqlError::divide_by_zero()
     } else if lower.contains("overflow") {
         SqlError::new("22003", format!("numeric value out of range: {message}"))

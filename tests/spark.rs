@@ -55,3 +55,38 @@ fn spark_and_bucketsql_read_each_others_bucketed_tables() {
         None => panic!("spark_roundtrip.py did not finish within {TIMEOUT:?}:\n{output}"),
     }
 }
+
+/// Random Spark SQL in families (arithmetic, decimals, dates, strings, casts, aggregates, set
+/// operations, windows, grouping sets, subqueries), and every replay of an earlier difference,
+/// answered by a real local Spark and by bucketsql over the same rows: errors, column types and
+/// rows must agree (`tests/clients/spark_answers.py`). `BUCKETSQL_SPARK_QUERIES` and
+/// `BUCKETSQL_SPARK_SEED` make a longer run on another seed.
+#[test]
+fn random_spark_sql_answers_as_spark_does() {
+    require_java_17();
+    let python = python_env("python-spark", "spark-requirements.txt");
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = TestServer::start_on(&temp.path().join("data"));
+    let queries = std::env::var("BUCKETSQL_SPARK_QUERIES").unwrap_or_else(|_| "300".to_string());
+    let seed = std::env::var("BUCKETSQL_SPARK_SEED").unwrap_or_else(|_| "1".to_string());
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let (status, output) = run_logged(
+        Command::new(python)
+            .arg(clients_dir().join("spark_answers.py"))
+            .arg(server.port.to_string())
+            .arg(&seed)
+            .arg(&queries)
+            .arg(temp.path())
+            .arg("--replays")
+            .arg(data.join("spark-answers-replays.tsv"))
+            .arg("--known")
+            .arg(data.join("spark-answers-known.tsv"))
+            .current_dir(temp.path()),
+        TIMEOUT,
+    );
+    match status {
+        Some(status) if status.success() => println!("{output}"),
+        Some(status) => panic!("spark_answers.py found differences from Spark ({status}):\n{output}"),
+        None => panic!("spark_answers.py did not finish within {TIMEOUT:?}:\n{output}"),
+    }
+}

@@ -3,20 +3,28 @@
 //! `BETWEEN`), Spark casts the decimal to DOUBLE. DataFusion casts the double to
 //! DECIMAL(30, 15) for comparisons, which fails on NaN and infinities and on any value past
 //! 10^15 (`d > 1.5`, with `1.5` a decimal literal as Spark reads it, errors once a row holds
-//! 1e20), and rounds away digits past the fifteenth. Runs just before DataFusion's type
-//! coercion, which then finds nothing to decide.
+//! 1e20), and rounds away digits past the fifteenth. The same goes for the results of a CASE,
+//! the arguments of `coalesce`, `greatest`, `least` and their kind, and the columns of a set
+//! operation (Spark's `findWiderTypeForDecimal`). Runs just before DataFusion's type coercion,
+//! which then finds nothing to decide.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::error::Result;
+use std::sync::Arc;
+
+use datafusion::common::Column;
 use datafusion::logical_expr::expr::InList;
-use datafusion::logical_expr::{Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+use datafusion::logical_expr::{
+    Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Union, cast, col,
+};
 use datafusion::optimizer::AnalyzerRule;
 
 use super::expression_rule::rewrite_expressions;
 use super::infer_filters_from_constraints::is_comparison;
+use super::widen_set_operation_types::is_set_operation;
 
 #[derive(Debug, Default)]
 pub struct DecimalPrecision;
@@ -27,7 +35,62 @@ impl AnalyzerRule for DecimalPrecision {
     }
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+        let plan = plan.transform_up_with_subqueries(doubles_over_decimal_columns)?.data;
         rewrite_expressions(plan, doubles_over_decimals)
+    }
+}
+
+/// A set operation's columns: a column some input has as DOUBLE and another as DECIMAL is a
+/// DOUBLE in every input (a UNION's inputs, the keys of EXCEPT's and INTERSECT's join).
+fn doubles_over_decimal_columns(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    match plan {
+        LogicalPlan::Union(union) => {
+            let width = union.schema.fields().len();
+            let mixed: Vec<bool> = (0..width)
+                .map(|i| {
+                    let types = || union.inputs.iter().map(move |input| input.schema().field(i).data_type().clone());
+                    types().any(|t| t.is_floating()) && types().any(|t| t.is_decimal())
+                })
+                .collect();
+            if !mixed.contains(&true) {
+                return Ok(Transformed::no(LogicalPlan::Union(union)));
+            }
+            let inputs = union
+                .inputs
+                .into_iter()
+                .map(|input| {
+                    let columns: Vec<Expr> = input
+                        .schema()
+                        .iter()
+                        .zip(&mixed)
+                        .map(|((qualifier, field), &mixed)| {
+                            let column = col(Column::new(qualifier.cloned(), field.name()));
+                            match mixed && field.data_type().is_decimal() {
+                                true => {
+                                    cast(column, DataType::Float64).alias_qualified(qualifier.cloned(), field.name())
+                                }
+                                false => column,
+                            }
+                        })
+                        .collect();
+                    LogicalPlanBuilder::from(Arc::unwrap_or_clone(input)).project(columns)?.build().map(Arc::new)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Transformed::yes(LogicalPlan::Union(Union::try_new_with_loose_types(inputs)?)))
+        }
+        LogicalPlan::Join(mut join) if is_set_operation(&join) => {
+            let (left, right) = (Arc::clone(join.left.schema()), Arc::clone(join.right.schema()));
+            let mut changed = false;
+            for (l, r) in &mut join.on {
+                if mixes_decimal_and_float([&*l, &*r], &left.join(&right)?) {
+                    *l = decimal_as_double(l.clone(), &left)?;
+                    *r = decimal_as_double(r.clone(), &right)?;
+                    changed = true;
+                }
+            }
+            Ok(Transformed::new_transformed(LogicalPlan::Join(join), changed))
+        }
+        other => Ok(Transformed::no(other)),
     }
 }
 
@@ -76,6 +139,27 @@ fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Ex
                 low: double(low)?,
                 high: double(high)?,
             }))
+        }
+        // CASE's results, and the arguments of the functions that return one of them.
+        Expr::Case(mut case)
+            if mixes_decimal_and_float(
+                case.when_then_expr.iter().map(|(_, then)| then.as_ref()).chain(case.else_expr.as_deref()),
+                schema,
+            ) =>
+        {
+            for (_, then) in &mut case.when_then_expr {
+                *then = double(then.clone())?;
+            }
+            case.else_expr = case.else_expr.map(double).transpose()?;
+            Transformed::yes(Expr::Case(case))
+        }
+        Expr::ScalarFunction(mut function)
+            if ["coalesce", "greatest", "least", "nvl", "ifnull", "nullif"].contains(&function.name())
+                && mixes_decimal_and_float(&function.args, schema) =>
+        {
+            function.args =
+                function.args.into_iter().map(|arg| decimal_as_double(arg, schema)).collect::<Result<_>>()?;
+            Transformed::yes(Expr::ScalarFunction(function))
         }
         other => Transformed::no(other),
     })

@@ -40,6 +40,7 @@ pub(crate) mod test_fixtures;
 pub mod union_output_nullability;
 pub mod union_output_partitioning;
 pub mod unwrap_cast_in_binary_comparison;
+pub mod widen_set_operation_types;
 
 use std::sync::Arc;
 
@@ -77,6 +78,7 @@ use rewrite_except_intersect_all::RewriteExceptIntersectAll;
 use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates};
 use union_output_nullability::UnionOutputNullability;
 use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
+use widen_set_operation_types::WidenSetOperationTypes;
 
 /// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL, then its
 /// fractional `/`, made before its type coercion, ANSI mode's checked integral arithmetic
@@ -95,6 +97,7 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     rules.insert(before, Arc::new(DecimalPrecision));
     let after = (coercion(&rules) + 1).min(rules.len());
     rules.insert(after, Arc::new(AnsiArithmetic));
+    rules.push(Arc::new(WidenSetOperationTypes));
     rules.push(Arc::new(RewriteExceptIntersectAll));
     rules
 }

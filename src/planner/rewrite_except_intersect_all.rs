@@ -9,20 +9,21 @@
 //! l.a <=> r.a` into the very same join, so this runs last among the analyzer's rules, where the
 //! two still differ: ahead of every optimizer rule, as Spark's run first in its optimizer (the
 //! `Replace Operators` batch, before `ReplaceDistinctWithAggregate`). Where we differ:
-//! `ReplicateRows` is `unnest(array_repeat(column, n))` of each column, and the result keeps the
-//! left side's column types, as our other set operations do (Spark's are both sides' common type).
+//! `ReplicateRows` is `unnest(array_repeat(column, n))` of each column. The result has both sides'
+//! common types, as [`super::widen_set_operation_types`] gives the other set operations.
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType;
 use datafusion::common::UnnestOptions;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::{Column, NullEquality, ScalarValue};
+use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result;
 use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::functions_nested::expr_fn::array_repeat;
-use datafusion::logical_expr::{Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder, cast, lit, when};
+use datafusion::logical_expr::{Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder, lit, when};
+
+use super::widen_set_operation_types::is_set_operation;
 use datafusion::optimizer::AnalyzerRule;
 
 #[derive(Debug, Default)]
@@ -48,27 +49,10 @@ impl AnalyzerRule for RewriteExceptIntersectAll {
     }
 }
 
-/// The join DataFusion's SQL planner makes of an EXCEPT ALL (anti) or INTERSECT ALL (semi): on
-/// every column of both sides, in order, with NULL equal to NULL. A user's join has its
-/// condition in `filter` until the optimizer extracts the keys; an EXCEPT or INTERSECT without
-/// ALL has a distinct on its left.
+/// The join DataFusion's SQL planner makes of an EXCEPT ALL (anti) or INTERSECT ALL (semi): a
+/// set operation's, without the distinct on its left that an EXCEPT or INTERSECT without ALL has.
 fn is_set_operation_all(join: &Join) -> bool {
-    let (left, right) = (join.left.schema().columns(), join.right.schema().columns());
-    matches!(join.join_type, JoinType::LeftAnti | JoinType::LeftSemi)
-        && join.null_equality == NullEquality::NullEqualsNull
-        && join.filter.is_none()
-        && !matches!(join.left.as_ref(), LogicalPlan::Aggregate(_) | LogicalPlan::Distinct(_))
-        && join.on.len() == left.len()
-        && join.on.len() == right.len()
-        && join.on.iter().zip(left.iter().zip(&right)).all(|((l, r), (lc, rc))| is_column(l, lc) && is_column(r, rc))
-}
-
-/// Whether `key` is `column`, perhaps cast to the type both sides share.
-fn is_column(key: &Expr, column: &Column) -> bool {
-    match key {
-        Expr::Cast(c) => is_column(&c.expr, column),
-        key => key.try_as_col() == Some(column),
-    }
+    is_set_operation(join) && !matches!(join.left.as_ref(), LogicalPlan::Aggregate(_) | LogicalPlan::Distinct(_))
 }
 
 fn rewrite(join: Join) -> Result<LogicalPlan> {
@@ -106,18 +90,13 @@ fn rewrite(join: Join) -> Result<LogicalPlan> {
     // column, unnested. Unnesting a list beside the grouped columns would keep them claimed unique
     // (DataFusion's `Unnest` keeps its input's functional dependencies), and a DISTINCT above
     // would be dropped.
-    let shared: Vec<DataType> =
-        counted.schema().fields().iter().take(columns.len()).map(|f| f.data_type().clone()).collect();
     let repeated = columns.iter().map(|name| array_repeat(column(name), copies.clone()).alias(name));
     let unnested = columns.iter().map(Column::from_name).collect();
-    // The left's names and types.
-    let restored = columns.iter().zip(shared).zip(output.iter()).map(|((name, shared), (qualifier, field))| {
-        let restored = match shared == *field.data_type() {
-            true => column(name),
-            false => cast(column(name), field.data_type().clone()),
-        };
-        restored.alias_qualified(qualifier.cloned(), field.name())
-    });
+    // The left's names, in the types both sides share (`WidenSetOperationTypes`).
+    let restored = columns
+        .iter()
+        .zip(output.iter())
+        .map(|(name, (qualifier, field))| column(name).alias_qualified(qualifier.cloned(), field.name()));
     counted
         .project(repeated)?
         .unnest_columns_with_options(unnested, UnnestOptions::default())?

@@ -22,11 +22,16 @@
 //! - `substr` and `substring` call Spark's `substring` (position 0 is the first character, a
 //!   negative one counts from the end), where DataFusion plans PostgreSQL's; `isnan(x)` is
 //!   false for NULL, as Spark's.
-//! - `sign`, `some`, `any` and `every` are DataFusion's `signum`, `bool_or` and `bool_and`;
+//! - `sign`, `some`, `any`, `every`, `startswith`, `endswith` and `sort_array` are DataFusion's
+//!   `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with` and `array_sort`; `try_divide`
+//!   divides by `nullif(b, 0)`; `approx_count_distinct` is `approx_distinct` as a BIGINT;
 //!   `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE truncates it as
 //!   a TIMESTAMP, as Spark's does.
 //! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
 //!   microseconds, as a table's TIMESTAMP column is.
+//! - `median` and `percentile` (DataFusion's `percentile_cont`) are DOUBLEs, as Spark's; `max_by` and `min_by` are `first_value` in order.
+//! - `to_date`, `to_timestamp` and `unix_timestamp` (DataFusion's `to_unixtime`) read Spark's
+//!   datetime patterns, as chrono's; `to_timestamp` gives Spark's TIMESTAMP.
 //! - `regexp_extract` is built from DataFusion's `regexp_match` (see [`regexp_extract`]).
 //! - Spark's `year`, `month`, `dayofmonth` / `day`, `quarter`, `dayofweek`, `dayofyear` and
 //!   `weekofyear` are the INT fields of Spark's `date_part` that give them, of a DATE.
@@ -34,6 +39,8 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
+
+use super::functions::datetime_pattern::chrono_format;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, CaseWhen, CastKind, DataType, ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr,
     FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, LimitClause, ObjectName, OrderBy, OrderByKind, Query,
@@ -230,6 +237,77 @@ impl VisitorMut for SparkOperators {
                     *expr = function_call("count", vec![when]);
                 }
             }
+            // Spark's `try_divide(a, b)`: `a / b`, NULL where `b` is 0.
+            Expr::Function(function) if is_function(function, "try_divide") => {
+                if let FunctionArguments::List(list) = &function.args
+                    && let [
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(a)),
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(b)),
+                    ] = list.args.as_slice()
+                {
+                    let zero = Expr::value(Value::Number("0".into(), false));
+                    let divisor = function_call("nullif", vec![b.clone(), zero]);
+                    *expr = Expr::Nested(Box::new(Expr::BinaryOp {
+                        left: Box::new(a.clone()),
+                        op: BinaryOperator::Divide,
+                        right: Box::new(divisor),
+                    }));
+                }
+            }
+            // Spark's `median` is `percentile(x, 0.5)`, and `percentile` DataFusion's
+            // `percentile_cont`; a DOUBLE whatever `x` is.
+            Expr::Function(function) if is_function(function, "median") || is_function(function, "percentile") => {
+                if is_function(function, "percentile") {
+                    function.name = ObjectName::from(vec![Ident::new("percentile_cont")]);
+                }
+                *expr = cast(expr.clone(), DataType::Double(ExactNumberInfo::None));
+            }
+            // Spark's `max_by(x, y)` and `min_by(x, y)`: `x` of the row with the largest or
+            // smallest `y`, rows with a NULL `y` left out.
+            Expr::Function(function) if is_function(function, "max_by") || is_function(function, "min_by") => {
+                if let FunctionArguments::List(list) = &function.args
+                    && let [
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(x)),
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(y)),
+                    ] = list.args.as_slice()
+                {
+                    let descending = is_function(function, "max_by");
+                    let text = format!(
+                        "first_value({x} ORDER BY {y} {} NULLS LAST) FILTER (WHERE {y} IS NOT NULL)",
+                        if descending { "DESC" } else { "ASC" }
+                    );
+                    if let Ok(first) =
+                        Parser::new(&GenericDialect {}).try_with_sql(&text).and_then(|mut p| p.parse_expr())
+                    {
+                        *expr = first;
+                    }
+                }
+            }
+            // Spark's `approx_count_distinct` is a BIGINT; DataFusion's `approx_distinct` unsigned.
+            Expr::Function(function) if is_function(function, "approx_count_distinct") => {
+                if let Some(arg) = single_argument(function) {
+                    *expr = cast(function_call("approx_distinct", vec![arg]), DataType::BigInt(None));
+                }
+            }
+            // Spark's datetime patterns as chrono's, and Spark's TIMESTAMP for `to_timestamp`.
+            Expr::Function(function)
+                if ["to_date", "to_timestamp", "unix_timestamp"].iter().any(|name| is_function(function, name)) =>
+            {
+                let parse_to_timestamp = is_function(function, "to_timestamp");
+                if is_function(function, "unix_timestamp") {
+                    function.name = ObjectName::from(vec![Ident::new("to_unixtime")]);
+                }
+                if let FunctionArguments::List(list) = &mut function.args
+                    && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))) = list.args.get_mut(1)
+                    && let Value::SingleQuotedString(pattern) = &mut value.value
+                    && let Ok(format) = chrono_format(pattern)
+                {
+                    *pattern = format;
+                }
+                if parse_to_timestamp {
+                    *expr = cast(expr.clone(), local_timestamp());
+                }
+            }
             Expr::Function(function) if is_function(function, "regexp_extract") => {
                 if let Some(extract) = regexp_extract(function) {
                     *expr = extract;
@@ -250,8 +328,15 @@ impl VisitorMut for SparkOperators {
 
 /// DataFusion's name for a Spark function it has under another name.
 fn spark_name(function: &Function) -> Option<&'static str> {
-    const NAMES: [(&str, &str); 4] =
-        [("sign", "signum"), ("some", "bool_or"), ("any", "bool_or"), ("every", "bool_and")];
+    const NAMES: [(&str, &str); 7] = [
+        ("sign", "signum"),
+        ("some", "bool_or"),
+        ("any", "bool_or"),
+        ("every", "bool_and"),
+        ("startswith", "starts_with"),
+        ("endswith", "ends_with"),
+        ("sort_array", "array_sort"),
+    ];
     NAMES.iter().find(|(spark, _)| is_function(function, spark)).map(|(_, ours)| *ours)
 }
 
@@ -428,12 +513,13 @@ impl VisitorMut for NarrowIntegerLiterals {
         {
             restore(places);
             // `-1` is a negation of `1` as parsed; the return type needs it as one number.
-            if let Expr::UnaryOp { op: UnaryOperator::Minus, expr: operand } = places
-                && let Some(()) = Some(restore(operand))
-                && let Expr::Value(value) = operand.as_ref()
-                && let Value::Number(digits, false) = &value.value
-            {
-                *places = Expr::value(Value::Number(format!("-{digits}"), false));
+            if let Expr::UnaryOp { op: UnaryOperator::Minus, expr: operand } = places {
+                restore(operand);
+                if let Expr::Value(value) = operand.as_ref()
+                    && let Value::Number(digits, false) = &value.value
+                {
+                    *places = Expr::value(Value::Number(format!("-{digits}"), false));
+                }
             }
         }
         if let Expr::Value(value) = expr

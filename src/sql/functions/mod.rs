@@ -2,10 +2,13 @@
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap`, `div` and
 //! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, `avg` of DECIMALs as DECIMALs, `round` and
-//! `bround` with Spark's DECIMAL types, `locate`, and string builders bounded by the memory
+//! `bround` with Spark's DECIMAL types, `locate`, `date_format` and `from_unixtime` with Spark's
+//! datetime patterns, and string builders bounded by the memory
 //! limit.
 
 mod avg;
+mod date_format;
+pub mod datetime_pattern;
 pub mod bounded_strings;
 mod initcap;
 mod integral_divide;
@@ -31,6 +34,8 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     ctx.register_udf(round::spark_round());
     ctx.register_udf(round::spark_bround());
     ctx.register_udf(locate::spark_locate());
+    ctx.register_udf(date_format::spark_date_format());
+    ctx.register_udf(date_format::spark_from_unixtime());
     for arithmetic in Arithmetic::ALL {
         ctx.register_udf(arithmetic.try_udf());
     }

@@ -16,6 +16,16 @@ use super::overridden::{Invoke, overridden};
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct NegativeIsNaN;
 
+/// The root, and Java's NaN below zero: the processor's own has its sign bit set, and such a NaN
+/// would compare below every number.
+fn sqrt64(x: f64) -> f64 {
+    if x < 0.0 { f64::NAN } else { x.sqrt() }
+}
+
+fn sqrt32(x: f32) -> f32 {
+    if x < 0.0 { f32::NAN } else { x.sqrt() }
+}
+
 /// The session's `sqrt`, or `None` if DataFusion's is not registered.
 pub fn spark_sqrt(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>) -> Option<ScalarUDF> {
     overridden(lookup("sqrt"), NegativeIsNaN)
@@ -27,8 +37,8 @@ impl Invoke for NegativeIsNaN {
             .try_into()
             .map_err(|_| DataFusionError::Plan("sqrt takes one argument".to_string()))?;
         let root: ArrayRef = match value.data_type() {
-            DataType::Float64 => Arc::new(unary::<_, _, Float64Type>(value.as_primitive::<Float64Type>(), f64::sqrt)),
-            DataType::Float32 => Arc::new(unary::<_, _, Float32Type>(value.as_primitive::<Float32Type>(), f32::sqrt)),
+            DataType::Float64 => Arc::new(unary::<_, _, Float64Type>(value.as_primitive::<Float64Type>(), sqrt64)),
+            DataType::Float32 => Arc::new(unary::<_, _, Float32Type>(value.as_primitive::<Float32Type>(), sqrt32)),
             _ => return inner.invoke_with_args(args),
         };
         Ok(ColumnarValue::Array(root))

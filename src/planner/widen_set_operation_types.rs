@@ -1,0 +1,84 @@
+//! Spark's `WidenSetOperationTypes` (`TypeCoercion.scala`) for EXCEPT and INTERSECT, with and
+//! without ALL: each column of the result has the type both sides' columns widen to, so
+//! `SELECT 2147483647 EXCEPT SELECT m` on a DECIMAL(10,2) `m` is a DECIMAL(12,2), and a
+//! DECIMAL(20,6) is not cut down to the left's DECIMAL(10,2).
+//!
+//! DataFusion's SQL planner makes these a semi or anti join on every column, null-safe, whose
+//! keys its type coercion casts to the common type, but whose output stays the left side's
+//! columns in the left's types. This puts the left's columns in the keys' types above the join.
+//! UNION is widened by DataFusion's own coercion.
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::{Column, NullEquality};
+use datafusion::error::Result;
+use datafusion::logical_expr::{Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder, cast, col};
+use datafusion::optimizer::AnalyzerRule;
+
+#[derive(Debug, Default)]
+pub struct WidenSetOperationTypes;
+
+impl AnalyzerRule for WidenSetOperationTypes {
+    fn name(&self) -> &str {
+        "widen_set_operation_types"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+        let mut widened = false;
+        plan.transform_up_with_subqueries(|plan| match plan {
+            LogicalPlan::Join(join) if is_set_operation(&join) && narrower_left(&join) => {
+                widened = true;
+                widen(join).map(Transformed::yes)
+            }
+            plan if widened => plan.recompute_schema().map(Transformed::yes),
+            plan => Ok(Transformed::no(plan)),
+        })
+        .map(|transformed| transformed.data)
+    }
+}
+
+/// The join DataFusion's SQL planner makes of an EXCEPT (anti) or INTERSECT (semi): on every
+/// column of both sides, in order, with NULL equal to NULL. A user's join has its condition in
+/// `filter` until the optimizer extracts the keys.
+pub(super) fn is_set_operation(join: &Join) -> bool {
+    let (left, right) = (join.left.schema().columns(), join.right.schema().columns());
+    matches!(join.join_type, JoinType::LeftAnti | JoinType::LeftSemi)
+        && join.null_equality == NullEquality::NullEqualsNull
+        && join.filter.is_none()
+        && join.on.len() == left.len()
+        && join.on.len() == right.len()
+        && join.on.iter().zip(left.iter().zip(&right)).all(|((l, r), (lc, rc))| is_column(l, lc) && is_column(r, rc))
+}
+
+/// Whether `key` is `column`, perhaps cast to the type both sides share.
+fn is_column(key: &Expr, column: &Column) -> bool {
+    match key {
+        Expr::Cast(c) => is_column(&c.expr, column),
+        key => key.try_as_col() == Some(column),
+    }
+}
+
+/// Whether a left column's key is cast: the shared type is not the left's.
+fn narrower_left(join: &Join) -> bool {
+    join.on.iter().any(|(left, _)| matches!(left, Expr::Cast(_)))
+}
+
+/// `join` with its output in its keys' types.
+fn widen(join: Join) -> Result<LogicalPlan> {
+    let output: Vec<Expr> = join
+        .left
+        .schema()
+        .iter()
+        .zip(&join.on)
+        .map(|((qualifier, field), (key, _))| {
+            let column = col(Column::new(qualifier.cloned(), field.name()));
+            match key {
+                Expr::Cast(c) => {
+                    cast(column, c.field.data_type().clone()).alias_qualified(qualifier.cloned(), field.name())
+                }
+                _ => column,
+            }
+        })
+        .collect();
+    LogicalPlanBuilder::from(LogicalPlan::Join(join)).project(output)?.build()
+}
