@@ -5,7 +5,10 @@
 //! 10^15 (`d > 1.5`, with `1.5` a decimal literal as Spark reads it, errors once a row holds
 //! 1e20), and rounds away digits past the fifteenth. The same goes for the results of a CASE,
 //! the arguments of `coalesce`, `greatest`, `least` and their kind, and the columns of a set
-//! operation (Spark's `findWiderTypeForDecimal`). Runs just before DataFusion's type coercion,
+//! operation (Spark's `findWiderTypeForDecimal`). An integer beside a DECIMAL in `+ - * %`
+//! and `pmod` becomes a DECIMAL as Spark's rule makes it, a literal the narrowest that holds
+//! it, so `CAST(3 AS DECIMAL(12,2)) * 3` is a DECIMAL(14, 2); `pmod` of DECIMALs has Spark's
+//! remainder type. Runs just before DataFusion's type coercion,
 //! which then finds nothing to decide.
 
 use datafusion::arrow::datatypes::DataType;
@@ -15,8 +18,8 @@ use datafusion::common::tree_node::Transformed;
 use datafusion::error::Result;
 use std::sync::Arc;
 
-use datafusion::common::Column;
-use datafusion::logical_expr::expr::InList;
+use datafusion::common::{Column, ScalarValue};
+use datafusion::logical_expr::expr::{InList, ScalarFunction};
 use datafusion::logical_expr::{
     Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Union, cast, col,
 };
@@ -107,6 +110,71 @@ fn mixes_decimal_and_float<'a>(exprs: impl IntoIterator<Item = &'a Expr>, schema
     types.iter().any(DataType::is_floating) && types.iter().any(DataType::is_decimal)
 }
 
+/// Spark's `pmod` of DECIMALs (an integer made one as beside any DECIMAL) has its remainder's
+/// type: the fewer integral digits of the two, and the larger scale.
+fn decimal_pmod(mut function: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let types = integer_beside_decimal(&function.args[0], &function.args[1], schema)
+        .or_else(|| both_decimal(&function.args[0], &function.args[1], schema));
+    let Some((l @ DataType::Decimal128(p1, s1), r @ DataType::Decimal128(p2, s2))) = types else {
+        return Ok(Transformed::no(Expr::ScalarFunction(function)));
+    };
+    let scale = s1.max(s2);
+    let integral = (i16::from(p1) - i16::from(s1)).min(i16::from(p2) - i16::from(s2));
+    let precision = (integral + i16::from(scale)).clamp(1, 38) as u8;
+    let [a, b]: [Expr; 2] = std::mem::take(&mut function.args).try_into().expect("two arguments");
+    function.args = vec![a.cast_to(&l, schema)?, b.cast_to(&r, schema)?];
+    Ok(Transformed::yes(Expr::ScalarFunction(function).cast_to(&DataType::Decimal128(precision, scale), schema)?))
+}
+
+/// The DECIMAL types of an integer and a DECIMAL operand (either way round), as Spark's
+/// `DecimalPrecision` gives the integer one: an INT, SMALLINT or BIGINT literal the narrowest
+/// DECIMAL holding it (`DecimalType.fromLiteral`: 3 is DECIMAL(1, 0)), any other integer its
+/// type's (`DecimalType.forType`: an INT is DECIMAL(10, 0)).
+fn integer_beside_decimal(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(DataType, DataType)> {
+    let (l, r) = (left.get_type(schema).ok()?, right.get_type(schema).ok()?);
+    match (l.is_decimal(), r.is_decimal()) {
+        (true, false) if r.is_integer() => Some((l, integer_decimal(right, &r)?)),
+        (false, true) if l.is_integer() => Some((integer_decimal(left, &l)?, r)),
+        _ => None,
+    }
+}
+
+fn both_decimal(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(DataType, DataType)> {
+    let (l, r) = (left.get_type(schema).ok()?, right.get_type(schema).ok()?);
+    (l.is_decimal() && r.is_decimal()).then_some((l, r))
+}
+
+fn integer_decimal(expr: &Expr, data_type: &DataType) -> Option<DataType> {
+    let precision = match integer_literal(expr) {
+        Some(value) => value.unsigned_abs().checked_ilog10().map_or(1, |digits| digits as u8 + 1),
+        None => match data_type {
+            DataType::Int8 | DataType::UInt8 => 3,
+            DataType::Int16 | DataType::UInt16 => 5,
+            DataType::Int32 | DataType::UInt32 => 10,
+            _ => 20,
+        },
+    };
+    Some(DataType::Decimal128(precision, 0))
+}
+
+/// The value of an INT, SMALLINT or BIGINT literal, perhaps negated or cast to one (a number
+/// the SQL rewrite made an INT); not a TINYINT's, which Spark gives its type's DECIMAL.
+fn integer_literal(expr: &Expr) -> Option<i64> {
+    match expr {
+        Expr::Literal(value, _) => match value {
+            ScalarValue::Int16(Some(v)) => Some(i64::from(*v)),
+            ScalarValue::Int32(Some(v)) => Some(i64::from(*v)),
+            ScalarValue::Int64(Some(v)) => Some(*v),
+            _ => None,
+        },
+        Expr::Cast(cast) if matches!(cast.field.data_type(), DataType::Int16 | DataType::Int32 | DataType::Int64) => {
+            integer_literal(&cast.expr)
+        }
+        Expr::Negative(inner) => integer_literal(inner).and_then(i64::checked_neg),
+        _ => None,
+    }
+}
+
 /// `expr` as DOUBLE if it is a decimal, unchanged otherwise.
 fn decimal_as_double(expr: Expr, schema: &DFSchema) -> Result<Expr> {
     if expr.get_type(schema).is_ok_and(|t| t.is_decimal()) {
@@ -153,8 +221,22 @@ fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Ex
             case.else_expr = case.else_expr.map(double).transpose()?;
             Transformed::yes(Expr::Case(case))
         }
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Modulo)
+                && let Some((l, r)) = integer_beside_decimal(&left, &right, schema) =>
+        {
+            let (left, right) = (left.cast_to(&l, schema)?, right.cast_to(&r, schema)?);
+            Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op, right: Box::new(right) }))
+        }
+        Expr::ScalarFunction(function)
+            if function.name() == "pmod"
+                && function.args.len() == 2
+                && !mixes_decimal_and_float(&function.args, schema) =>
+        {
+            decimal_pmod(function, schema)?
+        }
         Expr::ScalarFunction(mut function)
-            if ["coalesce", "greatest", "least", "nvl", "ifnull", "nullif"].contains(&function.name())
+            if ["coalesce", "greatest", "least", "nvl", "ifnull", "nullif", "pmod"].contains(&function.name())
                 && mixes_decimal_and_float(&function.args, schema) =>
         {
             function.args =

@@ -33,6 +33,7 @@ pub mod reuse_exchange;
 pub mod rewrite_except_intersect_all;
 pub mod scan_lineage;
 pub mod single_distinct_aggregate;
+pub mod spark_casts;
 pub mod statistics;
 pub mod table_provider;
 #[cfg(test)]
@@ -76,6 +77,7 @@ use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
 use rewrite_except_intersect_all::RewriteExceptIntersectAll;
 use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates};
+use spark_casts::SparkCasts;
 use union_output_nullability::UnionOutputNullability;
 use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 use widen_set_operation_types::WidenSetOperationTypes;
@@ -97,6 +99,7 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     rules.insert(before, Arc::new(DecimalPrecision));
     let after = (coercion(&rules) + 1).min(rules.len());
     rules.insert(after, Arc::new(AnsiArithmetic));
+    rules.insert(after + 1, Arc::new(SparkCasts));
     rules.push(Arc::new(WidenSetOperationTypes));
     rules.push(Arc::new(RewriteExceptIntersectAll));
     rules

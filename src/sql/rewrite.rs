@@ -23,12 +23,15 @@
 //!   negative one counts from the end), where DataFusion plans PostgreSQL's; `isnan(x)` is
 //!   false for NULL, as Spark's.
 //! - `sign`, `some`, `any`, `every`, `startswith`, `endswith` and `sort_array` are DataFusion's
-//!   `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with` and `array_sort`; `try_divide`
+//!   `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with` and `array_sort`, `variance`
+//!   is `var_samp`; `try_divide`
 //!   divides by `nullif(b, 0)`; `approx_count_distinct` is `approx_distinct` as a BIGINT;
 //!   `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE truncates it as
 //!   a TIMESTAMP, as Spark's does.
 //! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
 //!   microseconds, as a table's TIMESTAMP column is.
+//! - `chr` of a negative number is `''`, of others the character of `n` modulo 256; `ln`,
+//!   `log`, `log2` and `log10` are NULL for 0 and below, as Spark's.
 //! - `median` and `percentile` (DataFusion's `percentile_cont`) are DOUBLEs, as Spark's; `max_by` and `min_by` are `first_value` in order.
 //! - `to_date`, `to_timestamp` and `unix_timestamp` (DataFusion's `to_unixtime`) read Spark's
 //!   datetime patterns, as chrono's; `to_timestamp` gives Spark's TIMESTAMP.
@@ -224,17 +227,38 @@ impl VisitorMut for SparkOperators {
                     *value = cast(value.clone(), local_timestamp());
                 }
             }
+            // Spark's `chr(n)`: '' below 0, else the character of `n` modulo 256.
+            Expr::Function(function) if is_function(function, "chr") || is_function(function, "char") => {
+                if let Some(code) = single_argument(function) {
+                    let byte = function_call("pmod", vec![code.clone(), number("256")]);
+                    let negative =
+                        Expr::BinaryOp { left: Box::new(code), op: BinaryOperator::Lt, right: Box::new(number("0")) };
+                    *expr = case_when(
+                        negative,
+                        Expr::value(Value::SingleQuotedString(String::new())),
+                        Some(function_call("chr", vec![byte])),
+                    );
+                }
+            }
+            // Spark's logarithms are NULL for 0 and below.
+            Expr::Function(function)
+                if ["ln", "log", "log2", "log10"].iter().any(|name| is_function(function, name)) =>
+            {
+                if let Some(x) = single_argument(function)
+                    && let FunctionArguments::List(list) = &mut function.args
+                {
+                    let positive = Expr::BinaryOp {
+                        left: Box::new(x.clone()),
+                        op: BinaryOperator::Gt,
+                        right: Box::new(number("0")),
+                    };
+                    list.args[0] = FunctionArg::Unnamed(FunctionArgExpr::Expr(case_when(positive, x, None)));
+                }
+            }
             // Spark's `count_if(p)`: the rows where `p` is true, a BIGINT.
             Expr::Function(function) if is_function(function, "count_if") => {
                 if let Some(condition) = single_argument(function) {
-                    let when = Expr::Case {
-                        case_token: AttachedToken::empty(),
-                        end_token: AttachedToken::empty(),
-                        operand: None,
-                        conditions: vec![CaseWhen { condition, result: Expr::value(Value::Number("1".into(), false)) }],
-                        else_result: None,
-                    };
-                    *expr = function_call("count", vec![when]);
+                    *expr = function_call("count", vec![case_when(condition, number("1"), None)]);
                 }
             }
             // Spark's `try_divide(a, b)`: `a / b`, NULL where `b` is 0.
@@ -326,9 +350,24 @@ impl VisitorMut for SparkOperators {
     }
 }
 
+/// `CASE WHEN condition THEN result [ELSE otherwise] END`.
+fn case_when(condition: Expr, result: Expr, otherwise: Option<Expr>) -> Expr {
+    Expr::Case {
+        case_token: AttachedToken::empty(),
+        end_token: AttachedToken::empty(),
+        operand: None,
+        conditions: vec![CaseWhen { condition, result }],
+        else_result: otherwise.map(Box::new),
+    }
+}
+
+fn number(digits: &str) -> Expr {
+    Expr::value(Value::Number(digits.into(), false))
+}
+
 /// DataFusion's name for a Spark function it has under another name.
 fn spark_name(function: &Function) -> Option<&'static str> {
-    const NAMES: [(&str, &str); 7] = [
+    const NAMES: [(&str, &str); 8] = [
         ("sign", "signum"),
         ("some", "bool_or"),
         ("any", "bool_or"),
@@ -336,6 +375,7 @@ fn spark_name(function: &Function) -> Option<&'static str> {
         ("startswith", "starts_with"),
         ("endswith", "ends_with"),
         ("sort_array", "array_sort"),
+        ("variance", "var_samp"),
     ];
     NAMES.iter().find(|(spark, _)| is_function(function, spark)).map(|(_, ours)| *ours)
 }
