@@ -136,7 +136,7 @@ async fn every_result_type_in_text_and_binary() {
     let sql = "SELECT true AS b, CAST(2 AS SMALLINT) AS i2, CAST(3 AS INT) AS i4, CAST(4 AS BIGINT) AS i8, \
                CAST(1.5 AS FLOAT) AS f4, CAST(2.25 AS DOUBLE) AS f8, CAST(12.30 AS DECIMAL(10,2)) AS n, \
                'hé' AS t, DATE '2026-01-02' AS d, TIMESTAMP '2026-01-02 03:04:05.5' AS ts, \
-               X'0102ff' AS bin";
+               X'0102ff' AS bin, TIMESTAMP_NTZ '2026-01-02 03:04:05.5' AS ntz";
     let text = text_rows(&client, sql).await;
     assert_eq!(
         text,
@@ -150,8 +150,9 @@ async fn every_result_type_in_text_and_binary() {
             "12.30",
             "hé",
             "2026-01-02",
-            "2026-01-02 03:04:05.5",
-            "\\x0102ff"
+            "2026-01-02 03:04:05.5+00",
+            "\\x0102ff",
+            "2026-01-02 03:04:05.5"
         ]]
     );
     let row = client.query_one(sql, &[]).await.unwrap();
@@ -164,9 +165,11 @@ async fn every_result_type_in_text_and_binary() {
     assert_eq!(row.columns()[6].type_(), &Type::NUMERIC);
     assert_eq!(row.get::<_, &str>(7), "hé");
     assert_eq!(row.get::<_, NaiveDate>(8), NaiveDate::from_ymd_opt(2026, 1, 2).unwrap());
+    // Spark's TIMESTAMP is in the session's time zone (UTC), its TIMESTAMP_NTZ in none.
     let ts = NaiveDateTime::parse_from_str("2026-01-02 03:04:05.5", "%Y-%m-%d %H:%M:%S%.f").unwrap();
-    assert_eq!(row.get::<_, NaiveDateTime>(9), ts);
+    assert_eq!(row.get::<_, DateTime<Utc>>(9), ts.and_utc());
     assert_eq!(row.get::<_, Vec<u8>>(10), vec![1, 2, 255]);
+    assert_eq!(row.get::<_, NaiveDateTime>(11), ts);
 
     client
         .batch_execute("CREATE TABLE z (ts TIMESTAMP); INSERT INTO z VALUES (TIMESTAMP '2026-01-02 03:04:05')")

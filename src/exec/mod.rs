@@ -6,6 +6,7 @@
 pub(crate) mod aqe_shuffle_read;
 pub(crate) mod broadcast_exchange;
 pub(crate) mod collect_in_order;
+pub mod columnar;
 pub(crate) mod downcast_plan;
 pub mod executor;
 pub(crate) mod expand;

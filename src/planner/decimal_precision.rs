@@ -5,9 +5,9 @@
 //! 10^15 (`d > 1.5`, with `1.5` a decimal literal as Spark reads it, errors once a row holds
 //! 1e20), and rounds away digits past the fifteenth. The same goes for the results of a CASE,
 //! the arguments of `coalesce`, `greatest`, `least` and their kind, and the columns of a set
-//! operation (Spark's `findWiderTypeForDecimal`). An integer beside a DECIMAL in `+ - * %`
-//! and `pmod` becomes a DECIMAL as Spark's rule makes it, a literal the narrowest that holds
-//! it, so `CAST(3 AS DECIMAL(12,2)) * 3` is a DECIMAL(14, 2); `pmod` of DECIMALs has Spark's
+//! operation (Spark's `findWiderTypeForDecimal`). An integer literal beside a DECIMAL in
+//! `+ - * %` and `pmod` becomes the narrowest DECIMAL that holds it, as in Spark (the type
+//! coercion that follows gives an integer column its type's DECIMAL, as Spark's does), so `CAST(3 AS DECIMAL(12,2)) * 3` is a DECIMAL(14, 2); `pmod` of DECIMALs has Spark's
 //! remainder type. Runs just before DataFusion's type coercion,
 //! which then finds nothing to decide.
 
@@ -223,6 +223,7 @@ fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Ex
         }
         Expr::BinaryExpr(BinaryExpr { left, op, right })
             if matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Modulo)
+                && (integer_literal(&left).is_some() || integer_literal(&right).is_some())
                 && let Some((l, r)) = integer_beside_decimal(&left, &right, schema) =>
         {
             let (left, right) = (left.cast_to(&l, schema)?, right.cast_to(&r, schema)?);

@@ -25,6 +25,7 @@ pub mod infer_filters_from_constraints;
 pub mod join_selection;
 pub mod keep_null_safe_joins;
 pub mod keep_sort_keys;
+pub mod normalize_nan_and_zero;
 pub mod overridden_rule;
 pub mod reorder_join_keys;
 pub mod replace_except_intersect_with_joins;
@@ -72,6 +73,7 @@ use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
 use keep_null_safe_joins::KeepNullSafeJoins;
 use keep_sort_keys::KeepSortKeys;
+use normalize_nan_and_zero::NormalizeNaNAndZero;
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
@@ -100,6 +102,7 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     let after = (coercion(&rules) + 1).min(rules.len());
     rules.insert(after, Arc::new(AnsiArithmetic));
     rules.insert(after + 1, Arc::new(SparkCasts));
+    rules.insert(after + 2, Arc::new(NormalizeNaNAndZero));
     rules.push(Arc::new(WidenSetOperationTypes));
     rules.push(Arc::new(RewriteExceptIntersectAll));
     rules

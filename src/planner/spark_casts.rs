@@ -19,10 +19,12 @@ use std::sync::{Arc, LazyLock};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType};
+use datafusion::arrow::datatypes::{
+    DataType, Decimal128Type, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType,
+};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::{DFSchema, ScalarValue, plan_err};
+use datafusion::common::{DFSchema, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::{Cast, TryCast};
 use datafusion::logical_expr::{
@@ -33,6 +35,7 @@ use datafusion::optimizer::AnalyzerRule;
 
 use super::expression_rule::rewrite_expressions;
 use crate::error::SqlError;
+use crate::exec::columnar::shaped_like;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
 
@@ -63,9 +66,10 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     let conversion = |conversion: Conversion| conversion.udf(tolerant).call(vec![operand.clone()]);
     Ok(Transformed::yes(match (&from, &to) {
         (DataType::Timestamp(..), t) if t.is_integer() || t.is_floating() || t.is_decimal() => {
-            let seconds = match t.is_integer() {
-                true => conversion(Conversion::WholeSeconds),
-                false => conversion(Conversion::Seconds),
+            let seconds = match t {
+                t if t.is_integer() => conversion(Conversion::WholeSeconds),
+                t if t.is_decimal() => conversion(Conversion::ExactSeconds),
+                _ => conversion(Conversion::Seconds),
             };
             recast(seconds, to)
         }
@@ -117,29 +121,35 @@ enum Conversion {
     WholeSeconds,
     /// A TIMESTAMP to its seconds since 1970, with the fraction (a DOUBLE).
     Seconds,
+    /// A TIMESTAMP to its seconds since 1970, with the fraction (a DECIMAL(38, 6)).
+    ExactSeconds,
     /// Seconds since 1970 to microseconds (a BIGINT), a number's TIMESTAMP.
     FromSeconds,
     /// A TIMESTAMP as Spark prints it.
     Text,
 }
 
-static CONVERSIONS: LazyLock<[Arc<ScalarUDF>; 8]> = LazyLock::new(|| {
-    let udf = |conversion, tolerant| Arc::new(ScalarUDF::new_from_impl(TimestampConversion::new(conversion, tolerant)));
-    [
-        udf(Conversion::WholeSeconds, false),
-        udf(Conversion::Seconds, false),
-        udf(Conversion::FromSeconds, false),
-        udf(Conversion::Text, false),
-        udf(Conversion::WholeSeconds, true),
-        udf(Conversion::Seconds, true),
-        udf(Conversion::FromSeconds, true),
-        udf(Conversion::Text, true),
-    ]
+const ALL_CONVERSIONS: [Conversion; 5] = [
+    Conversion::WholeSeconds,
+    Conversion::Seconds,
+    Conversion::ExactSeconds,
+    Conversion::FromSeconds,
+    Conversion::Text,
+];
+
+/// Each conversion's function, failing on values that do not fit, then each returning NULL.
+static CONVERSIONS: LazyLock<Vec<Arc<ScalarUDF>>> = LazyLock::new(|| {
+    [false, true]
+        .into_iter()
+        .flat_map(|tolerant| {
+            ALL_CONVERSIONS.map(|c| Arc::new(ScalarUDF::new_from_impl(TimestampConversion::new(c, tolerant))))
+        })
+        .collect()
 });
 
 impl Conversion {
     fn udf(self, tolerant: bool) -> Arc<ScalarUDF> {
-        let index = self as usize + if tolerant { 4 } else { 0 };
+        let index = self as usize + if tolerant { ALL_CONVERSIONS.len() } else { 0 };
         Arc::clone(&CONVERSIONS[index])
     }
 }
@@ -161,7 +171,7 @@ impl TimestampConversion {
 impl ScalarUDFImpl for TimestampConversion {
     fn name(&self) -> &str {
         match self.conversion {
-            Conversion::WholeSeconds | Conversion::Seconds => "timestamp_seconds",
+            Conversion::WholeSeconds | Conversion::Seconds | Conversion::ExactSeconds => "timestamp_seconds",
             Conversion::FromSeconds => "seconds_timestamp",
             Conversion::Text => "timestamp_text",
         }
@@ -175,6 +185,7 @@ impl ScalarUDFImpl for TimestampConversion {
         Ok(match self.conversion {
             Conversion::WholeSeconds | Conversion::FromSeconds => DataType::Int64,
             Conversion::Seconds => DataType::Float64,
+            Conversion::ExactSeconds => DataType::Decimal128(38, 6),
             Conversion::Text => DataType::Utf8,
         })
     }
@@ -198,13 +209,16 @@ impl ScalarUDFImpl for TimestampConversion {
                         .unary::<_, Float64Type>(|us| us as f64 / MICROS_PER_SECOND as f64),
                 )
             }
+            Conversion::ExactSeconds => {
+                let micros = cast(&micros_of(&value)?, &DataType::Int64)?;
+                let unscaled = cast(&micros, &DataType::Decimal128(38, 0))?;
+                let unscaled = unscaled.as_primitive::<Decimal128Type>().clone();
+                Arc::new(unscaled.with_precision_and_scale(38, 6)?)
+            }
             Conversion::FromSeconds => Arc::new(self.micros_of_seconds(&value)?),
             Conversion::Text => Arc::new(text_of(&value)?),
         };
-        Ok(match &args.args[0] {
-            ColumnarValue::Scalar(_) => ColumnarValue::Scalar(ScalarValue::try_from_array(&converted, 0)?),
-            ColumnarValue::Array(_) => ColumnarValue::Array(converted),
-        })
+        shaped_like(&args.args[0], converted)
     }
 }
 

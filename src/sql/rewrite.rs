@@ -25,11 +25,11 @@
 //! - `sign`, `some`, `any`, `every`, `startswith`, `endswith` and `sort_array` are DataFusion's
 //!   `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with` and `array_sort`, `variance`
 //!   is `var_samp`; `try_divide`
-//!   divides by `nullif(b, 0)`; `approx_count_distinct` is `approx_distinct` as a BIGINT;
+//!   divides by `nullif(b, 0)`; `approx_count_distinct` counts exactly;
 //!   `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE truncates it as
 //!   a TIMESTAMP, as Spark's does.
 //! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
-//!   microseconds, as a table's TIMESTAMP column is.
+//!   microseconds, as a table's TIMESTAMP column is; `TIMESTAMP_NTZ` one without a time zone.
 //! - `chr` of a negative number is `''`, of others the character of `n` modulo 256; `ln`,
 //!   `log`, `log2` and `log10` are NULL for 0 and below, as Spark's.
 //! - `median` and `percentile` (DataFusion's `percentile_cont`) are DOUBLEs, as Spark's; `max_by` and `min_by` are `first_value` in order.
@@ -45,10 +45,10 @@ use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 
 use super::functions::datetime_pattern::chrono_format;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CaseWhen, CastKind, DataType, ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, LimitClause, ObjectName, OrderBy, OrderByKind, Query,
-    SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value, VisitMut, VisitorMut,
-    WindowFrameBound, WindowType, visit_expressions,
+    BinaryOperator, CaseWhen, CastKind, DataType, DuplicateTreatment, ExactNumberInfo, Expr, Function, FunctionArg,
+    FunctionArgExpr, FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, LimitClause, ObjectName, OrderBy,
+    OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value,
+    VisitMut, VisitorMut, WindowFrameBound, WindowType, visit_expressions,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -307,10 +307,15 @@ impl VisitorMut for SparkOperators {
                     }
                 }
             }
-            // Spark's `approx_count_distinct` is a BIGINT; DataFusion's `approx_distinct` unsigned.
+            // Spark's `approx_count_distinct` counted exactly, which is within any error bound:
+            // DataFusion's `approx_distinct` is unsigned and refuses DOUBLEs.
             Expr::Function(function) if is_function(function, "approx_count_distinct") => {
                 if let Some(arg) = single_argument(function) {
-                    *expr = cast(function_call("approx_distinct", vec![arg]), DataType::BigInt(None));
+                    let mut count = function_call("count", vec![arg]);
+                    if let Expr::Function(Function { args: FunctionArguments::List(list), .. }) = &mut count {
+                        list.duplicate_treatment = Some(DuplicateTreatment::Distinct);
+                    }
+                    *expr = count;
                 }
             }
             // Spark's datetime patterns as chrono's, and Spark's TIMESTAMP for `to_timestamp`.
@@ -392,10 +397,13 @@ impl VisitorMut for LocalTimestamps {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Cast { data_type, .. } | Expr::TypedString(TypedString { data_type, .. }) = expr
-            && matches!(data_type, DataType::Timestamp(_, TimezoneInfo::None))
-        {
-            *data_type = local_timestamp();
+        if let Expr::Cast { data_type, .. } | Expr::TypedString(TypedString { data_type, .. }) = expr {
+            match data_type {
+                DataType::Timestamp(_, TimezoneInfo::None) => *data_type = local_timestamp(),
+                // Spark's TIMESTAMP_NTZ: microseconds, without a time zone.
+                DataType::TimestampNtz(_) => *data_type = DataType::Timestamp(Some(6), TimezoneInfo::WithoutTimeZone),
+                _ => {}
+            }
         }
         ControlFlow::Continue(())
     }

@@ -18,6 +18,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 
 use super::datetime_pattern::chrono_format;
+use crate::exec::columnar::shaped_like;
 
 const DEFAULT_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
 
@@ -109,9 +110,6 @@ impl ScalarUDFImpl for DateFormat {
             })
             .collect();
         let printed: ArrayRef = Arc::new(printed);
-        Ok(match &args.args[0] {
-            ColumnarValue::Scalar(_) => ColumnarValue::Scalar(ScalarValue::try_from_array(&printed, 0)?),
-            ColumnarValue::Array(_) => ColumnarValue::Array(printed),
-        })
+        shaped_like(&args.args[0], printed)
     }
 }

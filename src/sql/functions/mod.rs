@@ -2,7 +2,7 @@
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap`, `div` and
 //! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, `avg` of DECIMALs as DECIMALs, `round` and
-//! `bround` with Spark's DECIMAL types, `locate`, `date_format` and `from_unixtime` with Spark's
+//! `bround` with Spark's DECIMAL types, `pmod` failing on a zero divisor, `locate`, `date_format` and `from_unixtime` with Spark's
 //! datetime patterns, and string builders bounded by the memory
 //! limit.
 
@@ -14,6 +14,7 @@ mod initcap;
 mod integral_divide;
 mod locate;
 mod overridden;
+mod pmod;
 pub mod range;
 mod round;
 pub mod spark_hash;
@@ -44,6 +45,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     let lookup = |name: &str| state.scalar_functions().get(name).cloned();
     for udf in bounded_strings::bounded(lookup, &pool) {
         ctx.register_udf(udf);
+    }
+    if let Some(pmod) = pmod::spark_pmod(lookup) {
+        ctx.register_udf(pmod);
     }
     if let Some(sqrt) = sqrt::spark_sqrt(lookup) {
         ctx.register_udf(sqrt);

@@ -23,6 +23,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::error::SqlError;
+use crate::exec::columnar::shaped_like;
 
 const MAX_PRECISION: u8 = 38;
 
@@ -119,10 +120,7 @@ impl ScalarUDFImpl for SparkRound {
         };
         let value = args.args[0].to_array(args.number_rows)?;
         let rounded = round_array(&value, places, self.mode, args.return_field.data_type())?;
-        Ok(match &args.args[0] {
-            ColumnarValue::Scalar(_) => ColumnarValue::Scalar(ScalarValue::try_from_array(&rounded, 0)?),
-            ColumnarValue::Array(_) => ColumnarValue::Array(rounded),
-        })
+        shaped_like(&args.args[0], rounded)
     }
 }
 

@@ -1,0 +1,38 @@
+//! Spark's `pmod(a, b)` under ANSI mode (`Pmod` in `arithmetic.scala`): a zero `b` fails with
+//! REMAINDER_BY_ZERO (`22012`), for DOUBLEs too, where the `pmod` of `datafusion-spark` gives
+//! NULL. Otherwise that `pmod` answers.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
+
+use super::overridden::{Invoke, overridden};
+use crate::error::SqlError;
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ZeroDivisorFails;
+
+/// The session's `pmod`, or `None` if there is none.
+pub fn spark_pmod(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>) -> Option<ScalarUDF> {
+    overridden(lookup("pmod"), ZeroDivisorFails)
+}
+
+impl Invoke for ZeroDivisorFails {
+    fn invoke(&self, inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if let Some(divisor) = args.args.get(1) {
+            let divisors = cast(&divisor.to_array(1.max(args.number_rows))?, &DataType::Float64)?;
+            let divisors = divisors.as_primitive::<Float64Type>();
+            if (0..divisors.len()).any(|row| divisors.is_valid(row) && divisors.value(row) == 0.0) {
+                return Err(DataFusionError::External(Box::new(SqlError::new(
+                    "22012",
+                    "[REMAINDER_BY_ZERO] Remainder by zero. Use `try_mod` to tolerate divisor being 0 and return NULL instead.",
+                ))));
+            }
+        }
+        inner.invoke_with_args(args)
+    }
+}
