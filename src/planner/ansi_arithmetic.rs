@@ -5,15 +5,19 @@
 //!
 //! The rule runs after DataFusion's type coercion, when both operands of an integral operator
 //! have one type, and makes the operator a function of ours that computes with Arrow's checked
-//! kernels (EXPLAIN prints it as the operator). Where we differ: there is no legacy mode
+//! kernels (EXPLAIN prints it as the operator). DECIMAL operands go through the same function:
+//! a result with more digits than its type's precision fails with NUMERIC_VALUE_OUT_OF_RANGE
+//! (22003), as in Spark, where Arrow keeps it. Where we differ: there is no legacy mode
 //! (`ansi.enabled = false`, where Spark wraps around); unary minus, `abs` and `sum` still wrap.
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{Array, ArrayRef, ArrowNativeTypeOp, AsArray, PrimitiveArray};
+use datafusion::arrow::array::{Array, ArrayRef, ArrowNativeTypeOp, AsArray, Decimal128Array, PrimitiveArray};
 use datafusion::arrow::compute::kernels::arity::try_binary;
 use datafusion::arrow::compute::kernels::numeric;
-use datafusion::arrow::datatypes::{ArrowPrimitiveType, DataType, Int8Type, Int16Type, Int32Type, Int64Type};
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Decimal128Type, Int8Type, Int16Type, Int32Type, Int64Type, i256,
+};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::DFSchema;
 use datafusion::common::config::ConfigOptions;
@@ -26,7 +30,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-use super::decimal_division::DECIMAL_DIVIDE;
+use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound};
 use super::division::ANSI_DIVIDE;
 use super::expression_rule::rewrite_expressions;
 use crate::error::SqlError;
@@ -52,6 +56,10 @@ fn checked_arithmetic(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
     let Some(arithmetic) = Arithmetic::of(op) else { return unchanged(left, right) };
     match (left.get_type(schema), right.get_type(schema)) {
         (Ok(l), Ok(r)) if l == r && l.is_integer() => {
+            Ok(Transformed::yes(arithmetic.ansi_udf().call(vec![*left, *right])))
+        }
+        // Arrow's DECIMAL arithmetic keeps a result past its type's precision.
+        (Ok(l), Ok(r)) if l.is_decimal() && r.is_decimal() => {
             Ok(Transformed::yes(arithmetic.ansi_udf().call(vec![*left, *right])))
         }
         _ => unchanged(left, right),
@@ -214,13 +222,35 @@ impl ScalarUDFImpl for CheckedArithmetic {
                 Arithmetic::Subtract => numeric::sub(&left, &right),
                 Arithmetic::Multiply => numeric::mul(&left, &right),
             }
-            .map_err(DataFusionError::from),
+            .map_err(DataFusionError::from)
+            .and_then(|result| self.in_precision(result)),
         };
         result.map(ColumnarValue::Array)
     }
 }
 
 impl CheckedArithmetic {
+    /// A DECIMAL `result` whose values all fit its precision; where one does not, Spark's
+    /// NUMERIC_VALUE_OUT_OF_RANGE, or NULL in its place for the `try_` functions.
+    fn in_precision(&self, result: ArrayRef) -> Result<ArrayRef> {
+        let DataType::Decimal128(precision, scale) = *result.data_type() else { return Ok(result) };
+        let bound = DecimalBound::of(precision, scale);
+        let decimals = result.as_primitive::<Decimal128Type>();
+        let fits = |v: i128| bound.check(i256::from_i128(v));
+        match self.overflow {
+            OnOverflow::Fail => {
+                for v in decimals.iter().flatten() {
+                    fits(v).map_err(|e| DataFusionError::External(Box::new(e)))?;
+                }
+                Ok(result)
+            }
+            OnOverflow::Null => {
+                let kept: Decimal128Array = decimals.iter().map(|v| v.filter(|v| fits(*v).is_ok())).collect();
+                Ok(Arc::new(kept.with_precision_and_scale(precision, scale)?))
+            }
+        }
+    }
+
     fn integral<T: ArrowPrimitiveType>(&self, left: &ArrayRef, right: &ArrayRef) -> Result<ArrayRef> {
         let (left, right) = (left.as_primitive::<T>(), right.as_primitive::<T>());
         let arithmetic = self.arithmetic;

@@ -7,9 +7,9 @@
 //! the arguments of `coalesce`, `greatest`, `least` and their kind, and the columns of a set
 //! operation (Spark's `findWiderTypeForDecimal`). An integer literal beside a DECIMAL in
 //! `+ - * %` and `pmod` becomes the narrowest DECIMAL that holds it, as in Spark (the type
-//! coercion that follows gives an integer column its type's DECIMAL, as Spark's does), so `CAST(3 AS DECIMAL(12,2)) * 3` is a DECIMAL(14, 2); `pmod` of DECIMALs has Spark's
-//! remainder type. Runs just before DataFusion's type coercion,
-//! which then finds nothing to decide.
+//! coercion that follows gives an integer column its type's DECIMAL, as Spark's does), so
+//! `CAST(3 AS DECIMAL(12,2)) * 3` is a DECIMAL(14, 2); `pmod` of DECIMALs has Spark's remainder
+//! type. Runs just before DataFusion's type coercion, which then finds nothing to decide.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;

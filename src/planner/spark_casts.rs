@@ -6,9 +6,12 @@
 //! - a TIMESTAMP cast to a string is `yyyy-MM-dd HH:mm:ss` in the session's time zone, with the
 //!   fraction of a second only where there is one and without trailing zeros; Arrow's has a `T`
 //!   and the zone;
+//! - a FLOAT or DOUBLE cast to a string is Java's text of it (`1.0E7`, `100.0`), where Arrow's
+//!   is `10000000` and `100`;
 //! - a DECIMAL cast to BOOLEAN is whether it is not 0, and a BOOLEAN cast to DECIMAL is 1 or 0,
 //!   where Arrow has no such casts;
-//! - a DATE cast to a number is refused (`42K09`), where Arrow gives the days since 1970.
+//! - a DATE cast to a number or back, and a DATE or TIMESTAMP cast to BOOLEAN or back, are
+//!   refused (`42K09`), `try_cast` too, where Arrow gives the days since 1970 or a BOOLEAN.
 //!
 //! Runs after DataFusion's type coercion, which has made implicit conversions casts too: those
 //! are Spark's casts as well. A TIMESTAMP past a BIGINT's seconds, or seconds past a
@@ -20,7 +23,7 @@ use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    DataType, Decimal128Type, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType,
+    DataType, Decimal128Type, Float32Type, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType,
 };
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
@@ -80,6 +83,9 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         (DataType::Timestamp(..), DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => {
             recast(conversion(Conversion::Text), to)
         }
+        (DataType::Float32 | DataType::Float64, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => {
+            recast(conversion(Conversion::FloatText), to)
+        }
         (f, DataType::Boolean) if f.is_decimal() => {
             operand.clone().not_eq(Expr::Cast(Cast::new(Box::new(lit(0i64)), f.clone())))
         }
@@ -87,12 +93,19 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
             let one_or_zero = when(operand.clone(), lit(1i64)).when(operand.clone().is_false(), lit(0i64)).end()?;
             recast(one_or_zero, to)
         }
-        (DataType::Date32 | DataType::Date64, t) if t.is_integer() || t.is_floating() || t.is_decimal() => {
+        (f, t) if refused(f, t) => {
+            // Spark's subclass: a function to use instead, the ANSI setting, or neither for `try_cast`.
+            let number = |t: &DataType| t.is_integer() || t.is_floating() || t.is_decimal();
+            let subclass = match (number(f) || number(t), tolerant) {
+                (true, _) => "CAST_WITH_FUNC_SUGGESTION",
+                (false, false) => "CAST_WITH_CONF_SUGGESTION",
+                (false, true) => "CAST_WITHOUT_SUGGESTION",
+            };
             return Err(DataFusionError::External(Box::new(SqlError::new(
                 "42K09",
                 format!(
-                    "[DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION] Cannot resolve the cast due to data type mismatch: cannot cast \"DATE\" to \"{}\". To convert values from \"DATE\" to \"{}\", you can use the functions `UNIX_DATE` instead.",
-                    spark_name(t),
+                    "[DATATYPE_MISMATCH.{subclass}] Cannot resolve the cast due to data type mismatch: cannot cast \"{}\" to \"{}\".",
+                    spark_name(f),
                     spark_name(t)
                 ),
             ))));
@@ -101,8 +114,23 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     }))
 }
 
+/// The casts Spark's `Cast.canAnsiCast` refuses, which Arrow would carry out: between a DATE
+/// and a number, and from a DATE or TIMESTAMP to BOOLEAN and back.
+fn refused(from: &DataType, to: &DataType) -> bool {
+    let number = |t: &DataType| t.is_integer() || t.is_floating() || t.is_decimal();
+    let date = |t: &DataType| matches!(t, DataType::Date32 | DataType::Date64);
+    let datetime = |t: &DataType| date(t) || matches!(t, DataType::Timestamp(..));
+    (date(from) && number(to))
+        || (number(from) && date(to))
+        || (datetime(from) && *to == DataType::Boolean)
+        || (*from == DataType::Boolean && datetime(to))
+}
+
 fn spark_name(t: &DataType) -> String {
     match t {
+        DataType::Date32 | DataType::Date64 => "DATE".to_string(),
+        DataType::Timestamp(..) => "TIMESTAMP".to_string(),
+        DataType::Boolean => "BOOLEAN".to_string(),
         DataType::Int8 => "TINYINT".to_string(),
         DataType::Int16 => "SMALLINT".to_string(),
         DataType::Int32 => "INT".to_string(),
@@ -127,14 +155,17 @@ enum Conversion {
     FromSeconds,
     /// A TIMESTAMP as Spark prints it.
     Text,
+    /// A FLOAT or DOUBLE as Java prints it (`1.0E7`, `0.001`, `NaN`).
+    FloatText,
 }
 
-const ALL_CONVERSIONS: [Conversion; 5] = [
+const ALL_CONVERSIONS: [Conversion; 6] = [
     Conversion::WholeSeconds,
     Conversion::Seconds,
     Conversion::ExactSeconds,
     Conversion::FromSeconds,
     Conversion::Text,
+    Conversion::FloatText,
 ];
 
 /// Each conversion's function, failing on values that do not fit, then each returning NULL.
@@ -174,6 +205,7 @@ impl ScalarUDFImpl for TimestampConversion {
             Conversion::WholeSeconds | Conversion::Seconds | Conversion::ExactSeconds => "timestamp_seconds",
             Conversion::FromSeconds => "seconds_timestamp",
             Conversion::Text => "timestamp_text",
+            Conversion::FloatText => "float_text",
         }
     }
 
@@ -186,7 +218,7 @@ impl ScalarUDFImpl for TimestampConversion {
             Conversion::WholeSeconds | Conversion::FromSeconds => DataType::Int64,
             Conversion::Seconds => DataType::Float64,
             Conversion::ExactSeconds => DataType::Decimal128(38, 6),
-            Conversion::Text => DataType::Utf8,
+            Conversion::Text | Conversion::FloatText => DataType::Utf8,
         })
     }
 
@@ -217,6 +249,7 @@ impl ScalarUDFImpl for TimestampConversion {
             }
             Conversion::FromSeconds => Arc::new(self.micros_of_seconds(&value)?),
             Conversion::Text => Arc::new(text_of(&value)?),
+            Conversion::FloatText => Arc::new(float_text_of(&value)?),
         };
         shaped_like(&args.args[0], converted)
     }
@@ -286,10 +319,73 @@ fn text_of(value: &ArrayRef) -> Result<StringArray> {
         .collect())
 }
 
+/// Java's `Double.toString` (or `Float.toString`, for a FLOAT) of each value.
+fn float_text_of(value: &ArrayRef) -> Result<StringArray> {
+    Ok(match value.data_type() {
+        DataType::Float32 => {
+            value.as_primitive::<Float32Type>().iter().map(|x| x.map(|x| java_text(x, format!("{x:e}")))).collect()
+        }
+        _ => {
+            let doubles = cast(value, &DataType::Float64)?;
+            doubles.as_primitive::<Float64Type>().iter().map(|x| x.map(|x| java_text(x, format!("{x:e}")))).collect()
+        }
+    })
+}
+
+/// Java's text of a number whose shortest digits Rust printed as `scientific` (`1.5e7`):
+/// plain with at least one fraction digit from 10^-3 up to 10^7, else `d.dddE±n`.
+fn java_text(x: impl Into<f64>, scientific: String) -> String {
+    let x: f64 = x.into();
+    if x.is_nan() {
+        return "NaN".to_string();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+    }
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    let Some((mantissa, exponent)) = scientific.trim_start_matches('-').split_once('e') else { return scientific };
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if x == 0.0 {
+        return format!("{sign}0.0");
+    }
+    if (-3..7).contains(&exponent) {
+        let (whole, fraction) = if exponent >= 0 {
+            let split = exponent as usize + 1;
+            let padded = format!("{digits:0<split$}");
+            (padded[..split].to_string(), padded[split..].to_string())
+        } else {
+            ("0".to_string(), format!("{}{digits}", "0".repeat((-exponent - 1) as usize)))
+        };
+        let fraction = if fraction.is_empty() { "0".to_string() } else { fraction };
+        format!("{sign}{whole}.{fraction}")
+    } else {
+        let fraction = if digits.len() > 1 { &digits[1..] } else { "0" };
+        format!("{sign}{}.{fraction}E{exponent}", &digits[..1])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use datafusion::arrow::array::TimestampMicrosecondArray;
+
+    /// Java 17's `Double.toString`, which Spark prints DOUBLEs with.
+    #[test]
+    fn doubles_print_as_java_prints_them() {
+        let text = |x: f64| java_text(x, format!("{x:e}"));
+        assert_eq!(text(1e7), "1.0E7");
+        assert_eq!(text(12345678.9), "1.23456789E7");
+        assert_eq!(text(1234567.0), "1234567.0");
+        assert_eq!(text(0.001), "0.001");
+        assert_eq!(text(0.0001), "1.0E-4");
+        assert_eq!(text(-2.5), "-2.5");
+        assert_eq!(text(100.0), "100.0");
+        assert_eq!(text(-0.0), "-0.0");
+        assert_eq!(text(f64::NAN), "NaN");
+        assert_eq!(text(f64::NEG_INFINITY), "-Infinity");
+        assert_eq!(text(1.7976931348623157e308), "1.7976931348623157E308");
+    }
 
     #[test]
     fn timestamps_print_as_spark_prints_them() {

@@ -25,14 +25,15 @@
 //! - `sign`, `some`, `any`, `every`, `startswith`, `endswith` and `sort_array` are DataFusion's
 //!   `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with` and `array_sort`, `variance`
 //!   is `var_samp`; `try_divide`
-//!   divides by `nullif(b, 0)`; `approx_count_distinct` counts exactly;
+//!   is `a / b` where `b` is not 0; `approx_count_distinct` counts exactly;
 //!   `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE truncates it as
 //!   a TIMESTAMP, as Spark's does.
 //! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
 //!   microseconds, as a table's TIMESTAMP column is; `TIMESTAMP_NTZ` one without a time zone.
 //! - `chr` of a negative number is `''`, of others the character of `n` modulo 256; `ln`,
 //!   `log`, `log2` and `log10` are NULL for 0 and below, as Spark's.
-//! - `median` and `percentile` (DataFusion's `percentile_cont`) are DOUBLEs, as Spark's; `max_by` and `min_by` are `first_value` in order.
+//! - `median` and `percentile` (DataFusion's `percentile_cont`) are of DOUBLEs, as Spark's;
+//!   `max_by` and `min_by` are `first_value` in order.
 //! - `to_date`, `to_timestamp` and `unix_timestamp` (DataFusion's `to_unixtime`) read Spark's
 //!   datetime patterns, as chrono's; `to_timestamp` gives Spark's TIMESTAMP.
 //! - `regexp_extract` is built from DataFusion's `regexp_match` (see [`regexp_extract`]).
@@ -261,7 +262,7 @@ impl VisitorMut for SparkOperators {
                     *expr = function_call("count", vec![case_when(condition, number("1"), None)]);
                 }
             }
-            // Spark's `try_divide(a, b)`: `a / b`, NULL where `b` is 0.
+            // Spark's `try_divide(a, b)`: `a / b`, NULL where `b` is 0 (or -0.0).
             Expr::Function(function) if is_function(function, "try_divide") => {
                 if let FunctionArguments::List(list) = &function.args
                     && let [
@@ -269,13 +270,17 @@ impl VisitorMut for SparkOperators {
                         FunctionArg::Unnamed(FunctionArgExpr::Expr(b)),
                     ] = list.args.as_slice()
                 {
-                    let zero = Expr::value(Value::Number("0".into(), false));
-                    let divisor = function_call("nullif", vec![b.clone(), zero]);
-                    *expr = Expr::Nested(Box::new(Expr::BinaryOp {
+                    let zero = Expr::BinaryOp {
+                        left: Box::new(b.clone()),
+                        op: BinaryOperator::Eq,
+                        right: Box::new(number("0")),
+                    };
+                    let quotient = Expr::Nested(Box::new(Expr::BinaryOp {
                         left: Box::new(a.clone()),
                         op: BinaryOperator::Divide,
-                        right: Box::new(divisor),
+                        right: Box::new(b.clone()),
                     }));
+                    *expr = case_when(zero, Expr::value(Value::Null), Some(quotient));
                 }
             }
             // Spark's `median` is `percentile(x, 0.5)`, and `percentile` DataFusion's
@@ -284,7 +289,12 @@ impl VisitorMut for SparkOperators {
                 if is_function(function, "percentile") {
                     function.name = ObjectName::from(vec![Ident::new("percentile_cont")]);
                 }
-                *expr = cast(expr.clone(), DataType::Double(ExactNumberInfo::None));
+                // Of DOUBLEs, as Spark's: the mean of two middle DECIMALs is not cut to their scale.
+                if let FunctionArguments::List(list) = &mut function.args
+                    && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(value))) = list.args.first_mut()
+                {
+                    *value = cast(value.clone(), DataType::Double(ExactNumberInfo::None));
+                }
             }
             // Spark's `max_by(x, y)` and `min_by(x, y)`: `x` of the row with the largest or
             // smallest `y`, rows with a NULL `y` left out.
@@ -295,11 +305,9 @@ impl VisitorMut for SparkOperators {
                         FunctionArg::Unnamed(FunctionArgExpr::Expr(y)),
                     ] = list.args.as_slice()
                 {
-                    let descending = is_function(function, "max_by");
-                    let text = format!(
-                        "first_value({x} ORDER BY {y} {} NULLS LAST) FILTER (WHERE {y} IS NOT NULL)",
-                        if descending { "DESC" } else { "ASC" }
-                    );
+                    let order = if is_function(function, "max_by") { "DESC" } else { "ASC" };
+                    let text =
+                        format!("first_value({x} ORDER BY {y} {order} NULLS LAST) FILTER (WHERE {y} IS NOT NULL)");
                     if let Ok(first) =
                         Parser::new(&GenericDialect {}).try_with_sql(&text).and_then(|mut p| p.parse_expr())
                     {

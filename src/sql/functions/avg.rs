@@ -221,19 +221,29 @@ impl Accumulator for DecimalAverage {
     }
 }
 
-/// A sliding window frame's DOUBLE total and count.
+/// A sliding window frame's DOUBLE total and count. NaN and infinities are counted apart from
+/// the finite total, so that a frame they have left averages as Spark's, which totals each
+/// frame afresh: taking an infinity back out of a total leaves NaN.
 #[derive(Debug, Default)]
 struct DoubleAverage {
     total: f64,
     count: i64,
+    nans: i64,
+    positive_infinities: i64,
+    negative_infinities: i64,
 }
 
 impl DoubleAverage {
-    fn add(&mut self, values: &ArrayRef, sign: f64) -> Result<()> {
+    fn add(&mut self, values: &ArrayRef, sign: i64) -> Result<()> {
         let values = datafusion::arrow::compute::cast(values, &DataType::Float64)?;
         for value in values.as_primitive::<Float64Type>().iter().flatten() {
-            self.total += sign * value;
-            self.count += sign as i64;
+            self.count += sign;
+            match value {
+                v if v.is_nan() => self.nans += sign,
+                v if v == f64::INFINITY => self.positive_infinities += sign,
+                v if v == f64::NEG_INFINITY => self.negative_infinities += sign,
+                v => self.total += sign as f64 * v,
+            }
         }
         Ok(())
     }
@@ -241,11 +251,11 @@ impl DoubleAverage {
 
 impl Accumulator for DoubleAverage {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(&values[0], 1.0)
+        self.add(&values[0], 1)
     }
 
     fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(&values[0], -1.0)
+        self.add(&values[0], -1)
     }
 
     fn supports_retract_batch(&self) -> bool {
@@ -257,15 +267,27 @@ impl Accumulator for DoubleAverage {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::Float64(Some(self.total)), ScalarValue::Int64(Some(self.count))])
+        Ok(vec![ScalarValue::Float64(self.evaluate_total()), ScalarValue::Int64(Some(self.count))])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(ScalarValue::Float64((self.count > 0).then(|| self.total / self.count as f64)))
+        Ok(ScalarValue::Float64(self.evaluate_total().filter(|_| self.count > 0).map(|t| t / self.count as f64)))
     }
 
     fn size(&self) -> usize {
         size_of::<Self>()
+    }
+}
+
+impl DoubleAverage {
+    /// The frame's total, its NaN and infinities included.
+    fn evaluate_total(&self) -> Option<f64> {
+        Some(match (self.nans, self.positive_infinities, self.negative_infinities) {
+            (0, 0, 0) => self.total,
+            (0, p, 0) if p > 0 => f64::INFINITY,
+            (0, 0, n) if n > 0 => f64::NEG_INFINITY,
+            _ => f64::NAN,
+        })
     }
 }
 
