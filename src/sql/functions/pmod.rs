@@ -1,5 +1,5 @@
 //! Spark's `pmod(a, b)` under ANSI mode (`Pmod` in `arithmetic.scala`): a zero `b` fails with
-//! REMAINDER_BY_ZERO (`22012`), for DOUBLEs too, where the `pmod` of `datafusion-spark` gives
+//! REMAINDER_BY_ZERO (`22012`), for DOUBLEs too, unless `a` is NULL, where the `pmod` of `datafusion-spark` gives
 //! NULL. Otherwise that `pmod` answers.
 
 use std::sync::Arc;
@@ -23,10 +23,15 @@ pub fn spark_pmod(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>) -> Option<Sca
 
 impl Invoke for ZeroDivisorFails {
     fn invoke(&self, inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        if let Some(divisor) = args.args.get(1) {
-            let divisors = cast(&divisor.to_array(1.max(args.number_rows))?, &DataType::Float64)?;
+        if let [dividend, divisor] = args.args.as_slice() {
+            let rows = 1.max(args.number_rows);
+            let dividends = dividend.to_array(rows)?;
+            let divisors = cast(&divisor.to_array(rows)?, &DataType::Float64)?;
             let divisors = divisors.as_primitive::<Float64Type>();
-            if (0..divisors.len()).any(|row| divisors.is_valid(row) && divisors.value(row) == 0.0) {
+            // A NULL dividend gives NULL before the divisor is looked at.
+            let zero_divisor =
+                |row: usize| dividends.is_valid(row) && divisors.is_valid(row) && divisors.value(row) == 0.0;
+            if (0..divisors.len()).any(zero_divisor) {
                 return Err(DataFusionError::External(Box::new(SqlError::new(
                     "22012",
                     "[REMAINDER_BY_ZERO] Remainder by zero. Use `try_mod` to tolerate divisor being 0 and return NULL instead.",
