@@ -214,15 +214,21 @@ fn unsupported_cast(message: &str) -> Option<SqlError> {
         .strip_prefix("Unsupported CAST from ")
         .or_else(|| message.strip_prefix("Unsupported TRY_CAST from "))?;
     let (from, to) = rest.split_once(" to ")?;
+    Some(cast_type_mismatch("CAST_WITHOUT_SUGGESTION", from, to))
+}
+
+/// Spark's DATATYPE_MISMATCH (42K09) of subclass `subclass` for a cast from `from` to `to`,
+/// Arrow types as Arrow prints them.
+pub fn cast_type_mismatch(subclass: &str, from: &str, to: &str) -> SqlError {
     let name = |t: &str| spark_type_name(t).unwrap_or_else(|| t.to_uppercase());
-    Some(SqlError::new(
+    SqlError::new(
         "42K09",
         format!(
-            "[DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION] Cannot resolve the cast due to data type mismatch: cannot cast \"{}\" to \"{}\".",
+            "[DATATYPE_MISMATCH.{subclass}] Cannot resolve the cast due to data type mismatch: cannot cast \"{}\" to \"{}\".",
             name(from),
             name(to)
         ),
-    ))
+    )
 }
 
 /// Spark's name of an Arrow type as Arrow's messages print it.
@@ -235,7 +241,7 @@ fn spark_type_name(arrow_type: &str) -> Option<String> {
         "Float32" => "FLOAT".to_string(),
         "Float64" => "DOUBLE".to_string(),
         "Boolean" => "BOOLEAN".to_string(),
-        "Date32" => "DATE".to_string(),
+        "Date32" | "Date64" => "DATE".to_string(),
         t if t.starts_with("Timestamp") => "TIMESTAMP".to_string(),
         t => {
             let digits = t.strip_prefix("Decimal128(")?.strip_suffix(')')?;

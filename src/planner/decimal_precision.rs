@@ -11,23 +11,20 @@
 //! `CAST(3 AS DECIMAL(12,2)) * 3` is a DECIMAL(14, 2); `pmod` of DECIMALs has Spark's remainder
 //! type. Runs just before DataFusion's type coercion, which then finds nothing to decide.
 
-use datafusion::arrow::datatypes::DataType;
-use datafusion::common::DFSchema;
-use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::Transformed;
-use datafusion::error::Result;
 use std::sync::Arc;
 
-use datafusion::common::{Column, ScalarValue};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::error::Result;
 use datafusion::logical_expr::expr::{InList, ScalarFunction};
-use datafusion::logical_expr::{
-    Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Union, cast, col,
-};
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Union};
 use datafusion::optimizer::AnalyzerRule;
 
 use super::expression_rule::rewrite_expressions;
 use super::infer_filters_from_constraints::is_comparison;
-use super::widen_set_operation_types::is_set_operation;
+use super::widen_set_operation_types::{is_set_operation, project_cast};
 
 #[derive(Debug, Default)]
 pub struct DecimalPrecision;
@@ -62,21 +59,14 @@ fn doubles_over_decimal_columns(plan: LogicalPlan) -> Result<Transformed<Logical
                 .inputs
                 .into_iter()
                 .map(|input| {
-                    let columns: Vec<Expr> = input
+                    let doubles: Vec<Option<DataType>> = input
                         .schema()
+                        .fields()
                         .iter()
                         .zip(&mixed)
-                        .map(|((qualifier, field), &mixed)| {
-                            let column = col(Column::new(qualifier.cloned(), field.name()));
-                            match mixed && field.data_type().is_decimal() {
-                                true => {
-                                    cast(column, DataType::Float64).alias_qualified(qualifier.cloned(), field.name())
-                                }
-                                false => column,
-                            }
-                        })
+                        .map(|(field, &mixed)| (mixed && field.data_type().is_decimal()).then_some(DataType::Float64))
                         .collect();
-                    LogicalPlanBuilder::from(Arc::unwrap_or_clone(input)).project(columns)?.build().map(Arc::new)
+                    project_cast(Arc::unwrap_or_clone(input), &doubles).map(Arc::new)
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(Transformed::yes(LogicalPlan::Union(Union::try_new_with_loose_types(inputs)?)))
@@ -113,8 +103,7 @@ fn mixes_decimal_and_float<'a>(exprs: impl IntoIterator<Item = &'a Expr>, schema
 /// Spark's `pmod` of DECIMALs (an integer made one as beside any DECIMAL) has its remainder's
 /// type: the fewer integral digits of the two, and the larger scale.
 fn decimal_pmod(mut function: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    let types = integer_beside_decimal(&function.args[0], &function.args[1], schema)
-        .or_else(|| both_decimal(&function.args[0], &function.args[1], schema));
+    let types = decimal_operands(&function.args[0], &function.args[1], schema);
     let Some((l @ DataType::Decimal128(p1, s1), r @ DataType::Decimal128(p2, s2))) = types else {
         return Ok(Transformed::no(Expr::ScalarFunction(function)));
     };
@@ -126,22 +115,21 @@ fn decimal_pmod(mut function: ScalarFunction, schema: &DFSchema) -> Result<Trans
     Ok(Transformed::yes(Expr::ScalarFunction(function).cast_to(&DataType::Decimal128(precision, scale), schema)?))
 }
 
-/// The DECIMAL types of an integer and a DECIMAL operand (either way round), as Spark's
-/// `DecimalPrecision` gives the integer one: an INT, SMALLINT or BIGINT literal the narrowest
-/// DECIMAL holding it (`DecimalType.fromLiteral`: 3 is DECIMAL(1, 0)), any other integer its
-/// type's (`DecimalType.forType`: an INT is DECIMAL(10, 0)).
-fn integer_beside_decimal(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(DataType, DataType)> {
+/// The DECIMAL types of two operands, one of them a DECIMAL and the other a DECIMAL or an
+/// integer, as Spark's `DecimalPrecision` gives an integer one: an INT, SMALLINT or BIGINT
+/// literal the narrowest DECIMAL holding it (`DecimalType.fromLiteral`: 3 is DECIMAL(1, 0)), any
+/// other integer its type's (`DecimalType.forType`: an INT is DECIMAL(10, 0)).
+fn decimal_operands(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(DataType, DataType)> {
     let (l, r) = (left.get_type(schema).ok()?, right.get_type(schema).ok()?);
-    match (l.is_decimal(), r.is_decimal()) {
-        (true, false) if r.is_integer() => Some((l, integer_decimal(right, &r)?)),
-        (false, true) if l.is_integer() => Some((integer_decimal(left, &l)?, r)),
-        _ => None,
+    if !l.is_decimal() && !r.is_decimal() {
+        return None;
     }
-}
-
-fn both_decimal(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(DataType, DataType)> {
-    let (l, r) = (left.get_type(schema).ok()?, right.get_type(schema).ok()?);
-    (l.is_decimal() && r.is_decimal()).then_some((l, r))
+    let as_decimal = |expr: &Expr, t: DataType| match t {
+        t if t.is_decimal() => Some(t),
+        t if t.is_integer() => integer_decimal(expr, &t),
+        _ => None,
+    };
+    Some((as_decimal(left, l)?, as_decimal(right, r)?))
 }
 
 fn integer_decimal(expr: &Expr, data_type: &DataType) -> Option<DataType> {
@@ -224,7 +212,7 @@ fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Ex
         Expr::BinaryExpr(BinaryExpr { left, op, right })
             if matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Modulo)
                 && (integer_literal(&left).is_some() || integer_literal(&right).is_some())
-                && let Some((l, r)) = integer_beside_decimal(&left, &right, schema) =>
+                && let Some((l, r)) = decimal_operands(&left, &right, schema) =>
         {
             let (left, right) = (left.cast_to(&l, schema)?, right.cast_to(&r, schema)?);
             Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op, right: Box::new(right) }))

@@ -19,18 +19,29 @@ pub fn rewrite_expressions(
 ) -> Result<LogicalPlan> {
     plan.transform_up_with_subqueries(|plan| {
         let schema = merge_schema(&plan.inputs());
-        let names = NamePreserver::new(&plan);
-        plan.map_expressions(|expr| {
-            let name = names.save(&expr);
-            let rewritten = expr.transform_down_up(
+        map_expressions_keeping_names(plan, |expr| {
+            expr.transform_down_up(
                 |expr| match expr {
                     Expr::GroupingSet(_) => Ok(Transformed::new(expr, false, TreeNodeRecursion::Jump)),
                     expr => Ok(Transformed::no(expr)),
                 },
                 |expr| rewrite(expr, &schema),
-            )?;
-            Ok(rewritten.update_data(|expr| name.restore(expr)))
+            )
         })
     })
     .map(|transformed| transformed.data)
+}
+
+/// One plan node with `rewrite` applied to each of its expressions, each keeping its name: the
+/// columns a projection or an aggregate outputs are named after its expressions, and the plan
+/// above refers to them by those names.
+pub fn map_expressions_keeping_names(
+    plan: LogicalPlan,
+    rewrite: impl Fn(Expr) -> Result<Transformed<Expr>>,
+) -> Result<Transformed<LogicalPlan>> {
+    let names = NamePreserver::new(&plan);
+    plan.map_expressions(|expr| {
+        let name = names.save(&expr);
+        Ok(rewrite(expr)?.update_data(|expr| name.restore(expr)))
+    })
 }

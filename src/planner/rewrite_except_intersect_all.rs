@@ -22,9 +22,9 @@ use datafusion::error::Result;
 use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::functions_nested::expr_fn::array_repeat;
 use datafusion::logical_expr::{Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder, lit, when};
+use datafusion::optimizer::AnalyzerRule;
 
 use super::widen_set_operation_types::is_set_operation;
-use datafusion::optimizer::AnalyzerRule;
 
 #[derive(Debug, Default)]
 pub struct RewriteExceptIntersectAll;

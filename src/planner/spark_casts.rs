@@ -37,7 +37,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 
 use super::expression_rule::rewrite_expressions;
-use crate::error::SqlError;
+use crate::error::{SqlError, cast_type_mismatch};
 use crate::exec::columnar::shaped_like;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
@@ -68,7 +68,7 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     };
     let conversion = |conversion: Conversion| conversion.udf(tolerant).call(vec![operand.clone()]);
     Ok(Transformed::yes(match (&from, &to) {
-        (DataType::Timestamp(..), t) if t.is_integer() || t.is_floating() || t.is_decimal() => {
+        (DataType::Timestamp(..), t) if t.is_numeric() => {
             let seconds = match t {
                 t if t.is_integer() => conversion(Conversion::WholeSeconds),
                 t if t.is_decimal() => conversion(Conversion::ExactSeconds),
@@ -76,7 +76,7 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
             };
             recast(seconds, to)
         }
-        (f, DataType::Timestamp(_, zone)) if f.is_integer() || f.is_floating() || f.is_decimal() => {
+        (f, DataType::Timestamp(_, zone)) if f.is_numeric() => {
             let micros = conversion(Conversion::FromSeconds);
             recast(micros, DataType::Timestamp(TimeUnit::Microsecond, zone.clone()))
         }
@@ -95,20 +95,13 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }
         (f, t) if refused(f, t) => {
             // Spark's subclass: a function to use instead, the ANSI setting, or neither for `try_cast`.
-            let number = |t: &DataType| t.is_integer() || t.is_floating() || t.is_decimal();
-            let subclass = match (number(f) || number(t), tolerant) {
+            let subclass = match (f.is_numeric() || t.is_numeric(), tolerant) {
                 (true, _) => "CAST_WITH_FUNC_SUGGESTION",
                 (false, false) => "CAST_WITH_CONF_SUGGESTION",
                 (false, true) => "CAST_WITHOUT_SUGGESTION",
             };
-            return Err(DataFusionError::External(Box::new(SqlError::new(
-                "42K09",
-                format!(
-                    "[DATATYPE_MISMATCH.{subclass}] Cannot resolve the cast due to data type mismatch: cannot cast \"{}\" to \"{}\".",
-                    spark_name(f),
-                    spark_name(t)
-                ),
-            ))));
+            let mismatch = cast_type_mismatch(subclass, &f.to_string(), &t.to_string());
+            return Err(DataFusionError::External(Box::new(mismatch)));
         }
         _ => return Ok(Transformed::no(expr)),
     }))
@@ -117,29 +110,13 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
 /// The casts Spark's `Cast.canAnsiCast` refuses, which Arrow would carry out: between a DATE
 /// and a number, and from a DATE or TIMESTAMP to BOOLEAN and back.
 fn refused(from: &DataType, to: &DataType) -> bool {
-    let number = |t: &DataType| t.is_integer() || t.is_floating() || t.is_decimal();
+    let number = DataType::is_numeric;
     let date = |t: &DataType| matches!(t, DataType::Date32 | DataType::Date64);
     let datetime = |t: &DataType| date(t) || matches!(t, DataType::Timestamp(..));
     (date(from) && number(to))
         || (number(from) && date(to))
         || (datetime(from) && *to == DataType::Boolean)
         || (*from == DataType::Boolean && datetime(to))
-}
-
-fn spark_name(t: &DataType) -> String {
-    match t {
-        DataType::Date32 | DataType::Date64 => "DATE".to_string(),
-        DataType::Timestamp(..) => "TIMESTAMP".to_string(),
-        DataType::Boolean => "BOOLEAN".to_string(),
-        DataType::Int8 => "TINYINT".to_string(),
-        DataType::Int16 => "SMALLINT".to_string(),
-        DataType::Int32 => "INT".to_string(),
-        DataType::Int64 => "BIGINT".to_string(),
-        DataType::Float32 => "FLOAT".to_string(),
-        DataType::Float64 => "DOUBLE".to_string(),
-        DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
-        other => other.to_string().to_uppercase(),
-    }
 }
 
 /// What one of the rule's functions converts.

@@ -12,7 +12,6 @@ use datafusion::common::DFSchema;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::{Cast, InList, ScalarFunction};
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
@@ -21,6 +20,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::simplify_expressions::SimplifyExpressions;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
+use super::expression_rule::map_expressions_keeping_names;
 use super::infer_filters_from_constraints::{is_comparison, widens};
 use super::overridden_rule::{Overridden, Rewrite, Rewritten};
 
@@ -34,29 +34,15 @@ impl Rewrite for WideningOnly {
     fn rewrite(&self, rule: &dyn OptimizerRule, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Rewritten {
         let hidden = plan.transform_up_with_subqueries(|plan| {
             let schema = merge_schema(&plan.inputs());
-            keeping_names(plan, |expr| expr.transform_up(|expr| hide_narrowing_casts(expr, &schema)))
+            map_expressions_keeping_names(plan, |expr| expr.transform_up(|expr| hide_narrowing_casts(expr, &schema)))
         })?;
         let simplified = rule.rewrite(hidden.data, config)?;
         let transformed = hidden.transformed || simplified.transformed;
-        let shown = simplified
-            .data
-            .transform_up_with_subqueries(|plan| keeping_names(plan, |expr| expr.transform_up(show_hidden_cast)))?;
+        let shown = simplified.data.transform_up_with_subqueries(|plan| {
+            map_expressions_keeping_names(plan, |expr| expr.transform_up(show_hidden_cast))
+        })?;
         Ok(Transformed::new_transformed(shown.data, transformed || shown.transformed))
     }
-}
-
-/// `plan` with `rewrite` applied to each of its expressions, each keeping its name: the
-/// columns an aggregate outputs are named after its expressions, and the plan above refers to
-/// them by those names.
-fn keeping_names(
-    plan: LogicalPlan,
-    rewrite: impl Fn(Expr) -> Result<Transformed<Expr>>,
-) -> Result<Transformed<LogicalPlan>> {
-    let names = NamePreserver::new(&plan);
-    plan.map_expressions(|expr| {
-        let name = names.save(&expr);
-        Ok(rewrite(expr)?.update_data(|expr| name.restore(expr)))
-    })
 }
 
 /// `expr` with its non-widening cast operands hidden, if it compares them with literals; also

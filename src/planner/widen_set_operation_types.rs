@@ -8,6 +8,7 @@
 //! columns in the left's types. This puts the left's columns in the keys' types above the join.
 //! UNION is widened by DataFusion's own coercion.
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Column, NullEquality};
@@ -65,20 +66,31 @@ fn narrower_left(join: &Join) -> bool {
 
 /// `join` with its output in its keys' types.
 fn widen(join: Join) -> Result<LogicalPlan> {
-    let output: Vec<Expr> = join
-        .left
+    let types: Vec<Option<DataType>> = join
+        .on
+        .iter()
+        .map(|(key, _)| match key {
+            Expr::Cast(c) => Some(c.field.data_type().clone()),
+            _ => None,
+        })
+        .collect();
+    project_cast(LogicalPlan::Join(join), &types)
+}
+
+/// `plan` under a projection of all its columns, each with its name, the ones `types` gives a
+/// type cast to it.
+pub(super) fn project_cast(plan: LogicalPlan, types: &[Option<DataType>]) -> Result<LogicalPlan> {
+    let columns: Vec<Expr> = plan
         .schema()
         .iter()
-        .zip(&join.on)
-        .map(|((qualifier, field), (key, _))| {
+        .zip(types)
+        .map(|((qualifier, field), to)| {
             let column = col(Column::new(qualifier.cloned(), field.name()));
-            match key {
-                Expr::Cast(c) => {
-                    cast(column, c.field.data_type().clone()).alias_qualified(qualifier.cloned(), field.name())
-                }
-                _ => column,
+            match to {
+                Some(to) => cast(column, to.clone()).alias_qualified(qualifier.cloned(), field.name()),
+                None => column,
             }
         })
         .collect();
-    LogicalPlanBuilder::from(LogicalPlan::Join(join)).project(output)?.build()
+    LogicalPlanBuilder::from(plan).project(columns)?.build()
 }

@@ -8,38 +8,13 @@
 
 use std::ops::ControlFlow;
 
-use datafusion::sql::sqlparser::ast::{
-    DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Query, Select, SetExpr,
-    Statement, VisitMut, VisitorMut, visit_expressions_mut,
-};
+use datafusion::sql::sqlparser::ast::{DataType, Expr, GroupByExpr, Select, Statement, visit_expressions_mut};
 
-use super::rewrite::{cast, function_call, is_function};
+use super::rewrite::{arguments, cast, function_call, is_function, rewrite_selects};
 
 /// Spark's types and `grouping_id` for the grouping functions of `statement`.
 pub fn rewrite(statement: &mut Statement) {
-    let _ = statement.visit(&mut SparkGroupingFunctions);
-}
-
-struct SparkGroupingFunctions;
-
-impl VisitorMut for SparkGroupingFunctions {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        rewrite_selects(&mut query.body);
-        ControlFlow::Continue(())
-    }
-}
-
-fn rewrite_selects(body: &mut SetExpr) {
-    match body {
-        SetExpr::Select(select) => rewrite_select(select),
-        SetExpr::SetOperation { left, right, .. } => {
-            rewrite_selects(left);
-            rewrite_selects(right);
-        }
-        _ => {}
-    }
+    rewrite_selects(statement, rewrite_select);
 }
 
 fn rewrite_select(select: &mut Select) {
@@ -47,32 +22,18 @@ fn rewrite_select(select: &mut Select) {
     let mut spark_typed = |e: &mut Expr| {
         if let Expr::Function(function) = e {
             if is_function(function, "grouping_id") {
-                let args = arguments(function);
+                let args = arguments(function).unwrap_or_default();
                 let columns = if args.is_empty() { keys.clone() } else { args };
                 *e = cast(function_call("grouping", columns), DataType::BigInt(None));
             } else if is_function(function, "grouping") {
-                *e = cast(function_call("grouping", arguments(function)), DataType::TinyInt(None));
+                let args = arguments(function).unwrap_or_default();
+                *e = cast(function_call("grouping", args), DataType::TinyInt(None));
             }
         }
         ControlFlow::<()>::Continue(())
     };
     let _ = visit_expressions_mut(&mut select.projection, &mut spark_typed);
     let _ = visit_expressions_mut(&mut select.having, &mut spark_typed);
-}
-
-/// The positional arguments of `function`.
-fn arguments(function: &Function) -> Vec<Expr> {
-    match &function.args {
-        FunctionArguments::List(list) => list
-            .args
-            .iter()
-            .filter_map(|arg| match arg {
-                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// Every expression of the `GROUP BY`, once each, in the order they first appear.

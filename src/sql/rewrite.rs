@@ -22,12 +22,11 @@
 //! - `substr` and `substring` call Spark's `substring` (position 0 is the first character, a
 //!   negative one counts from the end), where DataFusion plans PostgreSQL's; `isnan(x)` is
 //!   false for NULL, as Spark's.
-//! - `sign`, `some`, `any`, `every`, `startswith`, `endswith` and `sort_array` are DataFusion's
-//!   `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with` and `array_sort`, `variance`
-//!   is `var_samp`; `try_divide`
-//!   is `a / b` where `b` is not 0; `approx_count_distinct` counts exactly;
-//!   `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE truncates it as
-//!   a TIMESTAMP, as Spark's does.
+//! - `sign`, `some`, `any`, `every`, `startswith`, `endswith`, `sort_array` and `variance` are
+//!   DataFusion's `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with`, `array_sort` and
+//!   `var_samp`; `try_divide` is `a / b` where `b` is not 0; `approx_count_distinct` counts
+//!   exactly; `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE
+//!   truncates it as a TIMESTAMP, as Spark's does.
 //! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
 //!   microseconds, as a table's TIMESTAMP column is; `TIMESTAMP_NTZ` one without a time zone.
 //! - `chr` of a negative number is `''`, of others the character of `n` modulo 256; `ln`,
@@ -43,16 +42,16 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
-
-use super::functions::datetime_pattern::chrono_format;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, CaseWhen, CastKind, DataType, DuplicateTreatment, ExactNumberInfo, Expr, Function, FunctionArg,
     FunctionArgExpr, FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, LimitClause, ObjectName, OrderBy,
-    OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value,
-    VisitMut, VisitorMut, WindowFrameBound, WindowType, visit_expressions,
+    OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator,
+    Value, VisitMut, VisitorMut, WindowFrameBound, WindowType, visit_expressions,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
+
+use super::functions::datetime_pattern::chrono_format;
 
 pub fn rewrite(statement: &mut Statement) {
     match statement {
@@ -264,21 +263,16 @@ impl VisitorMut for SparkOperators {
             }
             // Spark's `try_divide(a, b)`: `a / b`, NULL where `b` is 0 (or -0.0).
             Expr::Function(function) if is_function(function, "try_divide") => {
-                if let FunctionArguments::List(list) = &function.args
-                    && let [
-                        FunctionArg::Unnamed(FunctionArgExpr::Expr(a)),
-                        FunctionArg::Unnamed(FunctionArgExpr::Expr(b)),
-                    ] = list.args.as_slice()
-                {
+                if let Some([a, b]) = arguments(function).and_then(|args| <[Expr; 2]>::try_from(args).ok()) {
                     let zero = Expr::BinaryOp {
                         left: Box::new(b.clone()),
                         op: BinaryOperator::Eq,
                         right: Box::new(number("0")),
                     };
                     let quotient = Expr::Nested(Box::new(Expr::BinaryOp {
-                        left: Box::new(a.clone()),
+                        left: Box::new(a),
                         op: BinaryOperator::Divide,
-                        right: Box::new(b.clone()),
+                        right: Box::new(b),
                     }));
                     *expr = case_when(zero, Expr::value(Value::Null), Some(quotient));
                 }
@@ -299,12 +293,7 @@ impl VisitorMut for SparkOperators {
             // Spark's `max_by(x, y)` and `min_by(x, y)`: `x` of the row with the largest or
             // smallest `y`, rows with a NULL `y` left out.
             Expr::Function(function) if is_function(function, "max_by") || is_function(function, "min_by") => {
-                if let FunctionArguments::List(list) = &function.args
-                    && let [
-                        FunctionArg::Unnamed(FunctionArgExpr::Expr(x)),
-                        FunctionArg::Unnamed(FunctionArgExpr::Expr(y)),
-                    ] = list.args.as_slice()
-                {
+                if let Some([x, y]) = arguments(function).and_then(|args| <[Expr; 2]>::try_from(args).ok()) {
                     let order = if is_function(function, "max_by") { "DESC" } else { "ASC" };
                     let text =
                         format!("first_value({x} ORDER BY {y} {order} NULLS LAST) FILTER (WHERE {y} IS NOT NULL)");
@@ -422,38 +411,19 @@ impl VisitorMut for LocalTimestamps {
 /// for a NULL `str`. As DataFusion's `regexp_match` of the pattern made a group as a whole,
 /// whose element `idx + 1` that is; Rust's regular expressions, not Java's.
 fn regexp_extract(function: &Function) -> Option<Expr> {
-    let FunctionArguments::List(list) = &function.args else { return None };
-    let args: Vec<Expr> = list
-        .args
-        .iter()
-        .map(|arg| match arg {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
-            _ => None,
-        })
-        .collect::<Option<_>>()?;
+    let args = arguments(function)?;
     let (text, pattern, group) = match args.as_slice() {
-        [text, pattern] => (text, pattern, Expr::value(Value::Number("1".into(), false))),
+        [text, pattern] => (text, pattern, number("1")),
         [text, pattern, group] => (text, pattern, group.clone()),
         _ => return None,
     };
     let string = |s: &str| Expr::value(Value::SingleQuotedString(s.into()));
     let whole = function_call("concat", vec![string("("), pattern.clone(), string(")")]);
-    let element = Expr::BinaryOp {
-        left: Box::new(group),
-        op: BinaryOperator::Plus,
-        right: Box::new(Expr::value(Value::Number("1".into(), false))),
-    };
+    let element = Expr::BinaryOp { left: Box::new(group), op: BinaryOperator::Plus, right: Box::new(number("1")) };
     let matched =
         function_call("array_element", vec![function_call("regexp_match", vec![text.clone(), whole]), element]);
     // Spark's `substring(str, 1, 0)`: '' for a string, NULL for NULL.
-    let empty = function_call(
-        "substring",
-        vec![
-            text.clone(),
-            Expr::value(Value::Number("1".into(), false)),
-            Expr::value(Value::Number("0".into(), false)),
-        ],
-    );
+    let empty = function_call("substring", vec![text.clone(), number("1"), number("0")]);
     Some(function_call("coalesce", vec![matched, empty]))
 }
 
@@ -481,12 +451,47 @@ pub(crate) fn cast(expr: Expr, data_type: DataType) -> Expr {
 
 /// The one positional argument of `function`.
 fn single_argument(function: &Function) -> Option<Expr> {
-    match &function.args {
-        FunctionArguments::List(list) => match list.args.as_slice() {
-            [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] => Some(arg.clone()),
+    let [arg] = <[Expr; 1]>::try_from(arguments(function)?).ok()?;
+    Some(arg)
+}
+
+/// The arguments of `function`, all positional; `None` if one is named or a wildcard.
+pub(crate) fn arguments(function: &Function) -> Option<Vec<Expr>> {
+    let FunctionArguments::List(list) = &function.args else { return None };
+    list.args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
             _ => None,
-        },
-        _ => None,
+        })
+        .collect()
+}
+
+/// `visit` on every SELECT of `statement`'s queries, each side of a set operation included.
+pub(crate) fn rewrite_selects(statement: &mut Statement, visit: impl FnMut(&mut Select)) {
+    let _ = statement.visit(&mut EachSelect(visit));
+}
+
+struct EachSelect<F>(F);
+
+impl<F: FnMut(&mut Select)> VisitorMut for EachSelect<F> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        for_each_select(&mut query.body, &mut self.0);
+        ControlFlow::Continue(())
+    }
+}
+
+/// `f` on each SELECT of a query's body, each side of a set operation included.
+pub(crate) fn for_each_select(body: &mut SetExpr, f: &mut impl FnMut(&mut Select)) {
+    match body {
+        SetExpr::Select(select) => f(select),
+        SetExpr::SetOperation { left, right, .. } => {
+            for_each_select(left, f);
+            for_each_select(right, f);
+        }
+        _ => {}
     }
 }
 

@@ -7,48 +7,26 @@
 //! row is kept are rewritten: the conjuncts of a `WHERE`, `HAVING` or `JOIN … ON` condition.
 //! `NOT IN` and a tuple IN anywhere else are left as they are, and refused.
 
-use std::ops::ControlFlow;
-
-use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, JoinConstraint, JoinOperator, Query, SetExpr, Statement, VisitMut, VisitorMut,
-};
+use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, JoinOperator, Query, Select, Statement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
+use super::rewrite::rewrite_selects;
+
 /// Rewrites the tuple IN conditions of `statement` that filter rows.
 pub fn rewrite(statement: &mut Statement) {
-    let _ = statement.visit(&mut TupleInSubquery);
+    rewrite_selects(statement, rewrite_select);
 }
 
-struct TupleInSubquery;
-
-impl VisitorMut for TupleInSubquery {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        rewrite_body(&mut query.body);
-        ControlFlow::Continue(())
-    }
-}
-
-fn rewrite_body(body: &mut SetExpr) {
-    match body {
-        SetExpr::Select(select) => {
-            select.selection.iter_mut().chain(select.having.iter_mut()).for_each(rewrite_conjuncts);
-            for join in select.from.iter_mut().flat_map(|from| from.joins.iter_mut()) {
-                if let JoinOperator::Join(JoinConstraint::On(on))
-                | JoinOperator::Inner(JoinConstraint::On(on))
-                | JoinOperator::LeftSemi(JoinConstraint::On(on)) = &mut join.join_operator
-                {
-                    rewrite_conjuncts(on);
-                }
-            }
+fn rewrite_select(select: &mut Select) {
+    select.selection.iter_mut().chain(select.having.iter_mut()).for_each(rewrite_conjuncts);
+    for join in select.from.iter_mut().flat_map(|from| from.joins.iter_mut()) {
+        if let JoinOperator::Join(JoinConstraint::On(on))
+        | JoinOperator::Inner(JoinConstraint::On(on))
+        | JoinOperator::LeftSemi(JoinConstraint::On(on)) = &mut join.join_operator
+        {
+            rewrite_conjuncts(on);
         }
-        SetExpr::SetOperation { left, right, .. } => {
-            rewrite_body(left);
-            rewrite_body(right);
-        }
-        _ => {}
     }
 }
 

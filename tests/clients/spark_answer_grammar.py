@@ -26,7 +26,7 @@ TABLES = {
     'edges': '',
 }
 STRINGS = ['', 'a', 'abc', 'Hello World', 'x-y_z', 'é', 'a b c', '12', ' 7 ', '-3', '1.5', '2024-03-05',
-           'true', 'NULL', 'aaa', 'banana', 'it''s', 'ZED', '10000000']
+           'true', 'NULL', 'aaa', 'banana', "it's", 'ZED', '10000000']
 NUMBER_TEXTS = ['12', ' 7 ', '-3', '1.5', '1e3', 'abc', '', '2147483648', '0', '-0', '3.99', 'NaN', 'Infinity']
 DATE_TEXTS = ['2024-03-05', '2024-02-29', '2023-02-29', '1999-12-31', '2024-3-5', 'x', '2024-03-05 10:11:12']
 DATE_PATTERNS = ['yyyy-MM-dd', 'yyyy-MM', 'dd/MM/yyyy', 'yyyyMMdd', 'MMM d, yyyy', 'EEE', 'E', 'D', 'HH:mm:ss',

@@ -249,12 +249,10 @@ def main():
 
     known = load_known(args.known)
     cases = [('replay', family, None, sql) for family, sql in load_replays(args.replays)]
-    generator_queries = {}
     for i in range(args.queries):
         if args.only is not None and i != args.only:
             continue
         query = Generator(f'{args.seed}/{i}').query()
-        generator_queries[i] = query
         cases.append((f'#{i}', query.family, query, query.sql()))
 
     tally = Counter()

@@ -234,6 +234,16 @@ struct DoubleAverage {
 }
 
 impl DoubleAverage {
+    /// The frame's total, its NaN and infinities included.
+    fn frame_total(&self) -> f64 {
+        match (self.nans, self.positive_infinities, self.negative_infinities) {
+            (0, 0, 0) => self.total,
+            (0, p, 0) if p > 0 => f64::INFINITY,
+            (0, 0, n) if n > 0 => f64::NEG_INFINITY,
+            _ => f64::NAN,
+        }
+    }
+
     fn add(&mut self, values: &ArrayRef, sign: i64) -> Result<()> {
         let values = datafusion::arrow::compute::cast(values, &DataType::Float64)?;
         for value in values.as_primitive::<Float64Type>().iter().flatten() {
@@ -267,27 +277,15 @@ impl Accumulator for DoubleAverage {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::Float64(self.evaluate_total()), ScalarValue::Int64(Some(self.count))])
+        Ok(vec![ScalarValue::Float64(Some(self.frame_total())), ScalarValue::Int64(Some(self.count))])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(ScalarValue::Float64(self.evaluate_total().filter(|_| self.count > 0).map(|t| t / self.count as f64)))
+        Ok(ScalarValue::Float64((self.count > 0).then(|| self.frame_total() / self.count as f64)))
     }
 
     fn size(&self) -> usize {
         size_of::<Self>()
-    }
-}
-
-impl DoubleAverage {
-    /// The frame's total, its NaN and infinities included.
-    fn evaluate_total(&self) -> Option<f64> {
-        Some(match (self.nans, self.positive_infinities, self.negative_infinities) {
-            (0, 0, 0) => self.total,
-            (0, p, 0) if p > 0 => f64::INFINITY,
-            (0, 0, n) if n > 0 => f64::NEG_INFINITY,
-            _ => f64::NAN,
-        })
     }
 }
 

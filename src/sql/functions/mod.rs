@@ -1,15 +1,15 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap`, `div` and
-//! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, `avg` of DECIMALs as DECIMALs, `round` and
-//! `bround` with Spark's DECIMAL types, `pmod` failing on a zero divisor, `locate`, `date_format` and `from_unixtime` with Spark's
-//! datetime patterns, and string builders bounded by the memory
-//! limit.
+//! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, `avg` of DECIMALs
+//! as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod` failing on a zero
+//! divisor, `locate`, `date_format` and `from_unixtime` with Spark's datetime patterns, and
+//! string builders bounded by the memory limit.
 
 mod avg;
+pub mod bounded_strings;
 mod date_format;
 pub mod datetime_pattern;
-pub mod bounded_strings;
 mod initcap;
 mod integral_divide;
 mod locate;
@@ -62,7 +62,6 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     if let Some(avg) = avg::spark_avg(aggregate("avg")) {
         ctx.register_udaf(avg);
     }
-
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     Ok(())
 }

@@ -38,7 +38,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 use super::oids::{INFORMATION_SCHEMA, PG_CATALOG};
 use super::views::{PG_CATALOG_VIEWS, always_empty};
 use crate::sql::dialect::BucketSqlDialect;
-use crate::sql::rewrite::function_call;
+use crate::sql::rewrite::{for_each_select, function_call};
 
 pub fn rewrite(statement: &mut Statement) {
     let _ = statement.visit(&mut CatalogIdioms { subqueries: 0, item_texts: Vec::new() });
@@ -228,17 +228,6 @@ fn backslash_escaped(pattern: &Expr, escape: char) -> Expr {
     let doubled = replace(pattern.clone(), "\\", "\\\\");
     let kept = replace(doubled, &escape.repeat(2), placeholder);
     replace(replace(kept, &escape, "\\"), placeholder, &escape)
-}
-
-fn for_each_select(body: &mut SetExpr, f: &mut impl FnMut(&mut Select)) {
-    match body {
-        SetExpr::Select(select) => f(select),
-        SetExpr::SetOperation { left, right, .. } => {
-            for_each_select(left, f);
-            for_each_select(right, f);
-        }
-        _ => {}
-    }
 }
 
 /// PostgreSQL allows a select list to repeat a column name (`SELECT pubname, NULL, NULL`),
