@@ -61,6 +61,9 @@ spark_settings! {
     v2_bucketing_enabled: bool = "spark.sql.sources.v2.bucketing.enabled", "false", parse_bool;
     shuffled_hash_join_factor: i64 = "spark.sql.shuffledHashJoinFactor", "3", parse_positive;
     max_buckets: u32 = "spark.sql.sources.bucketing.maxBuckets", "100000", parse_positive;
+    /// Spark 4's default, ANSI mode, is the only one offered: `false` is refused rather than
+    /// ignored, as its answers (wrapping arithmetic, NULL for x / 0) would silently differ.
+    ansi_enabled: bool = "spark.sql.ansi.enabled", "true", parse_ansi_enabled;
     /// `spark.sql.sources.partitionOverwriteMode=dynamic`: INSERT OVERWRITE replaces only
     /// the partitions it writes.
     dynamic_partition_overwrite: bool = "spark.sql.sources.partitionOverwriteMode", "static", parse_overwrite_mode;
@@ -140,6 +143,15 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, SqlError> {
         "true" => Ok(true),
         "false" => Ok(false),
         _ => Err(SqlError::invalid_parameter(format!("{key} should be boolean, but was {value}"))),
+    }
+}
+
+fn parse_ansi_enabled(key: &str, value: &str) -> Result<bool, SqlError> {
+    match parse_bool(key, value)? {
+        true => Ok(true),
+        false => Err(SqlError::feature_not_supported(format!(
+            "{key} = false (Spark's legacy arithmetic) is not supported; statements run under ANSI mode"
+        ))),
     }
 }
 

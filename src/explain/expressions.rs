@@ -17,7 +17,8 @@ use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr, ScalarFunctionEx
 use datafusion::physical_expr_common::physical_expr::fmt_sql;
 
 use crate::catalog::types::SparkType;
-use crate::planner::ansi_arithmetic::ansi_operator;
+use crate::planner::ansi_arithmetic::{ANSI_NEGATE, ansi_operator};
+use crate::planner::normalize_nan_and_zero::{NORMALIZE_NAN, NORMALIZE_NAN_AND_ZERO};
 
 /// A named value produced by an operator. Spark gives each one a session-unique expression
 /// id when it is first produced and keeps it while the value flows up unchanged.
@@ -131,6 +132,17 @@ pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String 
             text += &format!(" ELSE {}", r(otherwise));
         }
         text + " END"
+    } else if let Some(e) = expr.downcast_ref::<ScalarFunctionExpr>()
+        && e.name() == ANSI_NEGATE
+        && let [operand] = e.args()
+    {
+        format!("-{}", r(operand))
+    } else if let Some(e) = expr.downcast_ref::<ScalarFunctionExpr>()
+        && (e.name() == NORMALIZE_NAN_AND_ZERO || e.name() == NORMALIZE_NAN)
+        && let [operand] = e.args()
+    {
+        // Spark compares floats with NaN and -0.0 normalised; its plan shows that on keys only.
+        r(operand)
     } else if let Some(e) = expr.downcast_ref::<ScalarFunctionExpr>()
         && let Some(op) = ansi_operator(e.name())
         && let [left, right] = e.args()

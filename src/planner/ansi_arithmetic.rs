@@ -7,8 +7,10 @@
 //! have one type, and makes the operator a function of ours that computes with Arrow's checked
 //! kernels (EXPLAIN prints it as the operator). DECIMAL operands go through the same function:
 //! a result with more digits than its type's precision fails with NUMERIC_VALUE_OUT_OF_RANGE
-//! (22003), as in Spark, where Arrow keeps it. Where we differ: there is no legacy mode
-//! (`ansi.enabled = false`, where Spark wraps around); unary minus, `abs` and `sum` still wrap.
+//! (22003), as in Spark, where Arrow keeps it. Spark's `UnaryMinus` of an integer fails the same
+//! way on the type's least value, which has no negation (`abs` shares the check, as Spark's
+//! `Abs`). Where we differ: there is no legacy mode (`ansi.enabled = false`, where Spark wraps
+//! around).
 
 use std::sync::{Arc, LazyLock};
 
@@ -31,7 +33,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 
 use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound};
-use super::division::ANSI_DIVIDE;
+use super::division::{ANSI_DIVIDE, ANSI_REMAINDER};
 use super::expression_rule::rewrite_expressions;
 use crate::error::SqlError;
 
@@ -49,6 +51,12 @@ impl AnalyzerRule for AnsiArithmetic {
 }
 
 fn checked_arithmetic(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    if let Expr::Negative(operand) = &expr
+        && operand.get_type(schema).is_ok_and(|t| t.is_integer())
+    {
+        let Expr::Negative(operand) = expr else { unreachable!("matched above") };
+        return Ok(Transformed::yes(ANSI_NEGATE_UDF.call(vec![*operand])));
+    }
     let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else {
         return Ok(Transformed::no(expr));
     };
@@ -130,11 +138,14 @@ impl Arithmetic {
     }
 }
 
-/// The operator `name` of an ANSI function stands for (`ansi_add` … and `/`'s
-/// `ansi_divide` and `decimal_divide`), for EXPLAIN to print it as Spark does.
+/// The operator `name` of an ANSI function stands for (`ansi_add` …, `/`'s
+/// `ansi_divide` and `decimal_divide`, `%`'s `ansi_remainder`), for EXPLAIN to print it as Spark does.
 pub fn ansi_operator(name: &str) -> Option<Operator> {
     if name == ANSI_DIVIDE || name == DECIMAL_DIVIDE {
         return Some(Operator::Divide);
+    }
+    if name == ANSI_REMAINDER {
+        return Some(Operator::Modulo);
     }
     Arithmetic::ALL.into_iter().find(|a| a.ansi_name() == name).map(Arithmetic::operator)
 }
@@ -153,6 +164,63 @@ pub fn ansi_binary(expr: &Expr) -> Option<(Operator, &Expr, &Expr)> {
 static ANSI_UDFS: LazyLock<[Arc<ScalarUDF>; 3]> = LazyLock::new(|| {
     Arithmetic::ALL.map(|a| Arc::new(ScalarUDF::new_from_impl(CheckedArithmetic::new(a, OnOverflow::Fail))))
 });
+
+/// The function an integer's unary minus becomes.
+pub const ANSI_NEGATE: &str = "ansi_negate";
+
+static ANSI_NEGATE_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
+    Arc::new(ScalarUDF::new_from_impl(AnsiNegate { signature: Signature::any(1, Volatility::Immutable) }))
+});
+
+/// Spark's `UnaryMinus` of an integer under ANSI mode.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct AnsiNegate {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for AnsiNegate {
+    fn name(&self) -> &str {
+        ANSI_NEGATE
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [operand] = ColumnarValue::values_to_arrays(&args.args)?
+            .try_into()
+            .map_err(|_| DataFusionError::Internal(format!("{ANSI_NEGATE} takes one argument")))?;
+        fail_on_least_integer(&operand)?;
+        Ok(ColumnarValue::Array(numeric::neg(&operand)?))
+    }
+}
+
+/// Spark's ARITHMETIC_OVERFLOW where `values` (integers) hold their type's least value, which
+/// has no negation and no absolute value.
+pub fn fail_on_least_integer(values: &ArrayRef) -> Result<()> {
+    fn holds<T: ArrowPrimitiveType>(values: &ArrayRef, least: T::Native) -> bool {
+        values.as_primitive::<T>().iter().any(|v| v == Some(least))
+    }
+    let overflows = match values.data_type() {
+        DataType::Int8 => holds::<Int8Type>(values, i8::MIN),
+        DataType::Int16 => holds::<Int16Type>(values, i16::MIN),
+        DataType::Int32 => holds::<Int32Type>(values, i32::MIN),
+        DataType::Int64 => holds::<Int64Type>(values, i64::MIN),
+        _ => false,
+    };
+    match overflows {
+        true => Err(DataFusionError::External(Box::new(SqlError::new(
+            "22003",
+            "[ARITHMETIC_OVERFLOW] overflow. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
+        )))),
+        false => Ok(()),
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum OnOverflow {

@@ -9,7 +9,9 @@
 //! `+ - * %` and `pmod` becomes the narrowest DECIMAL that holds it, as in Spark (the type
 //! coercion that follows gives an integer column its type's DECIMAL, as Spark's does), so
 //! `CAST(3 AS DECIMAL(12,2)) * 3` is a DECIMAL(14, 2); `pmod` of DECIMALs has Spark's remainder
-//! type. Runs just before DataFusion's type coercion, which then finds nothing to decide.
+//! type. With them goes `AnsiTypeCoercion`'s widening of a FLOAT beside an integer: both become
+//! DOUBLEs, as an INT does not fit a FLOAT's 24 bits, where DataFusion computes in FLOAT. Runs
+//! just before DataFusion's type coercion, which then finds nothing to decide.
 
 use std::sync::Arc;
 
@@ -22,8 +24,8 @@ use datafusion::logical_expr::expr::{InList, ScalarFunction};
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Union};
 use datafusion::optimizer::AnalyzerRule;
 
+use super::expression_rule::is_comparison;
 use super::expression_rule::rewrite_expressions;
-use super::infer_filters_from_constraints::is_comparison;
 use super::widen_set_operation_types::{is_set_operation, project_cast};
 
 #[derive(Debug, Default)]
@@ -40,16 +42,17 @@ impl AnalyzerRule for DecimalPrecision {
     }
 }
 
-/// A set operation's columns: a column some input has as DOUBLE and another as DECIMAL is a
-/// DOUBLE in every input (a UNION's inputs, the keys of EXCEPT's and INTERSECT's join).
+/// A set operation's columns: a column some input has as DOUBLE and another as DECIMAL (or as
+/// FLOAT and as an integer) is a DOUBLE in every input (a UNION's inputs, the keys of EXCEPT's and INTERSECT's join).
 fn doubles_over_decimal_columns(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     match plan {
         LogicalPlan::Union(union) => {
             let width = union.schema.fields().len();
             let mixed: Vec<bool> = (0..width)
                 .map(|i| {
-                    let types = || union.inputs.iter().map(move |input| input.schema().field(i).data_type().clone());
-                    types().any(|t| t.is_floating()) && types().any(|t| t.is_decimal())
+                    let types: Vec<DataType> =
+                        union.inputs.iter().map(|input| input.schema().field(i).data_type().clone()).collect();
+                    doubles_among(&types)
                 })
                 .collect();
             if !mixed.contains(&true) {
@@ -64,7 +67,9 @@ fn doubles_over_decimal_columns(plan: LogicalPlan) -> Result<Transformed<Logical
                         .fields()
                         .iter()
                         .zip(&mixed)
-                        .map(|(field, &mixed)| (mixed && field.data_type().is_decimal()).then_some(DataType::Float64))
+                        .map(|(field, &mixed)| {
+                            (mixed && becomes_double(field.data_type())).then_some(DataType::Float64)
+                        })
                         .collect();
                     project_cast(Arc::unwrap_or_clone(input), &doubles).map(Arc::new)
                 })
@@ -75,9 +80,9 @@ fn doubles_over_decimal_columns(plan: LogicalPlan) -> Result<Transformed<Logical
             let (left, right) = (Arc::clone(join.left.schema()), Arc::clone(join.right.schema()));
             let mut changed = false;
             for (l, r) in &mut join.on {
-                if mixes_decimal_and_float([&*l, &*r], &left.join(&right)?) {
-                    *l = decimal_as_double(l.clone(), &left)?;
-                    *r = decimal_as_double(r.clone(), &right)?;
+                if needs_doubles([&*l, &*r], &left.join(&right)?) {
+                    *l = as_double(l.clone(), &left)?;
+                    *r = as_double(r.clone(), &right)?;
                     changed = true;
                 }
             }
@@ -94,10 +99,22 @@ fn is_binary_operator(op: Operator) -> bool {
         || matches!(op, Operator::IsDistinctFrom | Operator::IsNotDistinctFrom)
 }
 
-/// Whether some of `exprs` are floating point and some decimal.
-fn mixes_decimal_and_float<'a>(exprs: impl IntoIterator<Item = &'a Expr>, schema: &DFSchema) -> bool {
+/// Whether `exprs` meet as DOUBLEs where DataFusion would choose otherwise: some are floating
+/// point and some DECIMAL, or some FLOAT and some integer.
+fn needs_doubles<'a>(exprs: impl IntoIterator<Item = &'a Expr>, schema: &DFSchema) -> bool {
     let types: Vec<DataType> = exprs.into_iter().filter_map(|e| e.get_type(schema).ok()).collect();
-    types.iter().any(DataType::is_floating) && types.iter().any(DataType::is_decimal)
+    doubles_among(&types)
+}
+
+fn doubles_among(types: &[DataType]) -> bool {
+    let any = |is: fn(&DataType) -> bool| types.iter().any(is);
+    (any(DataType::is_floating) && any(DataType::is_decimal))
+        || (any(|t| *t == DataType::Float32) && any(DataType::is_integer))
+}
+
+/// Whether a value of `data_type` becomes a DOUBLE where values meet as DOUBLEs.
+fn becomes_double(data_type: &DataType) -> bool {
+    data_type.is_decimal() || data_type.is_integer() || *data_type == DataType::Float32
 }
 
 /// Spark's `pmod` of DECIMALs (an integer made one as beside any DECIMAL) has its remainder's
@@ -163,9 +180,9 @@ fn integer_literal(expr: &Expr) -> Option<i64> {
     }
 }
 
-/// `expr` as DOUBLE if it is a decimal, unchanged otherwise.
-fn decimal_as_double(expr: Expr, schema: &DFSchema) -> Result<Expr> {
-    if expr.get_type(schema).is_ok_and(|t| t.is_decimal()) {
+/// `expr` as DOUBLE if it is a DECIMAL, an integer or a FLOAT, unchanged otherwise.
+fn as_double(expr: Expr, schema: &DFSchema) -> Result<Expr> {
+    if expr.get_type(schema).is_ok_and(|t| becomes_double(&t)) {
         expr.cast_to(&DataType::Float64, schema)
     } else {
         Ok(expr)
@@ -173,21 +190,21 @@ fn decimal_as_double(expr: Expr, schema: &DFSchema) -> Result<Expr> {
 }
 
 fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    let double = |expr: Box<Expr>| decimal_as_double(*expr, schema).map(Box::new);
+    let double = |expr: Box<Expr>| as_double(*expr, schema).map(Box::new);
     Ok(match expr {
         Expr::BinaryExpr(BinaryExpr { left, op, right })
-            if is_binary_operator(op) && mixes_decimal_and_float([left.as_ref(), right.as_ref()], schema) =>
+            if is_binary_operator(op) && needs_doubles([left.as_ref(), right.as_ref()], schema) =>
         {
             Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: double(left)?, op, right: double(right)? }))
         }
         Expr::InList(InList { expr, list, negated })
-            if mixes_decimal_and_float(std::iter::once(expr.as_ref()).chain(&list), schema) =>
+            if needs_doubles(std::iter::once(expr.as_ref()).chain(&list), schema) =>
         {
-            let list = list.into_iter().map(|item| decimal_as_double(item, schema)).collect::<Result<_>>()?;
+            let list = list.into_iter().map(|item| as_double(item, schema)).collect::<Result<_>>()?;
             Transformed::yes(Expr::InList(InList { expr: double(expr)?, list, negated }))
         }
         Expr::Between(Between { expr, negated, low, high })
-            if mixes_decimal_and_float([expr.as_ref(), low.as_ref(), high.as_ref()], schema) =>
+            if needs_doubles([expr.as_ref(), low.as_ref(), high.as_ref()], schema) =>
         {
             Transformed::yes(Expr::Between(Between {
                 expr: double(expr)?,
@@ -198,7 +215,7 @@ fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Ex
         }
         // CASE's results, and the arguments of the functions that return one of them.
         Expr::Case(mut case)
-            if mixes_decimal_and_float(
+            if needs_doubles(
                 case.when_then_expr.iter().map(|(_, then)| then.as_ref()).chain(case.else_expr.as_deref()),
                 schema,
             ) =>
@@ -218,18 +235,15 @@ fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Ex
             Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op, right: Box::new(right) }))
         }
         Expr::ScalarFunction(function)
-            if function.name() == "pmod"
-                && function.args.len() == 2
-                && !mixes_decimal_and_float(&function.args, schema) =>
+            if function.name() == "pmod" && function.args.len() == 2 && !needs_doubles(&function.args, schema) =>
         {
             decimal_pmod(function, schema)?
         }
         Expr::ScalarFunction(mut function)
             if ["coalesce", "greatest", "least", "nvl", "ifnull", "nullif", "pmod"].contains(&function.name())
-                && mixes_decimal_and_float(&function.args, schema) =>
+                && needs_doubles(&function.args, schema) =>
         {
-            function.args =
-                function.args.into_iter().map(|arg| decimal_as_double(arg, schema)).collect::<Result<_>>()?;
+            function.args = function.args.into_iter().map(|arg| as_double(arg, schema)).collect::<Result<_>>()?;
             Transformed::yes(Expr::ScalarFunction(function))
         }
         other => Transformed::no(other),

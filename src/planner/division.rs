@@ -1,11 +1,14 @@
-//! Spark's `TypeCoercion.Division` with ANSI mode's `Divide`: `/` always divides fractionally.
+//! Spark's `TypeCoercion.Division` with ANSI mode's `Divide` and `Remainder` (its `DivModLike`
+//! operators): `/` always divides fractionally.
 //! Operands that are neither DECIMAL nor both DOUBLE (integers, FLOAT, NULL) are cast to DOUBLE
 //! first, so `7 / 2` is 3.5 and `sum(x) / count(*)` an average, where DataFusion divides
 //! integers into an integer. And, as Spark 4 runs with `spark.sql.ansi.enabled` by default, a
 //! DOUBLE divided by zero (or -0.0) fails with DIVIDE_BY_ZERO (22012) instead of giving an
 //! infinity or NaN; a NULL dividend gives NULL, whatever the divisor. DECIMALs divide as
-//! Spark's do: [`decimal_division`](super::decimal_division). Where we differ: there is no
-//! legacy mode (`ansi.enabled = false`, where Spark gives NULL for a zero divisor). Runs
+//! Spark's do: [`decimal_division`](super::decimal_division). A FLOAT or DOUBLE `%` by zero
+//! fails with REMAINDER_BY_ZERO (22012), as an integer's does, where DataFusion gives NaN. Where
+//! we differ: there is no legacy mode (`ansi.enabled = false`, where Spark gives NULL for a
+//! zero divisor). Runs
 //! before DataFusion's type coercion,
 //! after [`DecimalPrecision`](super::decimal_precision), which makes a DECIMAL divided by a
 //! DOUBLE two DOUBLEs.
@@ -13,7 +16,8 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::compute::kernels::numeric::div;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::compute::kernels::numeric::{div, rem};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::DFSchema;
@@ -22,15 +26,19 @@ use datafusion::common::tree_node::Transformed;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    ScalarUDFImpl, Signature, TypeSignature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 
 use super::decimal_division::decimal_division;
 use super::expression_rule::rewrite_expressions;
+use crate::error::SqlError;
 
 /// The function `/` becomes over DOUBLE operands.
 pub const ANSI_DIVIDE: &str = "ansi_divide";
+
+/// The function `%` becomes over FLOAT and DOUBLE operands.
+pub const ANSI_REMAINDER: &str = "ansi_remainder";
 
 #[derive(Debug, Default)]
 pub struct Division;
@@ -46,6 +54,12 @@ impl AnalyzerRule for Division {
 }
 
 fn fractional_division(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let expr = match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right }) => {
+            return fractional_remainder(left, right, schema);
+        }
+        expr => expr,
+    };
     let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right }) = expr else {
         return Ok(Transformed::no(expr));
     };
@@ -61,6 +75,71 @@ fn fractional_division(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr
     }
     let args = vec![left.cast_to(&DataType::Float64, schema)?, right.cast_to(&DataType::Float64, schema)?];
     Ok(Transformed::yes(ANSI_DIVIDE_UDF.call(args)))
+}
+
+/// `left % right` checked for a zero divisor when either is a FLOAT or DOUBLE (and the other an
+/// integer or float): both are taken as the wider of the two float types, as Spark's coercion
+/// takes them.
+fn fractional_remainder(left: Box<Expr>, right: Box<Expr>, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let unchanged =
+        |left, right| Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right })));
+    let (Ok(left_type), Ok(right_type)) = (left.get_type(schema), right.get_type(schema)) else {
+        return unchanged(left, right);
+    };
+    let float_pair = left_type.is_floating() || right_type.is_floating();
+    let numbers = [&left_type, &right_type].iter().all(|t| t.is_integer() || t.is_floating() || t.is_null());
+    if !float_pair || !numbers {
+        return unchanged(left, right);
+    }
+    let both_float32 = [&left_type, &right_type].iter().all(|t| !t.is_floating() || **t == DataType::Float32);
+    let float = if both_float32 { DataType::Float32 } else { DataType::Float64 };
+    let args = vec![left.cast_to(&float, schema)?, right.cast_to(&float, schema)?];
+    Ok(Transformed::yes(ANSI_REMAINDER_UDF.call(args)))
+}
+
+static ANSI_REMAINDER_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
+    let signature = Signature::one_of(
+        [DataType::Float32, DataType::Float64].map(|t| TypeSignature::Exact(vec![t.clone(), t])).to_vec(),
+        Volatility::Immutable,
+    );
+    Arc::new(ScalarUDF::new_from_impl(AnsiRemainder { signature }))
+});
+
+/// Spark's `Remainder` over FLOATs or DOUBLEs under ANSI mode.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct AnsiRemainder {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for AnsiRemainder {
+    fn name(&self) -> &str {
+        ANSI_REMAINDER
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [dividend, divisor]: [ArrayRef; 2] = ColumnarValue::values_to_arrays(&args.args)?
+            .try_into()
+            .map_err(|_| DataFusionError::Internal(format!("{ANSI_REMAINDER} takes two arguments")))?;
+        let divisors = cast(&divisor, &DataType::Float64)?;
+        let divisors = divisors.as_primitive::<Float64Type>();
+        let zero_divisor =
+            (0..dividend.len()).any(|i| dividend.is_valid(i) && divisors.is_valid(i) && divisors.value(i) == 0.0);
+        if zero_divisor {
+            return Err(DataFusionError::External(Box::new(SqlError::new(
+                "22012",
+                "[REMAINDER_BY_ZERO] Remainder by zero. Use `try_mod` to tolerate divisor being 0 and return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
+            ))));
+        }
+        Ok(ColumnarValue::Array(rem(&dividend, &divisor)?))
+    }
 }
 
 static ANSI_DIVIDE_UDF: LazyLock<Arc<ScalarUDF>> =

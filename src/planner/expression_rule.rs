@@ -9,7 +9,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
-use datafusion::logical_expr::{Expr, LogicalPlan};
+use datafusion::logical_expr::{Expr, LogicalPlan, Operator};
 
 /// `plan` with `rewrite` applied to each expression, bottom up, against the schema of the
 /// node's inputs.
@@ -44,4 +44,9 @@ pub fn map_expressions_keeping_names(
         let name = names.save(&expr);
         Ok(rewrite(expr)?.update_data(|expr| name.restore(expr)))
     })
+}
+
+/// `=`, `<>`, `<`, `<=`, `>`, `>=`: NULL when either side is.
+pub(super) fn is_comparison(op: Operator) -> bool {
+    matches!(op, Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq)
 }

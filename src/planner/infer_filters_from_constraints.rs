@@ -10,7 +10,9 @@
 //!
 //! Runs last among the logical rules, so that it sees filters already pushed into scans.
 
-use super::ansi_arithmetic::ansi_binary;
+use super::ansi_arithmetic::{ANSI_NEGATE, ansi_binary};
+use super::expression_rule::is_comparison;
+use super::normalize_nan_and_zero::{NORMALIZE_NAN, NORMALIZE_NAN_AND_ZERO};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
 use datafusion::common::JoinType;
@@ -46,6 +48,8 @@ fn null_intolerant_columns(predicate: &Expr) -> Vec<&Expr> {
                 {
                     scan(left, out);
                     scan(right, out);
+                } else if let Some(operand) = null_preserving_operand(expr) {
+                    scan(operand, out);
                 }
             }
         }
@@ -55,11 +59,6 @@ fn null_intolerant_columns(predicate: &Expr) -> Vec<&Expr> {
         scan(predicate, &mut columns);
     }
     columns
-}
-
-/// `=`, `<>`, `<`, `<=`, `>`, `>=`: NULL when either side is.
-pub(super) fn is_comparison(op: Operator) -> bool {
-    matches!(op, Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq)
 }
 
 fn is_null_intolerant(op: Operator) -> bool {
@@ -75,7 +74,14 @@ fn is_null_intolerant(op: Operator) -> bool {
 /// value into NULL: `isnotnull(cast(k as double))` is `isnotnull(k)`. Other expressions give
 /// nothing: `cast(s as int)` of a string may be NULL where `s` is not.
 fn simplify(expr: Expr, schema: &DFSchema) -> Vec<Expr> {
-    let Expr::IsNotNull(inner) = expr else { return vec![expr] };
+    let Expr::IsNotNull(mut inner) = expr else { return vec![expr] };
+    // Normalising a float neither fails nor makes NULL: `isnotnull(normalize(k))` is `isnotnull(k)`.
+    while let Expr::ScalarFunction(function) = inner.as_ref()
+        && is_normalization(function.name())
+        && let [operand] = function.args.as_slice()
+    {
+        inner = Box::new(operand.clone());
+    }
     if let Expr::Cast(cast) = inner.as_ref()
         && matches!(cast.expr.as_ref(), Expr::Column(_))
         && cast.expr.get_type(schema).is_ok_and(|from| widens(&from, cast.field.data_type()))
@@ -107,9 +113,26 @@ fn null_exactly_with(expr: &Expr, schema: &DFSchema, columns: &mut Vec<Expr>) ->
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             null_exactly_with_operands(*op, left, right, schema, columns)
         }
-        _ => ansi_binary(expr)
-            .is_some_and(|(op, left, right)| null_exactly_with_operands(op, left, right, schema, columns)),
+        _ => match null_preserving_operand(expr) {
+            Some(operand) => null_exactly_with(operand, schema, columns),
+            None => ansi_binary(expr)
+                .is_some_and(|(op, left, right)| null_exactly_with_operands(op, left, right, schema, columns)),
+        },
     }
+}
+
+/// The operand of a function that is NULL exactly when its operand is: ANSI mode's checked
+/// negation, and the normalisation of floats.
+fn null_preserving_operand(expr: &Expr) -> Option<&Expr> {
+    let Expr::ScalarFunction(function) = expr else { return None };
+    match function.args.as_slice() {
+        [operand] if function.name() == ANSI_NEGATE || is_normalization(function.name()) => Some(operand),
+        _ => None,
+    }
+}
+
+fn is_normalization(name: &str) -> bool {
+    name == NORMALIZE_NAN_AND_ZERO || name == NORMALIZE_NAN
 }
 
 /// Whether `left op right` is NULL exactly when one of its columns is.

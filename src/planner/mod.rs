@@ -86,11 +86,11 @@ use widen_set_operation_types::WidenSetOperationTypes;
 
 /// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL, then its
 /// fractional `/`, made before its type coercion, ANSI mode's checked integral arithmetic
-/// after it (when both operands have one type), and Spark's `RewriteExceptAll` and
-/// `RewriteIntersectAll` last: Spark runs them first in its optimizer, and only before
+/// after it (when both operands have one type), then Spark's `RewriteExceptAll` and
+/// `RewriteIntersectAll`: Spark runs them first in its optimizer, and only before
 /// DataFusion's optimizer is an EXCEPT ALL's join told from a user's (see
 /// [`rewrite_except_intersect_all`]); after type coercion, which gives both sides' columns one
-/// type.
+/// type. `NormalizeNaNAndZero` comes last, once set operations are told by their plain keys.
 pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     let mut rules = Analyzer::new().rules;
     let coercion = |rules: &[Arc<dyn AnalyzerRule + Send + Sync>]| {
@@ -102,9 +102,9 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     let after = (coercion(&rules) + 1).min(rules.len());
     rules.insert(after, Arc::new(AnsiArithmetic));
     rules.insert(after + 1, Arc::new(SparkCasts));
-    rules.insert(after + 2, Arc::new(NormalizeNaNAndZero));
     rules.push(Arc::new(WidenSetOperationTypes));
     rules.push(Arc::new(RewriteExceptIntersectAll));
+    rules.push(Arc::new(NormalizeNaNAndZero));
     rules
 }
 

@@ -38,7 +38,7 @@ use datafusion::optimizer::AnalyzerRule;
 
 use super::expression_rule::rewrite_expressions;
 use crate::error::{SqlError, cast_type_mismatch};
-use crate::exec::columnar::shaped_like;
+use crate::exec::columnar::{input_column, shaped_like};
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
 
@@ -200,7 +200,7 @@ impl ScalarUDFImpl for TimestampConversion {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let value = args.args[0].to_array(args.number_rows)?;
+        let value = input_column(&args.args[0])?;
         let converted: ArrayRef = match self.conversion {
             Conversion::WholeSeconds => {
                 let micros = micros_of(&value)?;

@@ -20,8 +20,9 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::simplify_expressions::SimplifyExpressions;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
+use super::expression_rule::is_comparison;
 use super::expression_rule::map_expressions_keeping_names;
-use super::infer_filters_from_constraints::{is_comparison, widens};
+use super::infer_filters_from_constraints::widens;
 use super::overridden_rule::{Overridden, Rewrite, Rewritten};
 
 /// DataFusion's `SimplifyExpressions`, keeping the casts Spark keeps.

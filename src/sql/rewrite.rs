@@ -16,6 +16,8 @@
 //!   casts. DataFusion names the key `CAST(q.c1 AS BIGINT)` after its operand, `c1`, and
 //!   resolving `ORDER BY` through the aggregate took the alias `c1` for that key: `SELECT
 //!   CAST(q.c1 AS BIGINT) AS c0, q.p AS c1 … GROUP BY 1, 2 ORDER BY 2` sorted by `c0`.
+//! - `CEIL(x)` and `FLOOR(x)` are the session's `ceil` and `floor`, Spark's (a BIGINT of a
+//!   DOUBLE), where DataFusion's SQL planner calls its own.
 //! - Spark's `a RLIKE p` and `a REGEXP p` are `a ~ p` (both find the pattern anywhere in
 //!   the string; DataFusion has no plan for the `RLIKE` form), and `a div b` is Spark's
 //!   `div(a, b)` (DataFusion plans no integer division operator).
@@ -24,7 +26,8 @@
 //!   false for NULL, as Spark's.
 //! - `sign`, `some`, `any`, `every`, `startswith`, `endswith`, `sort_array` and `variance` are
 //!   DataFusion's `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with`, `array_sort` and
-//!   `var_samp`; `try_divide` is `a / b` where `b` is not 0; `approx_count_distinct` counts
+//!   `var_samp`; `try_divide` and `try_mod` are `a / b` and `a % b` where `b` is not 0, `mod`
+//!   is `a % b`, `positive(x)` is `x` and `negative(x)` is `-x`; `approx_count_distinct` counts
 //!   exactly; `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE
 //!   truncates it as a TIMESTAMP, as Spark's does.
 //! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
@@ -43,10 +46,11 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CaseWhen, CastKind, DataType, DuplicateTreatment, ExactNumberInfo, Expr, Function, FunctionArg,
-    FunctionArgExpr, FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, LimitClause, ObjectName, OrderBy,
-    OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator,
-    Value, VisitMut, VisitorMut, WindowFrameBound, WindowType, visit_expressions,
+    BinaryOperator, CaseWhen, CastKind, CeilFloorKind, DataType, DateTimeField, DuplicateTreatment, ExactNumberInfo,
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, GroupByExpr, Ident,
+    LimitClause, ObjectName, OrderBy, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
+    TimezoneInfo, TypedString, UnaryOperator, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
+    visit_expressions,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -193,6 +197,14 @@ impl VisitorMut for SparkOperators {
             Expr::BinaryOp { left, op: BinaryOperator::MyIntegerDivide, right } => {
                 *expr = function_call("div", vec![(**left).clone(), (**right).clone()]);
             }
+            // `CEIL(x)` and `FLOOR(x)` call the session's functions, Spark's, where DataFusion
+            // plans its own.
+            Expr::Ceil { expr: value, field: CeilFloorKind::DateTimeField(DateTimeField::NoDateTime) } => {
+                *expr = function_call("ceil", vec![(**value).clone()]);
+            }
+            Expr::Floor { expr: value, field: CeilFloorKind::DateTimeField(DateTimeField::NoDateTime) } => {
+                *expr = function_call("floor", vec![(**value).clone()]);
+            }
             // DataFusion plans `substr` and `substring` as PostgreSQL's, where position 0 is
             // before the first character; Spark's (registered as `substring`) takes 0 as 1
             // and counts a negative position from the end.
@@ -261,20 +273,40 @@ impl VisitorMut for SparkOperators {
                     *expr = function_call("count", vec![case_when(condition, number("1"), None)]);
                 }
             }
-            // Spark's `try_divide(a, b)`: `a / b`, NULL where `b` is 0 (or -0.0).
-            Expr::Function(function) if is_function(function, "try_divide") => {
+            // Spark's `try_divide(a, b)` and `try_mod(a, b)`: `a / b` and `a % b`, NULL where
+            // `b` is 0 (or -0.0); `mod(a, b)` is `a % b`.
+            Expr::Function(function)
+                if is_function(function, "try_divide")
+                    || is_function(function, "try_mod")
+                    || is_function(function, "mod") =>
+            {
                 if let Some([a, b]) = arguments(function).and_then(|args| <[Expr; 2]>::try_from(args).ok()) {
+                    let op = if is_function(function, "try_divide") {
+                        BinaryOperator::Divide
+                    } else {
+                        BinaryOperator::Modulo
+                    };
                     let zero = Expr::BinaryOp {
                         left: Box::new(b.clone()),
                         op: BinaryOperator::Eq,
                         right: Box::new(number("0")),
                     };
-                    let quotient = Expr::Nested(Box::new(Expr::BinaryOp {
-                        left: Box::new(a),
-                        op: BinaryOperator::Divide,
-                        right: Box::new(b),
-                    }));
-                    *expr = case_when(zero, Expr::value(Value::Null), Some(quotient));
+                    let result = Expr::Nested(Box::new(Expr::BinaryOp { left: Box::new(a), op, right: Box::new(b) }));
+                    *expr = match is_function(function, "mod") {
+                        true => result,
+                        false => case_when(zero, Expr::value(Value::Null), Some(result)),
+                    };
+                }
+            }
+            // Spark's `positive(x)` is `x`, and `negative(x)` is `-x`.
+            Expr::Function(function) if is_function(function, "positive") || is_function(function, "negative") => {
+                let negative = is_function(function, "negative");
+                if let Some(x) = single_argument(function) {
+                    let x = Expr::Nested(Box::new(x));
+                    *expr = match negative {
+                        true => Expr::UnaryOp { op: UnaryOperator::Minus, expr: Box::new(x) },
+                        false => x,
+                    };
                 }
             }
             // Spark's `median` is `percentile(x, 0.5)`, and `percentile` DataFusion's

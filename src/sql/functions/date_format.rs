@@ -18,7 +18,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 
 use super::datetime_pattern::chrono_format;
-use crate::exec::columnar::shaped_like;
+use crate::exec::columnar::{input_column, shaped_like};
 
 const DEFAULT_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
 
@@ -88,7 +88,7 @@ impl ScalarUDFImpl for DateFormat {
         if items.contains(&Item::Error) {
             return plan_err!("'{pattern}' is not a datetime pattern");
         }
-        let value = args.args[0].to_array(args.number_rows)?;
+        let value = input_column(&args.args[0])?;
         let micros = if self.seconds {
             let seconds = value.as_primitive::<Int64Type>();
             let micros: datafusion::arrow::array::TimestampMicrosecondArray =

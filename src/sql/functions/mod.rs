@@ -1,25 +1,33 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
-//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `initcap`, `div` and
-//! `try_add`/`try_subtract`/`try_multiply`, `sum` with checked BIGINT totals, `avg` of DECIMALs
-//! as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod` failing on a zero
-//! divisor, `locate`, `date_format` and `from_unixtime` with Spark's datetime patterns, and
-//! string builders bounded by the memory limit.
+//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `abs` failing on overflow,
+//! `ceil` and `floor` of floats as checked BIGINTs, `typeof`, `months_between`,
+//! `percentile_approx`, `skewness`, `kurtosis`, `initcap`, `div` and
+//! `try_add`/`try_subtract`/`try_multiply`, `sum` and `try_sum` with checked BIGINT and DECIMAL
+//! totals, `avg` of DECIMALs as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod`
+//! failing on a zero divisor, `locate`, `date_format` and `from_unixtime` with Spark's datetime
+//! patterns, and string builders bounded by the memory limit.
 
+mod abs;
 mod avg;
 pub mod bounded_strings;
+mod ceil_floor;
+mod central_moments;
 mod date_format;
 pub mod datetime_pattern;
 mod initcap;
 mod integral_divide;
 mod locate;
+mod months_between;
 mod overridden;
+mod percentile_approx;
 mod pmod;
 pub mod range;
 mod round;
 pub mod spark_hash;
 pub mod sqrt;
 mod sum;
+mod type_of;
 
 use std::sync::Arc;
 
@@ -35,6 +43,12 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     ctx.register_udf(round::spark_round());
     ctx.register_udf(round::spark_bround());
     ctx.register_udf(locate::spark_locate());
+    ctx.register_udf(type_of::spark_typeof());
+    ctx.register_udf(months_between::spark_months_between());
+    ctx.register_udaf(percentile_approx::spark_percentile_approx());
+    for moment in central_moments::spark_central_moments() {
+        ctx.register_udaf(moment);
+    }
     ctx.register_udf(date_format::spark_date_format());
     ctx.register_udf(date_format::spark_from_unixtime());
     for arithmetic in Arithmetic::ALL {
@@ -49,6 +63,12 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     if let Some(pmod) = pmod::spark_pmod(lookup) {
         ctx.register_udf(pmod);
     }
+    for rounding in ceil_floor::spark_ceil_and_floor(lookup).into_iter().flatten() {
+        ctx.register_udf(rounding);
+    }
+    if let Some(abs) = abs::spark_abs(lookup) {
+        ctx.register_udf(abs);
+    }
     if let Some(sqrt) = sqrt::spark_sqrt(lookup) {
         ctx.register_udf(sqrt);
     }
@@ -58,6 +78,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     let aggregate = |name: &str| state.aggregate_functions().get(name).cloned();
     if let Some(sum) = sum::spark_sum(aggregate("sum")) {
         ctx.register_udaf(sum);
+    }
+    if let Some(try_sum) = sum::spark_try_sum(aggregate("sum")) {
+        ctx.register_udaf(try_sum);
     }
     if let Some(avg) = avg::spark_avg(aggregate("avg")) {
         ctx.register_udaf(avg);

@@ -23,7 +23,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::error::SqlError;
-use crate::exec::columnar::shaped_like;
+use crate::exec::columnar::{input_column, shaped_like};
 
 const MAX_PRECISION: u8 = 38;
 
@@ -118,7 +118,7 @@ impl ScalarUDFImpl for SparkRound {
             Some(ColumnarValue::Array(_)) => return plan_err!("the scale of {} must be a constant", self.name),
             None => 0,
         };
-        let value = args.args[0].to_array(args.number_rows)?;
+        let value = input_column(&args.args[0])?;
         let rounded = round_array(&value, places, self.mode, args.return_field.data_type())?;
         shaped_like(&args.args[0], rounded)
     }

@@ -1,21 +1,28 @@
-//! Spark's `sum` under ANSI mode: a BIGINT total past BIGINT's range fails with
-//! ARITHMETIC_OVERFLOW (22003), where DataFusion's `sum` wraps around; a DECIMAL total its
-//! result type's precision does not fit fails with NUMERIC_VALUE_OUT_OF_RANGE (22003), where
-//! DataFusion's returns more digits than its type declares. As in Spark, only the result is
-//! checked for DECIMALs: a running total may pass the precision and come back. Everything else
-//! is DataFusion's `sum` (its name, types, state and the sums of other types), so a query plans
-//! exactly as before. Where we differ: over a sliding window frame, and for DISTINCT, a BIGINT
-//! total still wraps, and a DECIMAL running total past 128 bits wraps.
+//! Spark's `sum` and `try_sum` under ANSI mode, over DataFusion's `sum`.
+//!
+//! - A BIGINT total past BIGINT's range fails with ARITHMETIC_OVERFLOW (22003) at the step that
+//!   leaves it, as Spark's `Math.addExact`; DataFusion's wraps around.
+//! - A DECIMAL total is kept in 256 bits and only a result, or a partial total that leaves its
+//!   partition, must fit its type (22003 otherwise). As in Spark, a
+//!   running total may pass the precision and come back; DataFusion's wraps past 128 bits and
+//!   returns more digits than its type declares. A partial total past 128 bits fails as
+//!   ARITHMETIC_OVERFLOW, a result past its precision as NUMERIC_VALUE_OUT_OF_RANGE, as Spark's.
+//! - `try_sum` gives NULL where `sum` fails.
+//!
+//! Other types (DOUBLE totals) are DataFusion's `sum`. Its name, types and state are kept, so a
+//! query plans exactly as before. Where we differ: Spark adds up a sliding window frame afresh
+//! for every row and so also fails when a running total inside the frame passes BIGINT; we
+//! check each frame's total.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array};
-use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::datatypes::{DataType, Decimal128Type, FieldRef, Int64Type, i256};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array, ListArray};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type, i256};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::utils::AggregateOrderSensitivity;
+use datafusion::logical_expr::utils::{AggregateOrderSensitivity, format_state_name};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, SetMonotonicity, Signature,
 };
@@ -23,44 +30,173 @@ use datafusion::logical_expr::{
 use crate::error::SqlError;
 use crate::planner::decimal_division::DecimalBound;
 
-/// DataFusion's `sum` (`inner`) with checked BIGINT totals.
+/// DataFusion's `sum` (`inner`) with checked BIGINT and DECIMAL totals, failing or (as
+/// `try_sum`) answering NULL where a total does not fit.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct SparkSum {
     inner: AggregateUDF,
+    name: String,
+    on_overflow: OnOverflow,
+}
+
+/// What a total that does not fit its type gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum OnOverflow {
+    /// Spark's `sum`: an error.
+    Fail,
+    /// Spark's `try_sum`: NULL.
+    Null,
 }
 
 /// `sum` as Spark's, over the session's DataFusion `sum`.
 pub fn spark_sum(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
-    Some(AggregateUDF::new_from_impl(SparkSum { inner: inner?.as_ref().clone() }))
+    let inner = inner?.as_ref().clone();
+    let name = inner.name().to_owned();
+    Some(AggregateUDF::new_from_impl(SparkSum { inner, name, on_overflow: OnOverflow::Fail }))
 }
 
-/// Whether the totals are BIGINTs, which this sum checks.
-fn checked(args: &AccumulatorArgs) -> bool {
-    !args.is_distinct && args.return_field.data_type() == &DataType::Int64
+/// Spark's `try_sum`: `sum` with NULL for a total that does not fit.
+pub fn spark_try_sum(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
+    let inner = inner?.as_ref().clone();
+    Some(AggregateUDF::new_from_impl(SparkSum { inner, name: "try_sum".into(), on_overflow: OnOverflow::Null }))
 }
 
-/// What DECIMAL totals must fit, whose results this sum checks.
-fn decimal_result(args: &AccumulatorArgs) -> Option<DecimalBound> {
-    match args.return_field.data_type() {
-        DataType::Decimal128(precision, scale) => Some(DecimalBound::of(*precision, *scale)),
-        _ => None,
+/// The totals this sum checks, and how.
+#[derive(Debug, Clone, Copy)]
+enum Totals {
+    /// BIGINT: every step must stay in range.
+    Bigint,
+    /// DECIMAL: only a total that leaves the accumulator must fit.
+    Decimal { precision: u8, scale: i8 },
+}
+
+impl Totals {
+    fn of(args: &AccumulatorArgs) -> Option<Totals> {
+        match args.return_field.data_type() {
+            DataType::Int64 => Some(Totals::Bigint),
+            DataType::Decimal128(precision, scale) => Some(Totals::Decimal { precision: *precision, scale: *scale }),
+            _ => None,
+        }
+    }
+
+    fn data_type(self) -> DataType {
+        match self {
+            Totals::Bigint => DataType::Int64,
+            Totals::Decimal { precision, scale } => DataType::Decimal128(precision, scale),
+        }
+    }
+
+    /// `total` after a step, unless the step leaves BIGINT's range.
+    fn step(self, total: i256, value: i256) -> Result<i256, SqlError> {
+        let total = total.wrapping_add(value);
+        match self {
+            Totals::Bigint => Self::in_bigint(total),
+            Totals::Decimal { .. } => Ok(total),
+        }
+    }
+
+    fn in_bigint(total: i256) -> Result<i256, SqlError> {
+        match total.to_i128().and_then(|t| i64::try_from(t).ok()) {
+            Some(_) => Ok(total),
+            None => Err(SqlError::new(
+                "22003",
+                "[ARITHMETIC_OVERFLOW] overflow. Use 'try_add' to tolerate overflow and return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
+            )),
+        }
+    }
+
+    /// `total` as a result (`complete`) or as a partial total that leaves its partition, unless
+    /// it does not fit. As in Spark, whose partial total is a DECIMAL of 16 bytes: one past 128
+    /// bits fails as an overflow of the sum, and a result past its precision as a value out of
+    /// its type's range.
+    fn finish(self, total: i256, complete: bool) -> Result<i128, SqlError> {
+        match self {
+            Totals::Bigint => Self::in_bigint(total)?,
+            Totals::Decimal { precision, scale } => {
+                let Some(total) = total.to_i128() else {
+                    return Err(SqlError::new(
+                        "22003",
+                        "[ARITHMETIC_OVERFLOW] Overflow in sum of decimals. Use 'try_sum' to tolerate overflow and return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
+                    ));
+                };
+                if complete {
+                    DecimalBound::of(precision, scale).check(i256::from_i128(total))?;
+                }
+                i256::from_i128(total)
+            }
+        };
+        Ok(total.as_i128())
+    }
+
+    /// The values of `array` (of this sum's input or state type) as 256-bit integers.
+    fn column(self, array: &ArrayRef) -> Column<'_> {
+        match self {
+            Totals::Bigint => Column::Bigint(array.as_primitive::<Int64Type>()),
+            Totals::Decimal { .. } => Column::Decimal(array.as_primitive::<Decimal128Type>()),
+        }
+    }
+
+    fn array(self, totals: Vec<Option<i128>>) -> Result<ArrayRef> {
+        Ok(match self {
+            Totals::Bigint => Arc::new(totals.into_iter().map(|t| t.map(|t| t as i64)).collect::<Int64Array>()),
+            Totals::Decimal { precision, scale } => {
+                Arc::new(totals.into_iter().collect::<Decimal128Array>().with_precision_and_scale(precision, scale)?)
+            }
+        })
+    }
+
+    fn scalar(self, total: Option<i128>) -> ScalarValue {
+        match self {
+            Totals::Bigint => ScalarValue::Int64(total.map(|t| t as i64)),
+            Totals::Decimal { precision, scale } => ScalarValue::Decimal128(total, precision, scale),
+        }
     }
 }
 
-fn overflow() -> DataFusionError {
-    DataFusionError::External(Box::new(SqlError::new(
-        "22003",
-        "[ARITHMETIC_OVERFLOW] overflow. Use 'try_add' to tolerate overflow and return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
-    )))
+/// A BIGINT or DECIMAL column read as 256-bit integers.
+enum Column<'a> {
+    Bigint(&'a Int64Array),
+    Decimal(&'a Decimal128Array),
+}
+
+impl Column<'_> {
+    fn get(&self, row: usize) -> Option<i256> {
+        match self {
+            Column::Bigint(values) => values.is_valid(row).then(|| i256::from_i128(values.value(row).into())),
+            Column::Decimal(values) => values.is_valid(row).then(|| i256::from_i128(values.value(row))),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Column::Bigint(values) => values.len(),
+            Column::Decimal(values) => values.len(),
+        }
+    }
+}
+
+fn external(error: SqlError) -> DataFusionError {
+    DataFusionError::External(Box::new(error))
+}
+
+impl SparkSum {
+    /// The state of a non-DISTINCT `try_sum`: its total, and whether a step overflowed (which
+    /// a NULL total alone cannot tell from no rows).
+    fn overflow_field(&self, name: &str) -> FieldRef {
+        Arc::new(Field::new(format_state_name(name, "overflowed"), DataType::Boolean, true))
+    }
 }
 
 impl AggregateUDFImpl for SparkSum {
     fn name(&self) -> &str {
-        self.inner.name()
+        &self.name
     }
 
     fn aliases(&self) -> &[String] {
-        self.inner.aliases()
+        match self.on_overflow {
+            OnOverflow::Fail => self.inner.aliases(),
+            OnOverflow::Null => &[],
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -76,15 +212,22 @@ impl AggregateUDFImpl for SparkSum {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        if checked(&args) {
-            return Ok(Box::new(CheckedSum::default()));
-        }
-        let bound = decimal_result(&args);
-        Ok(DecimalInRange::checking(self.inner.accumulator(args)?, bound))
+        let Some(totals) = Totals::of(&args) else { return self.inner.accumulator(args) };
+        Ok(if args.is_distinct {
+            Box::new(DistinctTotal { totals, on_overflow: self.on_overflow, counts: HashMap::new() })
+        } else {
+            Box::new(Total::new(totals, self.on_overflow))
+        })
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        self.inner.state_fields(args)
+        let tracks_overflow = self.on_overflow == OnOverflow::Null && !args.is_distinct;
+        let overflow_field = self.overflow_field(args.name);
+        let mut fields = self.inner.state_fields(args)?;
+        if tracks_overflow {
+            fields.push(overflow_field);
+        }
+        Ok(fields)
     }
 
     fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
@@ -92,24 +235,24 @@ impl AggregateUDFImpl for SparkSum {
     }
 
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        if checked(&args) {
-            return Ok(Box::new(CheckedGroupSums::default()));
+        match Totals::of(&args) {
+            Some(totals) => Ok(Box::new(GroupTotals::new(totals, self.on_overflow))),
+            None => self.inner.create_groups_accumulator(args),
         }
-        let bound = decimal_result(&args);
-        let inner = self.inner.create_groups_accumulator(args)?;
-        Ok(match bound {
-            Some(bound) => Box::new(DecimalsInRange { inner, bound }),
-            None => inner,
-        })
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let bound = decimal_result(&args);
-        Ok(DecimalInRange::checking(self.inner.create_sliding_accumulator(args)?, bound))
+        match Totals::of(&args) {
+            Some(totals) if !args.is_distinct => {
+                Ok(Box::new(Total { sliding: true, ..Total::new(totals, self.on_overflow) }))
+            }
+            Some(_) => self.accumulator(args),
+            None => self.inner.create_sliding_accumulator(args),
+        }
     }
 
     fn reverse_expr(&self) -> ReversedUDAF {
-        self.inner.reverse_udf()
+        ReversedUDAF::Identical
     }
 
     fn order_sensitivity(&self) -> AggregateOrderSensitivity {
@@ -125,37 +268,87 @@ impl AggregateUDFImpl for SparkSum {
     }
 }
 
-/// The total of one group of rows, NULL until a value comes.
-#[derive(Debug, Default)]
-struct CheckedSum {
-    total: Option<i64>,
+/// One total: NULL until a value comes, and NULL again when a sliding frame retracts them all.
+#[derive(Debug)]
+struct Total {
+    totals: Totals,
+    on_overflow: OnOverflow,
+    /// Over a sliding frame, which adds rows before it retracts others, only each frame's
+    /// total is checked.
+    sliding: bool,
+    total: i256,
+    count: i64,
+    overflowed: bool,
 }
 
-impl CheckedSum {
-    fn add(&mut self, values: &ArrayRef) -> Result<()> {
-        let values = values.as_primitive::<Int64Type>();
-        for value in values.iter().flatten() {
-            self.total = Some(self.total.unwrap_or(0).checked_add(value).ok_or_else(overflow)?);
+impl Total {
+    fn new(totals: Totals, on_overflow: OnOverflow) -> Self {
+        Total { totals, on_overflow, sliding: false, total: i256::ZERO, count: 0, overflowed: false }
+    }
+
+    fn add(&mut self, values: &ArrayRef, sign: i64) -> Result<()> {
+        let values = self.totals.column(values);
+        for value in (0..values.len()).filter_map(|row| values.get(row)) {
+            self.count += sign;
+            let value = if sign < 0 { value.wrapping_neg() } else { value };
+            if self.sliding {
+                self.total = self.total.wrapping_add(value);
+                continue;
+            }
+            match self.totals.step(self.total, value) {
+                Ok(total) => self.total = total,
+                Err(error) if self.on_overflow == OnOverflow::Fail => return Err(external(error)),
+                Err(_) => self.overflowed = true,
+            }
         }
         Ok(())
     }
+
+    /// The total, complete or partial, NULL for no values, or for one that does not fit under
+    /// `try_sum`.
+    fn result(&self, complete: bool) -> Result<Option<i128>> {
+        if self.count == 0 || self.overflowed {
+            return Ok(None);
+        }
+        match (self.totals.finish(self.total, complete), self.on_overflow) {
+            (Ok(total), _) => Ok(Some(total)),
+            (Err(error), OnOverflow::Fail) => Err(external(error)),
+            (Err(_), OnOverflow::Null) => Ok(None),
+        }
+    }
 }
 
-impl Accumulator for CheckedSum {
+impl Accumulator for Total {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(&values[0])
+        self.add(&values[0], 1)
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(&values[0], -1)
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        true
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.add(&states[0])
+        self.add(&states[0], 1)?;
+        if let Some(overflowed) = states.get(1) {
+            self.overflowed |= overflowed.as_boolean().true_count() > 0;
+        }
+        Ok(())
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::Int64(self.total)])
+        let total = self.totals.scalar(self.result(false)?);
+        Ok(match self.on_overflow {
+            OnOverflow::Fail => vec![total],
+            OnOverflow::Null => vec![total, ScalarValue::Boolean(Some(self.overflowed))],
+        })
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(ScalarValue::Int64(self.total))
+        Ok(self.totals.scalar(self.result(true)?))
     }
 
     fn size(&self) -> usize {
@@ -163,14 +356,21 @@ impl Accumulator for CheckedSum {
     }
 }
 
-/// The totals of many groups, each NULL until a value comes.
-#[derive(Debug, Default)]
-struct CheckedGroupSums {
-    totals: Vec<i64>,
+/// Many groups' totals.
+#[derive(Debug)]
+struct GroupTotals {
+    totals: Totals,
+    on_overflow: OnOverflow,
+    sums: Vec<i256>,
     seen: Vec<bool>,
+    overflowed: Vec<bool>,
 }
 
-impl CheckedGroupSums {
+impl GroupTotals {
+    fn new(totals: Totals, on_overflow: OnOverflow) -> Self {
+        GroupTotals { totals, on_overflow, sums: Vec::new(), seen: Vec::new(), overflowed: Vec::new() }
+    }
+
     fn add(
         &mut self,
         values: &ArrayRef,
@@ -178,28 +378,51 @@ impl CheckedGroupSums {
         filter: Option<&BooleanArray>,
         groups_total: usize,
     ) -> Result<()> {
-        self.totals.resize(groups_total, 0);
+        self.sums.resize(groups_total, i256::ZERO);
         self.seen.resize(groups_total, false);
-        let values = values.as_primitive::<Int64Type>();
+        self.overflowed.resize(groups_total, false);
+        let values = self.totals.column(values);
         for (row, &group) in groups.iter().enumerate() {
-            if values.is_null(row) || filter.is_some_and(|f| !f.is_valid(row) || !f.value(row)) {
+            let Some(value) = values.get(row) else { continue };
+            if filter.is_some_and(|f| !f.is_valid(row) || !f.value(row)) {
                 continue;
             }
-            let total = &mut self.totals[group];
-            *total = total.checked_add(values.value(row)).ok_or_else(overflow)?;
             self.seen[group] = true;
+            match self.totals.step(self.sums[group], value) {
+                Ok(total) => self.sums[group] = total,
+                Err(error) if self.on_overflow == OnOverflow::Fail => return Err(external(error)),
+                Err(_) => self.overflowed[group] = true,
+            }
         }
         Ok(())
     }
 
-    fn take(&mut self, emit_to: EmitTo) -> ArrayRef {
-        let totals = emit_to.take_needed(&mut self.totals);
+    /// The first groups' totals (NULL for none, or under `try_sum` for one that does not fit),
+    /// and whether each overflowed.
+    fn take(&mut self, emit_to: EmitTo, complete: bool) -> Result<(ArrayRef, Vec<bool>)> {
+        let sums = emit_to.take_needed(&mut self.sums);
         let seen = emit_to.take_needed(&mut self.seen);
-        Arc::new(Int64Array::new(totals.into(), Some(NullBuffer::from(seen))))
+        let mut overflowed = emit_to.take_needed(&mut self.overflowed);
+        let mut totals = Vec::with_capacity(sums.len());
+        for ((sum, seen), overflowed) in sums.into_iter().zip(seen).zip(&mut overflowed) {
+            if !seen || *overflowed {
+                totals.push(None);
+                continue;
+            }
+            match (self.totals.finish(sum, complete), self.on_overflow) {
+                (Ok(total), _) => totals.push(Some(total)),
+                (Err(error), OnOverflow::Fail) => return Err(external(error)),
+                (Err(_), OnOverflow::Null) => {
+                    *overflowed = true;
+                    totals.push(None);
+                }
+            }
+        }
+        Ok((self.totals.array(totals)?, overflowed))
     }
 }
 
-impl GroupsAccumulator for CheckedGroupSums {
+impl GroupsAccumulator for GroupTotals {
     fn update_batch(
         &mut self,
         values: &[ArrayRef],
@@ -211,126 +434,107 @@ impl GroupsAccumulator for CheckedGroupSums {
     }
 
     fn merge_batch(&mut self, values: &[ArrayRef], group_indices: &[usize], total_num_groups: usize) -> Result<()> {
-        self.add(&values[0], group_indices, None, total_num_groups)
+        self.add(&values[0], group_indices, None, total_num_groups)?;
+        if let Some(overflowed) = values.get(1) {
+            for (row, &group) in group_indices.iter().enumerate() {
+                self.overflowed[group] |= overflowed.as_boolean().value(row);
+            }
+        }
+        Ok(())
     }
 
     /// Each row its own group: its value, NULL where the filter drops it.
     fn convert_to_state(&self, values: &[ArrayRef], opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
-        let Some(filter) = opt_filter else { return Ok(vec![Arc::clone(&values[0])]) };
-        let values = values[0].as_primitive::<Int64Type>();
-        let kept: Int64Array =
-            values.iter().zip(filter.iter()).map(|(v, keep)| v.filter(|_| keep == Some(true))).collect();
-        Ok(vec![Arc::new(kept)])
+        let column = self.totals.column(&values[0]);
+        let kept = |row: usize| opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+        let totals = (0..column.len()).map(|row| column.get(row).filter(|_| kept(row)).map(|v| v.as_i128()));
+        let mut state = vec![self.totals.array(totals.collect())?];
+        if self.on_overflow == OnOverflow::Null {
+            state.push(Arc::new(BooleanArray::from(vec![false; column.len()])));
+        }
+        Ok(state)
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        Ok(self.take(emit_to))
+        Ok(self.take(emit_to, true)?.0)
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
-        Ok(vec![self.take(emit_to)])
+        let (totals, overflowed) = self.take(emit_to, false)?;
+        Ok(match self.on_overflow {
+            OnOverflow::Fail => vec![totals],
+            OnOverflow::Null => vec![totals, Arc::new(BooleanArray::from(overflowed))],
+        })
     }
 
     fn size(&self) -> usize {
-        self.totals.capacity() * size_of::<i64>() + self.seen.capacity()
+        self.sums.capacity() * size_of::<i256>() + self.seen.capacity() + self.overflowed.capacity()
     }
 }
 
-/// Fails unless the result type holds `total`.
-fn in_range(total: i128, bound: &DecimalBound) -> Result<()> {
-    bound.check(i256::from_i128(total)).map_err(|e| DataFusionError::External(Box::new(e)))
-}
-
-/// One DECIMAL total, checked against its type when it is the result.
+/// A DISTINCT total: how many times each value is in (a sliding frame retracts them).
 #[derive(Debug)]
-struct DecimalInRange {
-    inner: Box<dyn Accumulator>,
-    bound: DecimalBound,
+struct DistinctTotal {
+    totals: Totals,
+    on_overflow: OnOverflow,
+    counts: HashMap<i128, usize>,
 }
 
-impl DecimalInRange {
-    /// `inner`, its result checked when it is a DECIMAL within `bound`.
-    fn checking(inner: Box<dyn Accumulator>, bound: Option<DecimalBound>) -> Box<dyn Accumulator> {
-        match bound {
-            Some(bound) => Box::new(DecimalInRange { inner, bound }),
-            None => inner,
+impl DistinctTotal {
+    fn add(&mut self, values: &ArrayRef, retract: bool) {
+        let values = self.totals.column(values);
+        for value in (0..values.len()).filter_map(|row| values.get(row)) {
+            let value = value.as_i128();
+            if !retract {
+                *self.counts.entry(value).or_default() += 1;
+            } else if let Some(count) = self.counts.get_mut(&value) {
+                *count -= 1;
+                if *count == 0 {
+                    self.counts.remove(&value);
+                }
+            }
         }
     }
 }
 
-impl Accumulator for DecimalInRange {
+impl Accumulator for DistinctTotal {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.inner.update_batch(values)
-    }
-
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.inner.merge_batch(states)
+        self.add(&values[0], false);
+        Ok(())
     }
 
     fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.inner.retract_batch(values)
+        self.add(&values[0], true);
+        Ok(())
     }
 
     fn supports_retract_batch(&self) -> bool {
-        self.inner.supports_retract_batch()
+        true
     }
 
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let lists: &ListArray = states[0].as_list();
+        for values in lists.iter().flatten() {
+            self.add(&values, false);
+        }
+        Ok(())
+    }
+
+    /// The distinct values, as DataFusion's DISTINCT `sum` keeps them.
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        self.inner.state()
+        let values: Vec<ScalarValue> = self.counts.keys().map(|v| self.totals.scalar(Some(*v))).collect();
+        Ok(vec![ScalarValue::List(ScalarValue::new_list_nullable(&values, &self.totals.data_type()))])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let total = self.inner.evaluate()?;
-        if let ScalarValue::Decimal128(Some(value), ..) = total {
-            in_range(value, &self.bound)?;
-        }
-        Ok(total)
+        let mut total = Total::new(self.totals, self.on_overflow);
+        let values = self.totals.array(self.counts.keys().map(|v| Some(*v)).collect())?;
+        total.add(&values, 1)?;
+        Ok(self.totals.scalar(total.result(true)?))
     }
 
     fn size(&self) -> usize {
-        self.inner.size()
-    }
-}
-
-/// Many groups' DECIMAL totals, each checked against its type when it is a result.
-struct DecimalsInRange {
-    inner: Box<dyn GroupsAccumulator>,
-    bound: DecimalBound,
-}
-
-impl GroupsAccumulator for DecimalsInRange {
-    fn update_batch(
-        &mut self,
-        values: &[ArrayRef],
-        group_indices: &[usize],
-        opt_filter: Option<&BooleanArray>,
-        total_num_groups: usize,
-    ) -> Result<()> {
-        self.inner.update_batch(values, group_indices, opt_filter, total_num_groups)
-    }
-
-    fn merge_batch(&mut self, values: &[ArrayRef], group_indices: &[usize], total_num_groups: usize) -> Result<()> {
-        self.inner.merge_batch(values, group_indices, total_num_groups)
-    }
-
-    fn convert_to_state(&self, values: &[ArrayRef], opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
-        self.inner.convert_to_state(values, opt_filter)
-    }
-
-    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        let totals = self.inner.evaluate(emit_to)?;
-        for total in totals.as_primitive::<Decimal128Type>().iter().flatten() {
-            in_range(total, &self.bound)?;
-        }
-        Ok(totals)
-    }
-
-    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
-        self.inner.state(emit_to)
-    }
-
-    fn size(&self) -> usize {
-        self.inner.size()
+        size_of::<Self>() + self.counts.capacity() * (size_of::<i128>() + size_of::<usize>())
     }
 }
 
@@ -342,20 +546,60 @@ mod tests {
         Arc::new(Int64Array::from(values.to_vec()))
     }
 
+    fn decimals(values: &[i128]) -> ArrayRef {
+        Arc::new(Decimal128Array::from(values.to_vec()).with_precision_and_scale(38, 0).unwrap())
+    }
+
+    const DECIMAL_38: Totals = Totals::Decimal { precision: 38, scale: 0 };
+
     /// Spark 4.3: `sum` of 9223372036854775807 and 1 fails with ARITHMETIC_OVERFLOW; groups that
     /// stay in range, and groups of NULLs, answer as before.
     #[test]
     fn a_total_past_bigint_fails_and_others_add_up() {
-        let mut groups = CheckedGroupSums::default();
+        let mut groups = GroupTotals::new(Totals::Bigint, OnOverflow::Fail);
         groups.update_batch(&[int64s(&[Some(1), Some(2), None, Some(i64::MAX)])], &[0, 0, 1, 2], None, 3).unwrap();
         let totals = groups.evaluate(EmitTo::All).unwrap();
         assert_eq!(totals.as_primitive::<Int64Type>().iter().collect::<Vec<_>>(), [Some(3), None, Some(i64::MAX)]);
         let error = groups.update_batch(&[int64s(&[Some(i64::MAX), Some(1)])], &[0, 0], None, 1).unwrap_err();
         assert!(error.to_string().contains("[ARITHMETIC_OVERFLOW] overflow. Use 'try_add'"), "{error}");
 
-        let mut total = CheckedSum::default();
+        let mut total = Total::new(Totals::Bigint, OnOverflow::Fail);
         total.update_batch(&[int64s(&[Some(i64::MIN), None])]).unwrap();
         assert_eq!(total.evaluate().unwrap(), ScalarValue::Int64(Some(i64::MIN)));
         assert!(total.merge_batch(&[int64s(&[Some(-1)])]).is_err());
+    }
+
+    /// Two DECIMAL(38)s of 10^38 - 1 pass 128 bits' range, and the third brings the total back:
+    /// Spark answers 10^38 - 1. Without the third, both fail; `try_sum` gives NULL.
+    #[test]
+    fn a_decimal_total_may_pass_128_bits_and_come_back() {
+        let largest = 10i128.pow(38) - 1;
+        let mut total = Total::new(DECIMAL_38, OnOverflow::Fail);
+        total.update_batch(&[decimals(&[largest, largest, -largest])]).unwrap();
+        assert_eq!(total.evaluate().unwrap(), ScalarValue::Decimal128(Some(largest), 38, 0));
+
+        let mut groups = GroupTotals::new(DECIMAL_38, OnOverflow::Fail);
+        groups.update_batch(&[decimals(&[largest, largest, 1, largest])], &[0, 0, 1, 1], None, 2).unwrap();
+        let error = groups.state(EmitTo::First(1)).unwrap_err();
+        assert!(error.to_string().contains("[ARITHMETIC_OVERFLOW] Overflow in sum of decimals"), "{error}");
+        let error = groups.evaluate(EmitTo::All).unwrap_err();
+        assert!(error.to_string().contains("[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]"), "{error}");
+
+        let mut tried = GroupTotals::new(DECIMAL_38, OnOverflow::Null);
+        tried.update_batch(&[decimals(&[largest, largest, 1])], &[0, 0, 1], None, 2).unwrap();
+        let totals = tried.evaluate(EmitTo::All).unwrap();
+        assert_eq!(totals.as_primitive::<Decimal128Type>().iter().collect::<Vec<_>>(), [None, Some(1)]);
+    }
+
+    /// A DISTINCT total adds each value once, checked as the others.
+    #[test]
+    fn a_distinct_total_counts_each_value_once() {
+        let mut total = DistinctTotal { totals: Totals::Bigint, on_overflow: OnOverflow::Fail, counts: HashMap::new() };
+        total.update_batch(&[int64s(&[Some(i64::MAX), Some(i64::MAX), None])]).unwrap();
+        assert_eq!(total.evaluate().unwrap(), ScalarValue::Int64(Some(i64::MAX)));
+        total.update_batch(&[int64s(&[Some(1)])]).unwrap();
+        assert!(total.evaluate().is_err());
+        total.retract_batch(&[int64s(&[Some(1)])]).unwrap();
+        assert_eq!(total.evaluate().unwrap(), ScalarValue::Int64(Some(i64::MAX)));
     }
 }

@@ -1,0 +1,30 @@
+//! Spark's `abs` under ANSI mode: the absolute value of an integer type's least value does not
+//! fit the type and fails with ARITHMETIC_OVERFLOW (22003), as `-x` does; DataFusion's `abs`
+//! returns the value itself. Everything else is DataFusion's `abs`.
+
+use std::sync::Arc;
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
+
+use super::overridden::{Invoke, overridden};
+use crate::planner::ansi_arithmetic::fail_on_least_integer;
+
+/// DataFusion's `abs`, checked.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CheckedAbs;
+
+/// The session's `abs`, or `None` if DataFusion's is not registered.
+pub fn spark_abs(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>) -> Option<ScalarUDF> {
+    overridden(lookup("abs"), CheckedAbs)
+}
+
+impl Invoke for CheckedAbs {
+    fn invoke(&self, inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [value] = ColumnarValue::values_to_arrays(&args.args)?
+            .try_into()
+            .map_err(|_| DataFusionError::Plan("abs takes one argument".to_string()))?;
+        fail_on_least_integer(&value)?;
+        inner.invoke_with_args(args)
+    }
+}
