@@ -13,6 +13,7 @@ pub(crate) mod grouping_limits;
 pub mod history;
 pub(crate) mod interrupt;
 pub(crate) mod names;
+pub(crate) mod outer_join_using;
 pub(crate) mod output;
 pub(crate) mod pg_catalog;
 pub(crate) mod rewrite;

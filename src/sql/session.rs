@@ -21,7 +21,9 @@ use super::activity::Backend;
 use super::dialect::{BucketSqlStatement, parse_sql};
 use super::engine::Engine;
 use super::history::RunningStatement;
-use super::{functions, grouping_functions, grouping_limits, interrupt, pg_catalog, rewrite, tuple_in_subquery};
+use super::{
+    functions, grouping_functions, grouping_limits, interrupt, outer_join_using, pg_catalog, rewrite, tuple_in_subquery,
+};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::config::{self, Isolation, SparkConf};
 use crate::error::SqlError;
@@ -112,6 +114,7 @@ impl Session {
             rewrite::rewrite(&mut stmt);
             grouping_functions::rewrite(&mut stmt);
             tuple_in_subquery::rewrite(&mut stmt);
+            outer_join_using::rewrite(&mut stmt);
             Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
         })
         .await?;
