@@ -3,8 +3,9 @@
 //! -0.0 equals 0.0. Arrow compares them in IEEE 754's total order, where a NaN with its sign bit
 //! set is below every number, and such a NaN is what the processor makes of `inf * 0`,
 //! `inf - inf` or `-x` of a NaN; and Arrow hashes -0.0 and 0.0 apart. So, as Spark does:
-//! - a FLOAT or DOUBLE grouping key, join key, or DISTINCT column (of a DISTINCT aggregate, or of
-//!   SELECT DISTINCT) is made the one NaN, and 0.0 for -0.0, before it is hashed or compared:
+//! - a FLOAT or DOUBLE grouping key, join key, window partition key, or DISTINCT column (of a
+//!   DISTINCT aggregate, or of SELECT DISTINCT) is made the one NaN, and 0.0 for -0.0, before it
+//!   is hashed or compared:
 //!   NaN and -NaN form one group, -0.0 and 0.0 another, whose key is 0.0;
 //! - a computed FLOAT or DOUBLE compared in a condition is normalised the same way;
 //! - a NaN a projection, an aggregate's argument or a sort key computes is made the one NaN (a
@@ -13,7 +14,7 @@
 //! Where we differ: columns and literals (cast or not) are compared and sorted as they are, so
 //! that filters on them still prune files and row groups and a table's sort order still serves:
 //! a column holding a NaN with its sign bit set (stored from such a computation) compares and
-//! sorts below every number. Window partitions and GROUPING SETS keys are not normalised (see
+//! sorts below every number. GROUPING SETS keys are not normalised (see
 //! `docs/spark-differences.md`). EXPLAIN shows the normalisation where Spark's does, on keys.
 
 use std::sync::{Arc, LazyLock};
@@ -71,7 +72,8 @@ fn normalized_keys(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     match plan {
         LogicalPlan::Aggregate(_) => map_expressions_keeping_names(plan, |expr| match expr {
             Expr::AggregateFunction(mut aggregate) => {
-                let distinct = aggregate.params.distinct;
+                // `collect_set` keeps distinct values, as a DISTINCT aggregate does.
+                let distinct = aggregate.params.distinct || aggregate.func.name() == "collect_set";
                 let normalizes = |arg: &Expr| if distinct { floating(arg) } else { computed(arg) };
                 if !aggregate.params.args.iter().any(normalizes) {
                     return Ok(Transformed::no(Expr::AggregateFunction(aggregate)));
@@ -102,6 +104,15 @@ fn normalized_keys(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 }
                 other => Ok(Transformed::no(other)),
             }),
+        }),
+        // A window function's FLOAT and DOUBLE partition keys.
+        LogicalPlan::Window(_) => map_expressions_keeping_names(plan, |expr| match expr {
+            Expr::WindowFunction(mut window) if window.params.partition_by.iter().any(&floating) => {
+                let keys = std::mem::take(&mut window.params.partition_by);
+                window.params.partition_by = keys.into_iter().map(|k| if floating(&k) { key(k) } else { k }).collect();
+                Ok(Transformed::yes(Expr::WindowFunction(window)))
+            }
+            other => Ok(Transformed::no(other)),
         }),
         LogicalPlan::Projection(_) | LogicalPlan::Sort(_) => {
             map_expressions_keeping_names(plan, |expr| match computed(&expr) {

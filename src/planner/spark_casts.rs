@@ -8,6 +8,9 @@
 //!   and the zone;
 //! - a FLOAT or DOUBLE cast to a string is Java's text of it (`1.0E7`, `100.0`), where Arrow's
 //!   is `10000000` and `100`;
+//! - a FLOAT or DOUBLE cast to DECIMAL goes through its shortest decimal text, rounded half up
+//!   to the scale (so 688.25 stays 688.25), and NaN and the infinities become NULL, where Arrow
+//!   multiplies in binary and fails on NaN;
 //! - a DECIMAL cast to BOOLEAN is whether it is not 0, and a BOOLEAN cast to DECIMAL is 1 or 0,
 //!   where Arrow has no such casts;
 //! - a DATE cast to a number or back, and a DATE or TIMESTAMP cast to BOOLEAN or back, are
@@ -86,6 +89,7 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         (DataType::Float32 | DataType::Float64, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => {
             recast(conversion(Conversion::FloatText), to)
         }
+        (DataType::Float32 | DataType::Float64, t) if t.is_decimal() => recast(conversion(Conversion::DecimalText), to),
         (f, DataType::Boolean) if f.is_decimal() => {
             operand.clone().not_eq(Expr::Cast(Cast::new(Box::new(lit(0i64)), f.clone())))
         }
@@ -134,15 +138,20 @@ enum Conversion {
     Text,
     /// A FLOAT or DOUBLE as Java prints it (`1.0E7`, `0.001`, `NaN`).
     FloatText,
+    /// A FLOAT or DOUBLE as the shortest decimal that reads back as it (`688.25`, `0.0000001`),
+    /// NULL for NaN and the infinities: Spark casts a DOUBLE to a DECIMAL through that decimal
+    /// (`BigDecimal(d.toString)`), where Arrow multiplies in binary (688.249999999999934464).
+    DecimalText,
 }
 
-const ALL_CONVERSIONS: [Conversion; 6] = [
+const ALL_CONVERSIONS: [Conversion; 7] = [
     Conversion::WholeSeconds,
     Conversion::Seconds,
     Conversion::ExactSeconds,
     Conversion::FromSeconds,
     Conversion::Text,
     Conversion::FloatText,
+    Conversion::DecimalText,
 ];
 
 /// Each conversion's function, failing on values that do not fit, then each returning NULL.
@@ -183,6 +192,7 @@ impl ScalarUDFImpl for TimestampConversion {
             Conversion::FromSeconds => "seconds_timestamp",
             Conversion::Text => "timestamp_text",
             Conversion::FloatText => "float_text",
+            Conversion::DecimalText => "float_decimal_text",
         }
     }
 
@@ -195,7 +205,7 @@ impl ScalarUDFImpl for TimestampConversion {
             Conversion::WholeSeconds | Conversion::FromSeconds => DataType::Int64,
             Conversion::Seconds => DataType::Float64,
             Conversion::ExactSeconds => DataType::Decimal128(38, 6),
-            Conversion::Text | Conversion::FloatText => DataType::Utf8,
+            Conversion::Text | Conversion::FloatText | Conversion::DecimalText => DataType::Utf8,
         })
     }
 
@@ -227,6 +237,15 @@ impl ScalarUDFImpl for TimestampConversion {
             Conversion::FromSeconds => Arc::new(self.micros_of_seconds(&value)?),
             Conversion::Text => Arc::new(text_of(&value)?),
             Conversion::FloatText => Arc::new(float_text_of(&value)?),
+            Conversion::DecimalText => {
+                let doubles = cast(&value, &DataType::Float64)?;
+                let text: StringArray = doubles
+                    .as_primitive::<Float64Type>()
+                    .iter()
+                    .map(|d| d.filter(|d| d.is_finite()).map(|d| d.to_string()))
+                    .collect();
+                Arc::new(text)
+            }
         };
         shaped_like(&args.args[0], converted)
     }

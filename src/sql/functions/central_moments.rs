@@ -1,7 +1,9 @@
-//! Spark's `skewness` and `kurtosis` (`CentralMomentAgg`), which DataFusion lacks: DOUBLEs of
-//! a group's third and fourth central moments, updated and merged with Spark's own formulas, so
-//! the answers agree to the last digits. NULL for no rows, and for a group whose values are
-//! all equal (Spark 4, where `spark.sql.legacy.statisticalAggregate` is off).
+//! Spark's `CentralMomentAgg` family: `skewness` and `kurtosis`, which DataFusion lacks, and
+//! `var_pop`, `var_samp`, `stddev_pop` and `stddev`, whose DataFusion forms add up otherwise
+//! (the variance of equal values came out 5e-29, not 0). DOUBLEs of a group's central moments,
+//! updated and merged with Spark's own formulas, so the answers agree to the last digits. NULL
+//! for no rows; NULL where Spark 4 divides by zero (`spark.sql.legacy.statisticalAggregate`
+//! off): a sample statistic of one row, skewness and kurtosis of equal values.
 
 use std::sync::Arc;
 
@@ -19,21 +21,33 @@ use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Sign
 enum Statistic {
     Skewness,
     Kurtosis,
+    VariancePop,
+    VarianceSamp,
+    StddevPop,
+    StddevSamp,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct CentralMoment {
     statistic: Statistic,
     signature: Signature,
+    aliases: Vec<String>,
 }
 
-/// `skewness` and `kurtosis`, to register on a session.
-pub fn spark_central_moments() -> [AggregateUDF; 2] {
-    [Statistic::Skewness, Statistic::Kurtosis].map(|statistic| {
-        AggregateUDF::new_from_impl(CentralMoment {
-            statistic,
-            signature: Signature::numeric(1, Volatility::Immutable),
-        })
+/// The family's functions, to register on a session.
+pub fn spark_central_moments() -> [AggregateUDF; 6] {
+    let statistics: [(Statistic, &[&str]); 6] = [
+        (Statistic::Skewness, &[]),
+        (Statistic::Kurtosis, &[]),
+        (Statistic::VariancePop, &["var_population"]),
+        (Statistic::VarianceSamp, &["var", "var_sample"]),
+        (Statistic::StddevPop, &[]),
+        (Statistic::StddevSamp, &["stddev_samp", "std"]),
+    ];
+    statistics.map(|(statistic, aliases)| {
+        let signature = Signature::numeric(1, Volatility::Immutable);
+        let aliases = aliases.iter().map(|a| a.to_string()).collect();
+        AggregateUDF::new_from_impl(CentralMoment { statistic, signature, aliases })
     })
 }
 
@@ -45,7 +59,15 @@ impl AggregateUDFImpl for CentralMoment {
         match self.statistic {
             Statistic::Skewness => "skewness",
             Statistic::Kurtosis => "kurtosis",
+            Statistic::VariancePop => "var_pop",
+            Statistic::VarianceSamp => "var_samp",
+            Statistic::StddevPop => "stddev_pop",
+            Statistic::StddevSamp => "stddev",
         }
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
     }
 
     fn signature(&self) -> &Signature {
@@ -114,12 +136,19 @@ impl Moments {
     }
 
     fn result(&self) -> Option<f64> {
-        if self.n == 0.0 || self.m2 == 0.0 {
+        let (n, m2) = (self.n, self.m2);
+        let sample = matches!(self.statistic, Statistic::VarianceSamp | Statistic::StddevSamp);
+        let higher = matches!(self.statistic, Statistic::Skewness | Statistic::Kurtosis);
+        if n == 0.0 || (sample && n == 1.0) || (higher && m2 == 0.0) {
             return None;
         }
         Some(match self.statistic {
-            Statistic::Skewness => self.n.sqrt() * self.m3 / (self.m2 * self.m2 * self.m2).sqrt(),
-            Statistic::Kurtosis => self.n * self.m4 / (self.m2 * self.m2) - 3.0,
+            Statistic::Skewness => n.sqrt() * self.m3 / (m2 * m2 * m2).sqrt(),
+            Statistic::Kurtosis => n * self.m4 / (m2 * m2) - 3.0,
+            Statistic::VariancePop => m2 / n,
+            Statistic::VarianceSamp => m2 / (n - 1.0),
+            Statistic::StddevPop => (m2 / n).sqrt(),
+            Statistic::StddevSamp => (m2 / (n - 1.0)).sqrt(),
         })
     }
 }
@@ -178,6 +207,9 @@ mod tests {
             }
         }
         assert_eq!(moments_of(Statistic::Kurtosis, &[5.0, 5.0]).result(), None);
+        assert_eq!(moments_of(Statistic::VariancePop, &[100.001; 3]).result(), Some(0.0));
+        assert_eq!(moments_of(Statistic::VarianceSamp, &[1.0, 2.0, 3.0, 10.0]).result(), Some(16.666666666666668));
+        assert_eq!(moments_of(Statistic::StddevSamp, &[4.0]).result(), None);
         assert_eq!(moments_of(Statistic::Skewness, &[]).result(), None);
     }
 }

@@ -2,7 +2,7 @@
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `abs` failing on overflow,
 //! `ceil` and `floor` of floats as checked BIGINTs, `typeof`, `months_between`,
-//! `percentile_approx`, `skewness`, `kurtosis`, `initcap`, `div` and
+//! `percentile_approx`, `skewness`, `kurtosis` and the variance family, `initcap`, `div` and
 //! `try_add`/`try_subtract`/`try_multiply`, `sum` and `try_sum` with checked BIGINT and DECIMAL
 //! totals, `avg` of DECIMALs as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod`
 //! failing on a zero divisor, `locate`, `date_format` and `from_unixtime` with Spark's datetime

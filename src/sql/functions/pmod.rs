@@ -23,10 +23,9 @@ pub fn spark_pmod(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>) -> Option<Sca
 
 impl Invoke for ZeroDivisorFails {
     fn invoke(&self, inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        if let [dividend, divisor] = args.args.as_slice() {
-            let rows = 1.max(args.number_rows);
-            let dividends = dividend.to_array(rows)?;
-            let divisors = cast(&divisor.to_array(rows)?, &DataType::Float64)?;
+        // Columns of one length: a scalar beside a column is repeated, two scalars are one row.
+        if let Ok([dividends, divisors]) = <[_; 2]>::try_from(ColumnarValue::values_to_arrays(&args.args)?) {
+            let divisors = cast(&divisors, &DataType::Float64)?;
             let divisors = divisors.as_primitive::<Float64Type>();
             // A NULL dividend gives NULL before the divisor is looked at.
             let zero_divisor =
