@@ -1,7 +1,7 @@
 //! Operators of our own, where Spark's semantics differ from DataFusion's: the bucketed file
 //! scan, the exchanges that use Spark's hash, the query stages and reads of adaptive
 //! execution, Spark's `range()` relation, reading a global sort's partitions in order, and the
-//! runtime statements run on.
+//! runtime statements run on, and the rows of Spark's generators.
 
 pub(crate) mod aqe_shuffle_read;
 pub(crate) mod broadcast_exchange;
@@ -12,6 +12,7 @@ pub mod executor;
 pub(crate) mod expand;
 pub(crate) mod file_partition;
 pub(crate) mod file_source_scan;
+pub mod generate;
 pub(crate) mod hash_aggregate;
 pub(crate) mod join;
 pub(crate) mod join_spec;

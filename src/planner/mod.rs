@@ -20,6 +20,7 @@ pub mod ensure_requirements;
 pub(crate) mod expression_rule;
 pub mod extract_equi_join_keys;
 pub mod file_source_strategy;
+pub mod generate;
 pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
@@ -68,6 +69,7 @@ use cooperative_joins::cooperative_joins;
 use decimal_precision::DecimalPrecision;
 use division::Division;
 use ensure_requirements::ensure_requirements;
+use generate::Generate;
 use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
@@ -84,7 +86,8 @@ use union_output_nullability::UnionOutputNullability;
 use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 use widen_set_operation_types::WidenSetOperationTypes;
 
-/// DataFusion's analyzer rules, with Spark's choice of DOUBLE over DECIMAL, then its
+/// DataFusion's analyzer rules, after Spark's `Generate` (which replaces a join DataFusion
+/// cannot run), with Spark's choice of DOUBLE over DECIMAL, then its
 /// fractional `/`, made before its type coercion, ANSI mode's checked integral arithmetic
 /// after it (when both operands have one type), then Spark's `RewriteExceptAll` and
 /// `RewriteIntersectAll`: Spark runs them first in its optimizer, and only before
@@ -93,6 +96,7 @@ use widen_set_operation_types::WidenSetOperationTypes;
 /// type. `NormalizeNaNAndZero` comes last, once set operations are told by their plain keys.
 pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     let mut rules = Analyzer::new().rules;
+    rules.insert(0, Arc::new(Generate));
     let coercion = |rules: &[Arc<dyn AnalyzerRule + Send + Sync>]| {
         rules.iter().position(|rule| rule.name() == "type_coercion").unwrap_or(rules.len())
     };

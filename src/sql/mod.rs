@@ -8,6 +8,7 @@ pub(crate) mod dialect;
 pub(crate) mod dispatch;
 pub mod engine;
 pub(crate) mod functions;
+pub(crate) mod generators;
 pub(crate) mod grouping_functions;
 pub(crate) mod grouping_limits;
 pub mod history;

@@ -24,10 +24,12 @@
 //! - `substr` and `substring` call Spark's `substring` (position 0 is the first character, a
 //!   negative one counts from the end), where DataFusion plans PostgreSQL's; `isnan(x)` is
 //!   false for NULL, as Spark's.
-//! - `sign`, `some`, `any`, `every`, `startswith`, `endswith`, `sort_array` and `variance` are
-//!   DataFusion's `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with`, `array_sort` and
-//!   `var_samp`; `try_divide` and `try_mod` are `a / b` and `a % b` where `b` is not 0, `mod`
-//!   is `a % b`, `positive(x)` is `x` and `negative(x)` is `-x`; `approx_count_distinct` counts
+//! - A subscript `c[k]` is Spark's (`get_item`): an array's counts from 0 and fails past the end.
+//! - `struct(a, b + 1)` names its fields `a` and `col2`, as Spark's does (DataFusion's `c0`, `c1`).
+//! - `sign`, `some`, `any`, `every`, `startswith`, `endswith` and `variance` are
+//!   DataFusion's `signum`, `bool_or`, `bool_and`, `starts_with`, `ends_with` and `var_samp`;
+//!   `sort_array` sorts NULLs first ascending and last descending; `size` of NULL is NULL;
+//!   `try_divide` and `try_mod` are `a / b` and `a % b` where `b` is not 0, `mod` is `a % b`, `positive(x)` is `x` and `negative(x)` is `-x`; `approx_count_distinct` counts
 //!   exactly; `regexp_replace` replaces every match, as Spark's; `date_trunc` of a DATE
 //!   truncates it as a TIMESTAMP, as Spark's does.
 //! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
@@ -46,16 +48,17 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CaseWhen, CastKind, CeilFloorKind, DataType, DateTimeField, DuplicateTreatment, ExactNumberInfo,
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, GroupByExpr, Ident,
-    LimitClause, ObjectName, OrderBy, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
-    TimezoneInfo, TypedString, UnaryOperator, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
-    visit_expressions,
+    AccessExpr, BinaryOperator, CaseWhen, CastKind, CeilFloorKind, DataType, DateTimeField, DuplicateTreatment,
+    ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
+    GroupByExpr, Ident, LimitClause, ObjectName, OrderBy, OrderByKind, Query, Select, SelectItem, SetExpr, Statement,
+    Subscript, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value, VisitMut, VisitorMut, WindowFrameBound,
+    WindowType, visit_expressions,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 use super::functions::datetime_pattern::chrono_format;
+use super::functions::element_at::SUBSCRIPT;
 
 pub fn rewrite(statement: &mut Statement) {
     match statement {
@@ -221,6 +224,33 @@ impl VisitorMut for SparkOperators {
             Expr::Function(function) if let Some(name) = spark_name(function) => {
                 function.name = ObjectName::from(vec![Ident::new(name)]);
             }
+            // Spark's `sort_array(a, asc)`: NULLs first ascending, last descending.
+            Expr::Function(function) if is_function(function, "sort_array") => {
+                if let Some(args) = arguments(function)
+                    && let Some(array) = args.first()
+                {
+                    let ascending = match args.get(1) {
+                        None => Some(true),
+                        Some(Expr::Value(value)) => match value.value {
+                            Value::Boolean(ascending) => Some(ascending),
+                            _ => None,
+                        },
+                        Some(_) => None,
+                    };
+                    if let Some(ascending) = ascending {
+                        let (order, nulls) = if ascending { ("ASC", "NULLS FIRST") } else { ("DESC", "NULLS LAST") };
+                        let text = |t: &str| Expr::value(Value::SingleQuotedString(t.to_string()));
+                        *expr = function_call("array_sort", vec![array.clone(), text(order), text(nulls)]);
+                    }
+                }
+            }
+            // Spark's `size` of NULL is NULL under ANSI mode (datafusion-spark's is -1).
+            Expr::Function(function) if is_function(function, "size") || is_function(function, "cardinality") => {
+                if let Some(collection) = single_argument(function) {
+                    let call = function_call("size", vec![collection.clone()]);
+                    *expr = case_when(Expr::IsNotNull(Box::new(collection)), call, None);
+                }
+            }
             // Spark's replaces every match; DataFusion's only the first, unless told `g`.
             Expr::Function(function) if is_function(function, "regexp_replace") => {
                 if let FunctionArguments::List(list) = &mut function.args
@@ -266,6 +296,39 @@ impl VisitorMut for SparkOperators {
                     };
                     list.args[0] = FunctionArg::Unnamed(FunctionArgExpr::Expr(case_when(positive, x, None)));
                 }
+            }
+            // Spark's subscript `c[k]` counts an array from 0 and fails past its end.
+            Expr::CompoundFieldAccess { root, access_chain }
+                if access_chain.iter().any(|a| matches!(a, AccessExpr::Subscript(Subscript::Index { .. }))) =>
+            {
+                let mut value = Some((**root).clone());
+                for access in access_chain.iter() {
+                    value = value.and_then(|value| match access {
+                        AccessExpr::Subscript(Subscript::Index { index }) => {
+                            Some(function_call(SUBSCRIPT, vec![value, index.clone()]))
+                        }
+                        AccessExpr::Dot(Expr::Identifier(field)) => Some(function_call(
+                            "get_field",
+                            vec![value, Expr::value(Value::SingleQuotedString(field.value.clone()))],
+                        )),
+                        _ => None,
+                    });
+                }
+                if let Some(value) = value {
+                    *expr = value;
+                }
+            }
+            // Spark's `struct(a, b + 1)` names a field after the column it is, else `col2`.
+            Expr::Struct { values, fields } if fields.is_empty() => {
+                let named = values.iter().enumerate().flat_map(|(i, arg)| {
+                    let name = match arg {
+                        Expr::Identifier(column) => column.value.clone(),
+                        Expr::CompoundIdentifier(parts) => parts.last().map_or(String::new(), |p| p.value.clone()),
+                        _ => format!("col{}", i + 1),
+                    };
+                    [Expr::value(Value::SingleQuotedString(name)), arg.clone()]
+                });
+                *expr = function_call("named_struct", named.collect());
             }
             // Spark's `count_if(p)`: the rows where `p` is true, a BIGINT.
             Expr::Function(function) if is_function(function, "count_if") => {
@@ -401,14 +464,13 @@ fn number(digits: &str) -> Expr {
 
 /// DataFusion's name for a Spark function it has under another name.
 fn spark_name(function: &Function) -> Option<&'static str> {
-    const NAMES: [(&str, &str); 8] = [
+    const NAMES: [(&str, &str); 7] = [
         ("sign", "signum"),
         ("some", "bool_or"),
         ("any", "bool_or"),
         ("every", "bool_and"),
         ("startswith", "starts_with"),
         ("endswith", "ends_with"),
-        ("sort_array", "array_sort"),
         ("variance", "var_samp"),
     ];
     NAMES.iter().find(|(spark, _)| is_function(function, spark)).map(|(_, ours)| *ours)

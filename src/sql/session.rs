@@ -22,7 +22,8 @@ use super::dialect::{BucketSqlStatement, parse_sql};
 use super::engine::Engine;
 use super::history::RunningStatement;
 use super::{
-    functions, grouping_functions, grouping_limits, interrupt, outer_join_using, pg_catalog, rewrite, tuple_in_subquery,
+    functions, generators, grouping_functions, grouping_limits, interrupt, outer_join_using, pg_catalog, rewrite,
+    tuple_in_subquery,
 };
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::config::{self, Isolation, SparkConf};
@@ -111,6 +112,7 @@ impl Session {
         let plan = interrupt::off_workers(async move {
             grouping_limits::check(&stmt)?;
             pg_catalog::rewrite::rewrite(&mut stmt);
+            generators::rewrite(&mut stmt)?;
             rewrite::rewrite(&mut stmt);
             grouping_functions::rewrite(&mut stmt);
             tuple_in_subquery::rewrite(&mut stmt);

@@ -1,12 +1,15 @@
 //! Lists as PostgreSQL arrays: one-dimensional with lower bound 1, in the
 //! text form of `array_out` (braces, commas, quoting) or the header and
-//! length-prefixed elements of `array_send`.
+//! length-prefixed elements of `array_send`; a list of lists, maps or structs
+//! is an array of `json`.
 
 use bytes::{BufMut, BytesMut};
 use datafusion::arrow::array::{Array, GenericListArray, OffsetSizeTrait};
+use pgwire::api::Type;
 use pgwire::api::results::FieldFormat;
 use pgwire::error::PgWireResult;
 
+use super::json::{is_nested, json_writer};
 use super::types::pg_type;
 use super::user_error;
 use super::value_writer::{ValueWriter, put_length_prefixed};
@@ -19,11 +22,13 @@ pub(super) fn list_writer<'a, O: OffsetSizeTrait>(
     format: FieldFormat,
     value_writer: fn(&'a dyn Array, FieldFormat) -> PgWireResult<ValueWriter<'a>>,
 ) -> PgWireResult<ValueWriter<'a>> {
-    // Rejects nested lists, which have no PostgreSQL array type.
-    pg_type(list.data_type())?;
     let values = list.values();
-    let element_oid = pg_type(values.data_type())?.oid();
-    let element = value_writer(values.as_ref(), format)?;
+    // Lists of lists, maps or structs are arrays of `json`.
+    let (element_oid, element) = if is_nested(values.data_type()) {
+        (Type::JSON.oid(), json_writer(values.as_ref(), value_writer)?)
+    } else {
+        (pg_type(values.data_type())?.oid(), value_writer(values.as_ref(), format)?)
+    };
     let nulls = values.logical_nulls();
     let offsets = list.value_offsets();
     Ok(Box::new(move |i, buf| {

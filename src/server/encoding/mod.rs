@@ -7,7 +7,8 @@
 //! way, into `ScalarValue`s for DataFusion.
 //!
 //! - `types`: which PostgreSQL type each Arrow type is sent as, RowDescription fields, format codes.
-//! - `writers`: per-column value writers and [`encode_batch`]; `arrays` for lists; `value_writer`
+//! - `writers`: per-column value writers and [`encode_batch`]; `arrays` for lists, `json` for
+//!   maps and structs; `value_writer`
 //!   for what every writer is and how values go into a row.
 //! - `float`, `numeric`, `datetime`: PostgreSQL's text and binary forms of those values.
 //! - `params`: Bind parameters, read by `text_values` or `binary_values` (which binary COPY shares),
@@ -17,6 +18,7 @@ mod arrays;
 mod binary_values;
 mod datetime;
 mod float;
+mod json;
 mod numeric;
 mod param_error;
 mod params;

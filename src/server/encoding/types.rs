@@ -101,8 +101,8 @@ mod tests {
 
     use std::sync::Arc;
 
-    use datafusion::arrow::array::{Array, ListArray};
-    use datafusion::arrow::datatypes::{Field, Int32Type, IntervalUnit};
+    use datafusion::arrow::array::new_empty_array;
+    use datafusion::arrow::datatypes::{Field, IntervalUnit, UnionFields, UnionMode};
 
     use super::super::test_support::code;
 
@@ -111,6 +111,8 @@ mod tests {
         let utf8_list = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
         let cases = [
             (DataType::Boolean, Type::BOOL),
+            (DataType::Struct(vec![Field::new("a", DataType::Int32, true)].into()), Type::JSON),
+            (DataType::List(Arc::new(Field::new("item", utf8_list.clone(), true))), Type::JSON_ARRAY),
             (DataType::Int8, Type::INT2),
             (DataType::Int16, Type::INT2),
             (DataType::UInt8, Type::INT2),
@@ -153,26 +155,19 @@ mod tests {
 
     #[test]
     fn rejects_unsupported_types_with_0a000() {
-        let nested = DataType::List(Arc::new(Field::new(
-            "item",
-            DataType::List(Arc::new(Field::new("item", DataType::Int32, true))),
-            true,
-        )));
-        let strukt = DataType::Struct(vec![Field::new("a", DataType::Int32, true)].into());
-        for dt in [nested, strukt] {
+        let union = DataType::Union(
+            UnionFields::from_iter([(0, Arc::new(Field::new("a", DataType::Int32, true)))]),
+            UnionMode::Sparse,
+        );
+        let listed = DataType::List(Arc::new(Field::new("item", union.clone(), true)));
+        for dt in [union, listed.clone()] {
             let PgWireError::UserError(info) = pg_type(&dt).unwrap_err() else {
                 panic!("not a user error");
             };
             assert_eq!(info.code, "0A000");
             assert!(info.message.contains(&dt.to_string()), "{}", info.message);
         }
-        let nested_list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(1)])]);
-        let nested = ListArray::new(
-            Arc::new(Field::new("item", nested_list.data_type().clone(), true)),
-            datafusion::arrow::buffer::OffsetBuffer::from_lengths([1]),
-            Arc::new(nested_list),
-            None,
-        );
+        let nested = new_empty_array(&listed);
         let schema = Schema::new(vec![Field::new("c", nested.data_type().clone(), true)]);
         assert_eq!(code(field_infos(&schema, &Format::UnifiedText)), "0A000");
     }

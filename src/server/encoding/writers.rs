@@ -1,6 +1,6 @@
 //! Result rows as `DataRow`s: one writer per column, built once from the
 //! downcast Arrow array and then called for each row, writing the value's
-//! text or binary form. Numerics, floats, dates and times, and arrays have
+//! text or binary form. Numerics, floats, dates and times, arrays and JSON have
 //! their own files; this one holds the dispatch and the simple types.
 
 use std::fmt;
@@ -24,6 +24,7 @@ use pgwire::messages::data::DataRow;
 use super::arrays::list_writer;
 use super::datetime::{MSECS_PER_DAY, USECS_PER_SEC, date_writer, interval_writer, time_writer, timestamp_writer};
 use super::float::write_float;
+use super::json::json_writer;
 use super::numeric::{decimal_writer, decimal256_writer};
 use super::types::unsupported_type;
 use super::user_error;
@@ -217,6 +218,7 @@ fn value_writer<'a>(array: &'a dyn Array, format: FieldFormat) -> PgWireResult<V
             let a = array.as_primitive::<DurationNanosecondType>();
             interval_writer(move |i| Some((0, 0, a.value(i) / 1000)), text)
         }
+        DataType::Map(..) | DataType::Struct(_) => json_writer(array, value_writer)?,
         DataType::List(_) => list_writer(array.as_list::<i32>(), format, value_writer)?,
         DataType::LargeList(_) => list_writer(array.as_list::<i64>(), format, value_writer)?,
         DataType::Dictionary(_, _) => {

@@ -146,6 +146,12 @@ fn partition_columns(
         names.push(name);
         moved.push(column);
     }
+    if let Some(complex) = moved.iter().find(|c| c.ty.is_complex()) {
+        return Err(SqlError::feature_not_supported(format!(
+            "[INVALID_PARTITION_COLUMN_DATA_TYPE] Cannot use \"{}\" for partition column.",
+            complex.ty.ddl_name()
+        )));
+    }
     if columns.is_empty() {
         return Err(SqlError::new("42P16", "Cannot use all columns for partition columns."));
     }
@@ -210,6 +216,14 @@ fn bucket_spec(
                 "Found duplicate column(s) in the {kind} definition: `{dup}`"
             )));
         }
+    }
+    let complex = bucket_columns.iter().chain(&sort_columns).find_map(|name| {
+        columns.iter().find(|c| &c.name == name && c.ty.is_complex()).map(|c| (name, c.ty.ddl_name()))
+    });
+    if let Some((name, ty)) = complex {
+        return Err(SqlError::feature_not_supported(format!(
+            "bucketing or sorting by column `{name}` of type {ty} is not supported; bucket by columns of simple types"
+        )));
     }
     let partition_list = || partitions.join(", ");
     if let Some(c) = bucket_columns.iter().find(|c| partitions.contains(c)) {
@@ -415,6 +429,12 @@ mod tests {
             ("BOOLEAN", "boolean"),
             ("BINARY", "binary"),
             ("BYTEA", "binary"),
+            ("ARRAY<INT>", "array<int>"),
+            ("ARRAY<ARRAY<DECIMAL(10,2)>>", "array<array<decimal(10,2)>>"),
+            ("MAP<STRING, BIGINT>", "map<string,bigint>"),
+            ("MAP<INT, MAP<STRING, DECIMAL(5,1)>>", "map<int,map<string,decimal(5,1)>>"),
+            ("STRUCT<a: INT, b: STRING>", "struct<a:int,b:string>"),
+            ("STRUCT<`a b`: ARRAY<DATE>, c: STRUCT<d: TIMESTAMP>>", "struct<`a b`:array<date>,c:struct<d:timestamp>>"),
         ];
         for (ddl, expected) in cases {
             let ty = column_type(ddl).unwrap_or_else(|e| panic!("{ddl}: {e}"));
@@ -430,5 +450,12 @@ mod tests {
         assert_eq!(column_type("DECIMAL(39,2)").unwrap_err().code, "22023");
         assert_eq!(column_type("DECIMAL(5,6)").unwrap_err().code, "22023");
         assert_eq!(column_type("WIDGET").unwrap_err().code, "42704");
+        assert_eq!(column_type("ARRAY<WIDGET>").unwrap_err().code, "42704");
+    }
+
+    #[test]
+    fn complex_types_print_as_spark_ddl() {
+        let ddl = "MAP<STRING, ARRAY<STRUCT<`a b`: INT, c: DECIMAL(10,2)>>>";
+        assert_eq!(column_type(ddl).unwrap().ddl_name(), ddl);
     }
 }

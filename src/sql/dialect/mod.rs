@@ -33,6 +33,7 @@ mod create_table;
 mod depth;
 mod describe;
 mod explain;
+mod lateral_view;
 mod minus;
 mod refresh;
 mod show_partitions;
@@ -56,6 +57,8 @@ use create_table::{is_create_table, parse_create_table};
 use describe::parse_describe_table;
 pub use explain::explain_mode;
 use explain::{parse_spark_explain, spark_explain_mode};
+pub use lateral_view::DEFAULT_COLUMNS;
+use lateral_view::mark_unaliased_lateral_views;
 use minus::minus_as_except;
 use refresh::{parse_recover_partitions, parse_refresh_table};
 use show_partitions::parse_show_partitions;
@@ -80,7 +83,7 @@ use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable
 ///   `ALTER TABLE t RECOVER PARTITIONS` parse (see the module documentation for their AST), and a
 ///   bare `RESET` becomes
 ///   [`Statement::Reset`] with [`Reset::ALL`].
-/// * `LONG` is a column type (`BIGINT`), as in Spark.
+/// * `LONG` is a column type (`BIGINT`), as in Spark, and so is `MAP<K, V>`.
 /// * Spark's typed literals (`3Y`, `7S`, `10L`, `2.5F`, `2.5D`, `1.5BD`) are casts of the
 ///   number (see [`typed_literals`]), `a div b` is [`BinaryOperator::MyIntegerDivide`] and
 ///   `MINUS` is `EXCEPT`.
@@ -147,6 +150,11 @@ impl Dialect for BucketSqlDialect {
     }
 
     fn supports_long_type_as_bigint(&self) -> bool {
+        true
+    }
+
+    /// Spark's `MAP<STRING, BIGINT>` column type.
+    fn supports_map_literal_with_angle_brackets(&self) -> bool {
         true
     }
 
@@ -290,7 +298,7 @@ impl Dialect for BucketSqlDialect {
 pub fn parse_sql(sql: &str) -> Result<Vec<BucketSqlStatement>, ParserError> {
     let dialect = BucketSqlDialect;
     let tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location()?;
-    let tokens = cast_typed_literals(tokens)?;
+    let tokens = mark_unaliased_lateral_views(cast_typed_literals(tokens)?);
     depth::check_set_operations(&tokens)?;
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut statements = Vec::new();

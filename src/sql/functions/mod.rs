@@ -2,11 +2,13 @@
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `abs` failing on overflow,
 //! `ceil` and `floor` of floats as checked BIGINTs, `typeof`, `months_between`,
+//! `element_at`, `try_element_at`, `get` and subscripts counted as Spark counts them,
 //! `percentile_approx`, `skewness`, `kurtosis` and the variance family, `initcap`, `div` and
 //! `try_add`/`try_subtract`/`try_multiply`, `sum` and `try_sum` with checked BIGINT and DECIMAL
 //! totals, `avg` of DECIMALs as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod`
 //! failing on a zero divisor, `locate`, `date_format` and `from_unixtime` with Spark's datetime
-//! patterns, and string builders bounded by the memory limit.
+//! patterns, string builders bounded by the memory limit, and the generators (`explode`,
+//! `posexplode`, `inline`, `stack`) where a FROM names them.
 
 mod abs;
 mod avg;
@@ -14,6 +16,7 @@ pub mod bounded_strings;
 mod ceil_floor;
 mod central_moments;
 mod date_format;
+pub mod element_at;
 pub mod datetime_pattern;
 mod initcap;
 mod integral_divide;
@@ -35,6 +38,7 @@ use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
 use crate::planner::ansi_arithmetic::Arithmetic;
+use crate::planner::generate::GeneratorRelations;
 
 pub fn register(ctx: &mut SessionContext) -> Result<()> {
     datafusion_spark::register_all(ctx)?;
@@ -44,6 +48,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     ctx.register_udf(round::spark_bround());
     ctx.register_udf(locate::spark_locate());
     ctx.register_udf(type_of::spark_typeof());
+    for access in element_at::spark_element_access() {
+        ctx.register_udf(access);
+    }
     ctx.register_udf(months_between::spark_months_between());
     ctx.register_udaf(percentile_approx::spark_percentile_approx());
     for moment in central_moments::spark_central_moments() {
@@ -86,5 +93,6 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
         ctx.register_udaf(avg);
     }
     ctx.register_udtf("range", Arc::new(range::SparkRange));
+    ctx.register_relation_planner(Arc::new(GeneratorRelations))?;
     Ok(())
 }

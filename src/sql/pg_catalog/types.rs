@@ -58,6 +58,7 @@ pub const TEXT: i32 = 25;
 pub const TYPES: &[PgType] = &[
     base(16, "bool", "boolean", 1, "B", "c", 1000),
     base(17, "bytea", "bytea", -1, "U", "i", 1001),
+    base(114, "json", "json", -1, "U", "i", 199),
     base(20, "int8", "bigint", 8, "N", "d", 1016),
     base(21, "int2", "smallint", 2, "N", "s", 1005),
     base(23, "int4", "integer", 4, "N", "i", 1007),
@@ -87,15 +88,17 @@ pub fn lookup(oid: i32) -> Option<(&'static PgType, bool)> {
 
 /// The type a column of this Arrow type is sent as, and whether as its array type (for a list).
 /// Only built-in types, since drivers that meet an unknown OID start catalog introspection
-/// this server cannot answer; `None` for what PostgreSQL has no type for (nested lists, structs, ...).
+/// this server cannot answer; `None` for what PostgreSQL has no type for (unions, ...). Maps and
+/// structs go out as `json`, and lists of lists, maps or structs as arrays of `json`.
 pub fn sent_as(dt: &DataType) -> Option<(&'static PgType, bool)> {
     let name = match dt {
         DataType::List(f) | DataType::LargeList(f) => {
             return match sent_as(f.data_type())? {
-                (element, false) => Some((element, true)),
-                (_, true) => None,
+                (element, false) if element.name != "json" => Some((element, true)),
+                _ => named("json").map(|json| (json, true)),
             };
         }
+        DataType::Map(..) | DataType::Struct(_) => "json",
         DataType::Dictionary(_, values) => return sent_as(values),
         DataType::Boolean => "bool",
         // Widened so every value fits; Int8 must not go out as postgres-types' 1-byte `"char"`.
@@ -118,7 +121,11 @@ pub fn sent_as(dt: &DataType) -> Option<(&'static PgType, bool)> {
         DataType::Interval(_) | DataType::Duration(_) => "interval",
         _ => return None,
     };
-    TYPES.iter().find(|t| t.name == name).map(|t| (t, false))
+    named(name).map(|t| (t, false))
+}
+
+fn named(name: &str) -> Option<&'static PgType> {
+    TYPES.iter().find(|t| t.name == name)
 }
 
 /// `atttypmod` of a column of this Arrow type, as PostgreSQL's `make_numeric_typmod` builds it for
