@@ -38,6 +38,8 @@ async def main():
         assert e.sqlstate == "42P01", e.sqlstate
     assert await conn.fetchval("SELECT count(*) FROM t") == 3
     check_rows(await by_k.fetch(2), [ROWS[1]])
+    # A struct in the binary format: json, whose binary form is its text.
+    assert await conn.fetchval("SELECT named_struct('x', 1, 'y', 'z')") == '{"x":1,"y":"z"}'
     await conn.close()
 
 

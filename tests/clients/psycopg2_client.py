@@ -37,5 +37,8 @@ conn.rollback()
 with conn.cursor() as cur:
     cur.execute("SELECT count(*) FROM t")
     check_rows(cur.fetchall(), [(3,)])
+    # Arrays arrive as lists; maps and structs as json, which psycopg2 decodes, json[] too.
+    cur.execute("SELECT array(1, NULL), map('k', 1), named_struct('x', 1.5D, 'y', 'z'), array(map('a', 1))")
+    assert cur.fetchall() == [([1, None], {"k": 1}, {"x": 1.5, "y": "z"}, [{"a": 1}])]
 conn.close()
 print("psycopg2 ok")
