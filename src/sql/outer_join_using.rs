@@ -15,7 +15,7 @@ use datafusion::sql::sqlparser::ast::{
     Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, VisitMut, VisitorMut,
 };
 
-use super::rewrite::{function_call, rewrite_selects};
+use super::rewrite::{function_call, map_outside_subqueries, rewrite_selects};
 
 /// Rewrites the SELECTs of `statement` over a FULL or RIGHT join with USING, and the ORDER BY of
 /// a query over one.
@@ -144,32 +144,11 @@ fn rewrite_select(select: &mut Select) {
 /// `expr` with its unqualified using columns read as Spark reads them; not inside subqueries,
 /// whose names are their own.
 fn replace_using_columns(expr: &mut Expr, using: &UsingColumns) {
-    struct Replace<'a> {
-        using: &'a UsingColumns,
-        depth: usize,
-    }
-    impl VisitorMut for Replace<'_> {
-        type Break = ();
-
-        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-            self.depth += 1;
-            ControlFlow::Continue(())
+    map_outside_subqueries(expr, |expr| {
+        if let Expr::Identifier(ident) = expr
+            && using.is_using(ident)
+        {
+            *expr = Expr::Nested(Box::new(using.reading(ident)));
         }
-
-        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-            self.depth -= 1;
-            ControlFlow::Continue(())
-        }
-
-        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-            if self.depth == 0
-                && let Expr::Identifier(ident) = expr
-                && self.using.is_using(ident)
-            {
-                *expr = Expr::Nested(Box::new(self.using.reading(ident)));
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let _ = expr.visit(&mut Replace { using, depth: 0 });
+    });
 }

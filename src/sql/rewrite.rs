@@ -561,6 +561,36 @@ pub(crate) fn arguments(function: &Function) -> Option<Vec<Expr>> {
         .collect()
 }
 
+/// `f` on `expr` and each expression within it, bottom up, but not inside its subqueries, whose
+/// names and levels are their own.
+pub(crate) fn map_outside_subqueries(expr: &mut Expr, f: impl FnMut(&mut Expr)) {
+    struct OneLevel<F> {
+        depth: usize,
+        f: F,
+    }
+    impl<F: FnMut(&mut Expr)> VisitorMut for OneLevel<F> {
+        type Break = ();
+
+        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if self.depth == 0 {
+                (self.f)(expr);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = expr.visit(&mut OneLevel { depth: 0, f });
+}
+
 /// `visit` on every SELECT of `statement`'s queries, each side of a set operation included.
 pub(crate) fn rewrite_selects(statement: &mut Statement, visit: impl FnMut(&mut Select)) {
     let _ = statement.visit(&mut EachSelect(visit));

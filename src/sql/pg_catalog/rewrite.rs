@@ -38,7 +38,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 use super::oids::{INFORMATION_SCHEMA, PG_CATALOG};
 use super::views::{PG_CATALOG_VIEWS, always_empty};
 use crate::sql::dialect::BucketSqlDialect;
-use crate::sql::rewrite::{for_each_select, function_call};
+use crate::sql::rewrite::{for_each_select, function_call, map_outside_subqueries};
 
 pub fn rewrite(statement: &mut Statement) {
     let _ = statement.visit(&mut CatalogIdioms { subqueries: 0, item_texts: Vec::new() });
@@ -574,49 +574,28 @@ impl CatalogIdioms {
         if select.from.len() != 1 || wildcard {
             return;
         }
-        let mut lifter = Lifter { depth: 0, subqueries: &mut self.subqueries, joins: Vec::new() };
+        // The scalar subqueries of this level (not those nested in its subqueries), lifted.
+        let subqueries = &mut self.subqueries;
+        let mut joins = Vec::new();
+        let mut lift_subquery = |expr: &mut Expr| {
+            if let Expr::Subquery(query) = &*expr {
+                let alias = format!("__subquery{}", *subqueries + 1);
+                if let Some(join) = lift(query, &alias) {
+                    *subqueries += 1;
+                    joins.push(join);
+                    *expr = Expr::CompoundIdentifier(vec![Ident::new(alias), Ident::new("v")]);
+                }
+            }
+        };
         for item in &mut select.projection {
             if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
-                let _ = expr.visit(&mut lifter);
+                map_outside_subqueries(expr, &mut lift_subquery);
             }
         }
         if let Some(selection) = &mut select.selection {
-            let _ = selection.visit(&mut lifter);
+            map_outside_subqueries(selection, &mut lift_subquery);
         }
-        select.from[0].joins.extend(lifter.joins);
-    }
-}
-
-/// Lifts the scalar subqueries of one query level (not those nested in its subqueries).
-struct Lifter<'a> {
-    depth: usize,
-    subqueries: &'a mut usize,
-    joins: Vec<Join>,
-}
-
-impl VisitorMut for Lifter<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.depth += 1;
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.depth -= 1;
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let (0, Expr::Subquery(query)) = (self.depth, &*expr) {
-            let alias = format!("__subquery{}", *self.subqueries + 1);
-            if let Some(join) = lift(query, &alias) {
-                *self.subqueries += 1;
-                self.joins.push(join);
-                *expr = Expr::CompoundIdentifier(vec![Ident::new(alias), Ident::new("v")]);
-            }
-        }
-        ControlFlow::Continue(())
+        select.from[0].joins.extend(joins);
     }
 }
 
