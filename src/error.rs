@@ -148,6 +148,14 @@ impl From<DataFusionError> for SqlError {
     }
 }
 
+/// A failure inside DataFusion's execution (a function, an operator) that must reach the
+/// client with its own SQLSTATE: `From<DataFusionError>` finds it again.
+impl From<SqlError> for DataFusionError {
+    fn from(e: SqlError) -> Self {
+        DataFusionError::External(Box::new(e))
+    }
+}
+
 impl From<&DataFusionError> for SqlError {
     fn from(e: &DataFusionError) -> Self {
         datafusion_error(e)

@@ -129,29 +129,25 @@ impl Generator {
     }
 
     fn wrong_argument_count<T>(&self, got: usize, expected: &str) -> Result<T> {
-        Err(sql_error(
+        Err(DataFusionError::from(SqlError::new(
             "42605",
             format!(
                 "[WRONG_NUM_ARGS.WITHOUT_SUGGESTION] The `{}` requires {expected} parameters but the actual number is {got}.",
                 self.name()
             ),
-        ))
+        )))
     }
 
     fn unexpected_type<T>(&self, got: &DataType, required: &str) -> Result<T> {
-        Err(sql_error(
+        Err(DataFusionError::from(SqlError::new(
             "42K09",
             format!(
                 "[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] Cannot resolve \"{}\" due to data type mismatch: The first parameter requires {required} type, however the argument has the type \"{}\".",
                 self.name(),
                 crate::catalog::types::SparkType::from_arrow(got).map_or_else(|_| got.to_string(), |t| t.ddl_name())
             ),
-        ))
+        )))
     }
-}
-
-fn sql_error(code: &'static str, message: String) -> DataFusionError {
-    DataFusionError::External(Box::new(SqlError::new(code, message)))
 }
 
 /// `stack(n, v1, …, vk)`: `n` rows of `ceil(k / n)` columns, each column of one type.
@@ -164,19 +160,19 @@ fn stack_columns(args: &[DataType], row_count: Option<&ScalarValue>) -> Result<S
     let rows = match row_count.map(|n| n.cast_to(&DataType::Int64)) {
         Some(Ok(ScalarValue::Int64(Some(n)))) if n > 0 && args.first().is_some_and(DataType::is_integer) => n as usize,
         _ => {
-            return Err(sql_error(
+            return Err(DataFusionError::from(SqlError::new(
                 "42K09",
                 "[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT] Cannot resolve \"stack\" due to data type mismatch: the input n should be a foldable positive \"INT\" expression.".to_string(),
-            ));
+            )));
         }
     };
     let values = &args[1..];
     if values.is_empty() {
-        return Err(sql_error(
+        return Err(DataFusionError::from(SqlError::new(
             "42605",
             "[WRONG_NUM_ARGS.WITHOUT_SUGGESTION] The `stack` requires > 1 parameters but the actual number is 1."
                 .to_string(),
-        ));
+        )));
     }
     let width = values.len().div_ceil(rows);
     let mut types = vec![DataType::Null; width];
@@ -185,13 +181,13 @@ fn stack_columns(args: &[DataType], row_count: Option<&ScalarValue>) -> Result<S
         if *column == DataType::Null {
             *column = ty.clone();
         } else if *ty != DataType::Null && ty != column {
-            return Err(sql_error(
+            return Err(DataFusionError::from(SqlError::new(
                 "42K09",
                 format!(
                     "[DATATYPE_MISMATCH.STACK_COLUMN_DIFF_TYPES] Cannot resolve \"stack\" due to data type mismatch: The data type of the column ({}) do not have the same type: {column} <> {ty}.",
                     i % width
                 ),
-            ));
+            )));
         }
     }
     Ok(StackColumns { rows, types })
@@ -331,7 +327,7 @@ fn index(j: usize) -> Result<u32> {
 }
 
 fn overflow() -> DataFusionError {
-    sql_error("54000", "a generator's output for one batch is too large".to_string())
+    DataFusionError::from(SqlError::new("54000", "a generator's output for one batch is too large".to_string()))
 }
 
 /// `stack(n, v…)`: row `r` of each input row takes values `r * width` … of its arguments.

@@ -214,10 +214,10 @@ pub fn fail_on_least_integer(values: &ArrayRef) -> Result<()> {
         _ => false,
     };
     match overflows {
-        true => Err(DataFusionError::External(Box::new(SqlError::new(
+        true => Err(SqlError::new(
             "22003",
             "[ARITHMETIC_OVERFLOW] overflow. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
-        )))),
+        ).into()),
         false => Ok(()),
     }
 }

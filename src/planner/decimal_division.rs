@@ -144,7 +144,7 @@ impl ScalarUDFImpl for DecimalDivide {
                 continue;
             };
             if b == 0 {
-                return Err(DataFusionError::External(Box::new(SqlError::divide_by_zero())));
+                return Err(SqlError::divide_by_zero().into());
             }
             let quotient = divide_half_up(a, b, shift);
             bound.check(quotient).map_err(|e| DataFusionError::External(Box::new(e)))?;

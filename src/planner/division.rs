@@ -133,10 +133,10 @@ impl ScalarUDFImpl for AnsiRemainder {
         let zero_divisor =
             (0..dividend.len()).any(|i| dividend.is_valid(i) && divisors.is_valid(i) && divisors.value(i) == 0.0);
         if zero_divisor {
-            return Err(DataFusionError::External(Box::new(SqlError::new(
+            return Err(SqlError::new(
                 "22012",
                 "[REMAINDER_BY_ZERO] Remainder by zero. Use `try_mod` to tolerate divisor being 0 and return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
-            ))));
+            ).into());
         }
         Ok(ColumnarValue::Array(rem(&dividend, &divisor)?))
     }

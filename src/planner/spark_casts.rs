@@ -273,10 +273,10 @@ impl TimestampConversion {
                 (Some(micros), _) => out.push(Some(micros)),
                 (None, true) => out.push(None),
                 (None, false) => {
-                    return Err(DataFusionError::External(Box::new(SqlError::new(
+                    return Err(SqlError::new(
                         "22003",
                         "[ARITHMETIC_OVERFLOW] long overflow. Use 'try_cast' to tolerate overflow and return NULL instead.",
-                    ))));
+                    ).into());
                 }
             }
         }

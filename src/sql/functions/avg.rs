@@ -157,10 +157,10 @@ impl Averaging {
 }
 
 fn out_of_range() -> DataFusionError {
-    DataFusionError::External(Box::new(SqlError::new(
+    SqlError::new(
         "22003",
         "[NUMERIC_VALUE_OUT_OF_RANGE] the total of avg does not fit DECIMAL(38). If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error, and return NULL instead.",
-    )))
+    ).into()
 }
 
 /// One group's total and count.

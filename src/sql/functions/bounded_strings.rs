@@ -62,10 +62,6 @@ pub fn bounded(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>, pool: &Arc<dyn M
         .collect()
 }
 
-fn refuse(code: &'static str, message: String) -> DataFusionError {
-    DataFusionError::External(Box::new(SqlError::new(code, message)))
-}
-
 /// Byte lengths of a string argument, or `None` where it is NULL.
 fn byte_lengths(array: &ArrayRef) -> Result<Vec<Option<u64>>> {
     let text = cast(array, &DataType::Utf8)?;
@@ -113,18 +109,18 @@ impl Invoke for BoundedString {
         let name = inner.name();
         let (largest, total) = self.result_bytes(&args.args, args.number_rows)?;
         if largest > MAX_VALUE_BYTES {
-            return Err(refuse(
+            return Err(DataFusionError::from(SqlError::new(
                 "54000",
                 format!("requested length too large: {name}() would build a value of {largest} bytes"),
-            ));
+            )));
         }
         let reservation = MemoryConsumer::new(format!("{name}()")).register(&self.pool);
         // A string builder may hold twice its final size while it grows.
         reservation.try_grow(total.saturating_mul(2) as usize).map_err(|_| {
-            refuse(
+            DataFusionError::from(SqlError::new(
                 "53200",
                 format!("out of memory: {name}() would build {total} bytes, more than --memory-limit leaves free"),
-            )
+            ))
         })?;
         inner.invoke_with_args(args)
     }

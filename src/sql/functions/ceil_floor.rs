@@ -40,10 +40,10 @@ impl Rounding {
             return Ok(0);
         }
         if !(-PAST_BIGINT..PAST_BIGINT).contains(&whole) {
-            return Err(DataFusionError::External(Box::new(SqlError::new(
+            return Err(SqlError::new(
                 "22003",
                 "[ARITHMETIC_OVERFLOW] overflow. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
-            ))));
+            ).into());
         }
         Ok(whole as i64)
     }

@@ -82,13 +82,13 @@ impl ScalarUDFImpl for ElementAccess {
                 DataType::Struct(kv) if kv.len() == 2 => Ok(vec![args[0].clone(), kv[0].data_type().clone()]),
                 other => plan_err!("a map's entries of type {other}"),
             },
-            [container, index] => Err(DataFusionError::External(Box::new(SqlError::new(
+            [container, index] => Err(SqlError::new(
                 "42K09",
                 format!(
                     "[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] Cannot resolve \"{}\" due to data type mismatch: it takes an array and an INT index, or a map and a key, not {container} and {index}.",
                     self.access.name()
                 ),
-            )))),
+            ).into()),
             _ => plan_err!("{} takes two arguments", self.access.name()),
         }
     }
@@ -167,24 +167,24 @@ impl ElementAccess {
             Access::ElementAt => ("INVALID_ARRAY_INDEX_IN_ELEMENT_AT", "Use `try_element_at` to tolerate"),
             _ => ("INVALID_ARRAY_INDEX", "Use the SQL function `get()` to tolerate"),
         };
-        DataFusionError::External(Box::new(SqlError::new(
+        SqlError::new(
             "22003",
             format!(
                 "[{class}] The index {index} is out of bounds. The array has {len} elements. {advice} accessing element at invalid index and return NULL instead."
             ),
-        )))
+        ).into()
     }
 }
 
 fn index_of_zero() -> DataFusionError {
-    DataFusionError::External(Box::new(SqlError::new(
+    SqlError::new(
         "22003",
         "[INVALID_INDEX_OF_ZERO] The index 0 is invalid. An index shall be either < 0 or > 0 (the first element has index 1).",
-    )))
+    ).into()
 }
 
 fn too_large() -> DataFusionError {
-    DataFusionError::External(Box::new(SqlError::new("54000", "an array is too large to index")))
+    SqlError::new("54000", "an array is too large to index").into()
 }
 
 /// Each row's value under its key, NULL where the map lacks it.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
 
 use super::overridden::{Invoke, overridden};
@@ -31,10 +31,10 @@ impl Invoke for ZeroDivisorFails {
             let zero_divisor =
                 |row: usize| dividends.is_valid(row) && divisors.is_valid(row) && divisors.value(row) == 0.0;
             if (0..divisors.len()).any(zero_divisor) {
-                return Err(DataFusionError::External(Box::new(SqlError::new(
+                return Err(SqlError::new(
                     "22012",
                     "[REMAINDER_BY_ZERO] Remainder by zero. Use `try_mod` to tolerate divisor being 0 and return NULL instead.",
-                ))));
+                ).into());
             }
         }
         inner.invoke_with_args(args)

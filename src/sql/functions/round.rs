@@ -158,12 +158,13 @@ fn round_array(value: &ArrayRef, places: i32, mode: Mode, output: &DataType) -> 
 }
 
 fn out_of_range(precision: u8, scale: i8) -> DataFusionError {
-    DataFusionError::External(Box::new(SqlError::new(
+    SqlError::new(
         "22003",
         format!(
             "[NUMERIC_VALUE_OUT_OF_RANGE] the rounded value cannot be represented as Decimal({precision}, {scale})"
         ),
-    )))
+    )
+    .into()
 }
 
 fn floats<T: ArrowPrimitiveType>(value: &ArrayRef, f: impl Fn(T::Native) -> T::Native) -> PrimitiveArray<T> {
@@ -181,10 +182,10 @@ where
     let rounded: PrimitiveArray<T> = value.as_primitive::<T>().try_unary(|v| {
         let r = round_decimal(v.into(), 0, places, 0, mode);
         r.and_then(|r| T::Native::try_from(r).ok()).ok_or_else(|| {
-            DataFusionError::External(Box::new(SqlError::new(
+            DataFusionError::from(SqlError::new(
                 "22003",
                 "[ARITHMETIC_OVERFLOW] overflow. Use 'try_round' to tolerate overflow and return NULL instead.",
-            )))
+            ))
         })
     })?;
     Ok(Arc::new(rounded))

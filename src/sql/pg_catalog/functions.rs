@@ -259,10 +259,10 @@ fn functions(
                     match settings.get(name) {
                         Some(value) => Ok(Some(value)),
                         None if missing_ok.as_ref().is_some_and(|m| m.value(i)) => Ok(None),
-                        None => Err(DataFusionError::External(Box::new(SqlError::new(
-                            "42704",
-                            format!("unrecognized configuration parameter \"{name}\""),
-                        )))),
+                        None => {
+                            Err(SqlError::new("42704", format!("unrecognized configuration parameter \"{name}\""))
+                                .into())
+                        }
                     }
                 });
                 Ok(text_array(values.collect::<Result<Vec<_>>>()?))
