@@ -12,6 +12,7 @@ use pgwire::api::results::FieldFormat;
 use pgwire::error::PgWireResult;
 
 use super::value_writer::ValueWriter;
+use crate::sql::pg_catalog::functions::write_json_string;
 
 /// Whether values of `dt` go out as JSON, alone or as the elements of an array.
 pub(super) fn is_nested(dt: &DataType) -> bool {
@@ -54,7 +55,7 @@ fn json_value_writer<'a>(
                     if n > 0 {
                         buf.put_u8(b',');
                     }
-                    put_json_string(buf, name.as_bytes());
+                    write_json_string(buf, name);
                     buf.put_u8(b':');
                     member(i, buf)?;
                 }
@@ -135,28 +136,7 @@ fn list<'a, O: OffsetSizeTrait>(
 /// Makes the text written at `buf[from..]` a JSON string.
 fn quote_from(buf: &mut BytesMut, from: usize) {
     let text = buf.split_off(from);
-    put_json_string(buf, &text);
-}
-
-fn put_json_string(buf: &mut BytesMut, text: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    buf.put_u8(b'"');
-    for &c in text {
-        match c {
-            b'"' => buf.put_slice(b"\\\""),
-            b'\\' => buf.put_slice(b"\\\\"),
-            b'\n' => buf.put_slice(b"\\n"),
-            b'\r' => buf.put_slice(b"\\r"),
-            b'\t' => buf.put_slice(b"\\t"),
-            c if c < 0x20 => {
-                buf.put_slice(b"\\u00");
-                buf.put_u8(HEX[usize::from(c >> 4)]);
-                buf.put_u8(HEX[usize::from(c & 0xf)]);
-            }
-            c => buf.put_u8(c),
-        }
-    }
-    buf.put_u8(b'"');
+    write_json_string(buf, &String::from_utf8_lossy(&text));
 }
 
 #[cfg(test)]

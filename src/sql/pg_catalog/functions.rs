@@ -472,20 +472,25 @@ fn array_bound(args: &[ArrayRef], upper: bool) -> Result<ArrayRef> {
 
 fn json_string(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    write_json_string(&mut out, text);
     out
+}
+
+/// `text` as a JSON string: quoted, with quotes, backslashes and control characters escaped.
+pub(crate) fn write_json_string(out: &mut impl fmt::Write, text: &str) {
+    let _ = out.write_char('"');
+    for c in text.chars() {
+        let _ = match c {
+            '"' => out.write_str("\\\""),
+            '\\' => out.write_str("\\\\"),
+            '\n' => out.write_str("\\n"),
+            '\r' => out.write_str("\\r"),
+            '\t' => out.write_str("\\t"),
+            c if u32::from(c) < 0x20 => write!(out, "\\u{:04x}", u32::from(c)),
+            c => out.write_char(c),
+        };
+    }
+    let _ = out.write_char('"');
 }
 
 /// One value of `json_build_object`: numbers and booleans as themselves, NULL as `null`,
