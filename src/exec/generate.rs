@@ -15,7 +15,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{interleave, take};
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
+use datafusion::arrow::datatypes::{ArrowNativeType, DataType, Field, FieldRef, Fields};
 use datafusion::common::{ScalarValue, exec_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
@@ -108,12 +108,7 @@ impl Generator {
                     other => return self.unexpected_type(other, "\"ARRAY<STRUCT>\""),
                 }
             }
-            Kind::Stack => {
-                let columns = stack_columns(args, row_count)?;
-                for (c, ty) in columns.types.iter().enumerate() {
-                    fields.push(Field::new(format!("col{c}"), ty.clone(), true));
-                }
-            }
+            Kind::Stack => return Ok(stack_columns(args, row_count)?.fields()),
         }
         Ok(Fields::from(fields))
     }
@@ -154,6 +149,13 @@ impl Generator {
 struct StackColumns {
     rows: usize,
     types: Vec<DataType>,
+}
+
+impl StackColumns {
+    /// Spark's names for the columns: `col0`, `col1`, ….
+    fn fields(&self) -> Fields {
+        self.types.iter().enumerate().map(|(c, ty)| Field::new(format!("col{c}"), ty.clone(), true)).collect()
+    }
 }
 
 fn stack_columns(args: &[DataType], row_count: Option<&ScalarValue>) -> Result<StackColumns> {
@@ -226,20 +228,14 @@ impl ScalarUDFImpl for GeneratorRows {
             _ => None,
         };
         let types: Vec<DataType> = args.arg_fields.iter().map(|f| f.data_type().clone()).collect();
-        let fields = self.generator.output_fields(&types, row_count.as_ref())?;
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let rows = match self.generator.kind {
+        let (fields, (offsets, children)) = match self.generator.kind {
             Kind::Stack => {
                 let columns = stack_columns(&types, row_count.as_ref())?;
-                stack(&arrays[1..], &columns, args.number_rows)?
+                (columns.fields(), stack(&arrays[1..], &columns, args.number_rows)?)
             }
-            _ => spread(&arrays[0], self.generator)?,
+            _ => (self.generator.output_fields(&types, None)?, spread(&arrays[0], self.generator)?),
         };
-        let (offsets, children) = rows;
-        let children = children.into_iter().zip(fields.iter()).map(|(c, f)| {
-            if c.data_type() == f.data_type() { Ok(c) } else { datafusion::arrow::compute::cast(&c, f.data_type()) }
-        });
-        let children = children.collect::<std::result::Result<Vec<_>, _>>()?;
         let len = offsets.last().copied().unwrap_or(0) as usize;
         let structs = StructArray::try_new_with_length(fields.clone(), children, None, len)?;
         let list = ListArray::try_new(row_field(fields), OffsetBuffer::new(offsets.into()), Arc::new(structs), None)?;
@@ -262,24 +258,10 @@ type Rows = (Vec<i32>, Vec<ArrayRef>);
 /// `explode`, `posexplode` and `inline`: one output row per element of each input row's
 /// collection, taken from the collection's values by index (`None`: a row of NULLs).
 fn spread(collection: &ArrayRef, generator: Generator) -> Result<Rows> {
-    let (starts, values): (Vec<(usize, usize)>, Vec<ArrayRef>) = match collection.data_type() {
-        DataType::List(_) => {
-            let list = collection.as_list::<i32>();
-            (ranges(list.value_offsets().iter().map(|o| *o as usize)), vec![Arc::clone(list.values())])
-        }
-        DataType::LargeList(_) => {
-            let list = collection.as_list::<i64>();
-            (ranges(list.value_offsets().iter().map(|o| *o as usize)), vec![Arc::clone(list.values())])
-        }
-        DataType::Map(..) => {
-            let map = collection.as_map();
-            (
-                ranges(map.value_offsets().iter().map(|o| *o as usize)),
-                vec![Arc::clone(map.keys()), Arc::clone(map.values())],
-            )
-        }
-        other => return exec_err!("{} of {other}", generator.name()),
+    let Some(CollectionEntries { ranges: starts, keys, values }) = collection_entries(collection) else {
+        return exec_err!("{} of {}", generator.name(), collection.data_type());
     };
+    let values: Vec<ArrayRef> = keys.into_iter().chain([values]).collect();
     let (values, element_nulls) = match generator.kind {
         Kind::Inline => {
             let structs = values[0].as_struct();
@@ -317,9 +299,34 @@ fn spread(collection: &ArrayRef, generator: Generator) -> Result<Rows> {
     Ok((offsets, columns))
 }
 
-fn ranges(offsets: impl Iterator<Item = usize>) -> Vec<(usize, usize)> {
-    let offsets: Vec<usize> = offsets.collect();
-    offsets.windows(2).map(|w| (w[0], w[1])).collect()
+/// A list's or a map's entries: each row's range of them, a map's keys and the values.
+pub struct CollectionEntries {
+    pub ranges: Vec<(usize, usize)>,
+    pub keys: Option<ArrayRef>,
+    pub values: ArrayRef,
+}
+
+/// The entries of `collection`; `None` unless it is a list or a map.
+pub fn collection_entries(collection: &ArrayRef) -> Option<CollectionEntries> {
+    fn ranges<O: ArrowNativeType>(offsets: &[O]) -> Vec<(usize, usize)> {
+        offsets.windows(2).map(|w| (w[0].as_usize(), w[1].as_usize())).collect()
+    }
+    let (ranges, keys, values) = match collection.data_type() {
+        DataType::List(_) => {
+            let list = collection.as_list::<i32>();
+            (ranges(list.value_offsets()), None, list.values())
+        }
+        DataType::LargeList(_) => {
+            let list = collection.as_list::<i64>();
+            (ranges(list.value_offsets()), None, list.values())
+        }
+        DataType::Map(..) => {
+            let map = collection.as_map();
+            (ranges(map.value_offsets()), Some(Arc::clone(map.keys())), map.values())
+        }
+        _ => return None,
+    };
+    Some(CollectionEntries { ranges, keys, values: Arc::clone(values) })
 }
 
 fn index(j: usize) -> Result<u32> {

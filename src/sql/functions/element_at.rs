@@ -10,13 +10,15 @@
 //! DataFusion's `element_at` and subscript count from 1 and give NULL past the end.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
+use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::take;
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Int32Type};
 use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 
 use crate::error::SqlError;
+use crate::exec::generate::collection_entries;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Access {
@@ -107,37 +109,30 @@ impl ScalarUDFImpl for ElementAccess {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let (container, key) = (&arrays[0], &arrays[1]);
-        let picked = match container.data_type() {
-            DataType::List(_) => {
-                let list = container.as_list::<i32>();
-                let offsets = list.value_offsets().iter().map(|o| *o as usize);
-                self.array_elements(list.values(), offsets, list.logical_nulls().as_ref(), key)?
-            }
-            DataType::LargeList(_) => {
-                let list = container.as_list::<i64>();
-                let offsets = list.value_offsets().iter().map(|o| *o as usize);
-                self.array_elements(list.values(), offsets, list.logical_nulls().as_ref(), key)?
-            }
-            DataType::Map(..) => map_values(container, key)?,
-            other => return exec_err!("{} of {other}", self.access.name()),
+        let Some(entries) = collection_entries(container) else {
+            return exec_err!("{} of {}", self.access.name(), container.data_type());
         };
-        Ok(ColumnarValue::Array(picked))
+        let nulls = container.logical_nulls();
+        let picks = match &entries.keys {
+            Some(keys) => map_entries(&entries.ranges, nulls.as_ref(), keys, key)?,
+            None => self.array_elements(&entries.ranges, nulls.as_ref(), key)?,
+        };
+        Ok(ColumnarValue::Array(take(entries.values.as_ref(), &UInt32Array::from(picks), None)?))
     }
 }
 
 impl ElementAccess {
+    /// The position in the array's values of each row's element at its index.
     fn array_elements(
         &self,
-        values: &ArrayRef,
-        offsets: impl Iterator<Item = usize>,
-        nulls: Option<&datafusion::arrow::buffer::NullBuffer>,
+        ranges: &[(usize, usize)],
+        nulls: Option<&NullBuffer>,
         index: &ArrayRef,
-    ) -> Result<ArrayRef> {
-        let offsets: Vec<usize> = offsets.collect();
-        let index = index.as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+    ) -> Result<Vec<Option<u32>>> {
+        let index = index.as_primitive::<Int32Type>();
         let mut picks = Vec::with_capacity(index.len());
-        for (row, bounds) in offsets.windows(2).enumerate() {
-            let (start, len) = (bounds[0], bounds[1] - bounds[0]);
+        for (row, &(start, end)) in ranges.iter().enumerate() {
+            let len = end - start;
             if nulls.is_some_and(|n| n.is_null(row)) || index.is_null(row) {
                 picks.push(None);
                 continue;
@@ -159,7 +154,7 @@ impl ElementAccess {
                 None => picks.push(None),
             }
         }
-        Ok(take(values.as_ref(), &UInt32Array::from(picks), None)?)
+        Ok(picks)
     }
 
     fn out_of_bounds(&self, index: i64, len: usize) -> DataFusionError {
@@ -187,28 +182,30 @@ fn too_large() -> DataFusionError {
     SqlError::new("54000", "an array is too large to index").into()
 }
 
-/// Each row's value under its key, NULL where the map lacks it.
-fn map_values(container: &ArrayRef, key: &ArrayRef) -> Result<ArrayRef> {
-    let map = container.as_map();
-    let nulls = map.logical_nulls();
-    let offsets = map.value_offsets();
-    let mut picks = Vec::with_capacity(map.len());
-    for row in 0..map.len() {
+/// The position in the map's values of each row's key, `None` where the map lacks it.
+fn map_entries(
+    ranges: &[(usize, usize)],
+    nulls: Option<&NullBuffer>,
+    keys: &ArrayRef,
+    key: &ArrayRef,
+) -> Result<Vec<Option<u32>>> {
+    let mut picks = Vec::with_capacity(ranges.len());
+    for (row, &(start, end)) in ranges.iter().enumerate() {
         let wanted = ScalarValue::try_from_array(key, row)?;
-        if nulls.as_ref().is_some_and(|n| n.is_null(row)) || wanted.is_null() {
+        if nulls.is_some_and(|n| n.is_null(row)) || wanted.is_null() {
             picks.push(None);
             continue;
         }
         let mut found = None;
-        for j in offsets[row] as usize..offsets[row + 1] as usize {
-            if ScalarValue::try_from_array(map.keys(), j)? == wanted {
+        for j in start..end {
+            if ScalarValue::try_from_array(keys, j)? == wanted {
                 found = Some(u32::try_from(j).map_err(|_| too_large())?);
                 break;
             }
         }
         picks.push(found);
     }
-    Ok(take(map.values().as_ref(), &UInt32Array::from(picks), None)?)
+    Ok(picks)
 }
 
 #[cfg(test)]
