@@ -22,7 +22,7 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 use super::dialect::DEFAULT_COLUMNS;
-use super::rewrite::{is_function, rewrite_selects};
+use super::rewrite::{column_name, is_function, rewrite_selects};
 use crate::error::SqlError;
 use crate::exec::generate::Generator;
 
@@ -178,11 +178,7 @@ fn generate_from_groups(select: &mut Select, generators: &[usize]) -> Result<(),
             (_, Some(expr)) => {
                 let name = match item {
                     SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
-                    _ => match expr {
-                        Expr::Identifier(column) => column.value.clone(),
-                        Expr::CompoundIdentifier(parts) => parts.last().map_or_else(String::new, |p| p.value.clone()),
-                        other => other.to_string(),
-                    },
+                    _ => column_name(expr).map_or_else(|| expr.to_string(), |c| c.value.clone()),
                 };
                 let inner_name = format!("__item_{i}");
                 inner_items.push(SelectItem::ExprWithAlias { expr: expr.clone(), alias: Ident::new(&inner_name) });

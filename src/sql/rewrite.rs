@@ -154,12 +154,7 @@ fn output_sort_keys_over_cast_group_keys(query: &Query) -> Option<Vec<Expr>> {
     for expr in group_keys.iter().chain(projected) {
         let _ = visit_expressions(expr, |expr| {
             if let Expr::Cast { expr: operand, .. } = expr {
-                let column = match operand.as_ref() {
-                    Expr::Identifier(name) => Some(name),
-                    Expr::CompoundIdentifier(parts) => parts.last(),
-                    _ => None,
-                };
-                casts_an_alias |= column.is_some_and(is_alias);
+                casts_an_alias |= column_name(operand).is_some_and(is_alias);
             }
             ControlFlow::<()>::Continue(())
         });
@@ -321,11 +316,7 @@ impl VisitorMut for SparkOperators {
             // Spark's `struct(a, b + 1)` names a field after the column it is, else `col2`.
             Expr::Struct { values, fields } if fields.is_empty() => {
                 let named = values.iter().enumerate().flat_map(|(i, arg)| {
-                    let name = match arg {
-                        Expr::Identifier(column) => column.value.clone(),
-                        Expr::CompoundIdentifier(parts) => parts.last().map_or(String::new(), |p| p.value.clone()),
-                        _ => format!("col{}", i + 1),
-                    };
+                    let name = column_name(arg).map_or_else(|| format!("col{}", i + 1), |c| c.value.clone());
                     [Expr::value(Value::SingleQuotedString(name)), arg.clone()]
                 });
                 *expr = function_call("named_struct", named.collect());
@@ -559,6 +550,15 @@ pub(crate) fn arguments(function: &Function) -> Option<Vec<Expr>> {
             _ => None,
         })
         .collect()
+}
+
+/// The name of the column `expr` is, if it is one (`c` or `t.c`).
+pub(crate) fn column_name(expr: &Expr) -> Option<&Ident> {
+    match expr {
+        Expr::Identifier(name) => Some(name),
+        Expr::CompoundIdentifier(parts) => parts.last(),
+        _ => None,
+    }
 }
 
 /// `f` on `expr` and each expression within it, bottom up, but not inside its subqueries, whose
