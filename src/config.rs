@@ -1,4 +1,5 @@
 //! The Spark SQL settings the planner honours, with Spark's names, defaults and validation,
+//! bucketsql's own (`bucketsql.engine`),
 //! the one PostgreSQL setting that changes how statements run (`statement_timeout`), and the
 //! values `SHOW` gives for settings a session has not made (the server's PostgreSQL
 //! parameters, else Spark's defaults).
@@ -94,6 +95,39 @@ spark_settings! {
     /// columns first, the others only for the rows that pass. Off, as in Spark, row groups and
     /// pages are still skipped by their statistics.
     record_level_filter: bool = "spark.sql.parquet.recordLevelFilter.enabled", "false", parse_bool;
+    /// Where statements run: here (`local`), on the Spark Connect server `serve
+    /// --spark-connect` names (`spark`), or there when their scans are large (`auto`).
+    engine: EngineChoice = "bucketsql.engine", "local", parse_engine;
+    /// Under `bucketsql.engine = auto`, the bytes of table files past which a statement runs
+    /// on Spark.
+    engine_auto_threshold: u64 = "bucketsql.engine.autoThresholdBytes", "10GB", parse_non_negative_bytes;
+}
+
+/// `bucketsql.engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineChoice {
+    Local,
+    Spark,
+    Auto,
+}
+
+impl EngineChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineChoice::Local => "local",
+            EngineChoice::Spark => "spark",
+            EngineChoice::Auto => "auto",
+        }
+    }
+}
+
+fn parse_engine(key: &str, value: &str) -> Result<EngineChoice, SqlError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "local" => Ok(EngineChoice::Local),
+        "spark" => Ok(EngineChoice::Spark),
+        "auto" => Ok(EngineChoice::Auto),
+        _ => Err(SqlError::invalid_parameter(format!("{key} should be local, spark or auto, but was {value}"))),
+    }
 }
 
 impl SparkConf {

@@ -6,6 +6,7 @@ use tracing_subscriber::EnvFilter;
 
 use bucketsql::bench::tpch::TpchOptions;
 use bucketsql::credentials::Passwords;
+use bucketsql::exec::spark_connect::SparkConnectUrl;
 use bucketsql::server::auth::Authenticator;
 use bucketsql::server::connection_limit::DEFAULT_MAX_CONNECTIONS;
 use bucketsql::server::{ClientLimits, Server};
@@ -130,6 +131,11 @@ enum Command {
         /// cancelled (seconds).
         #[arg(long, default_value_t = 30, value_name = "SECONDS")]
         shutdown_timeout: u64,
+        /// A Spark Connect server (`sc://HOST:PORT[/;token=…;use_ssl=true]`) that runs the
+        /// statements of sessions with `bucketsql.engine = spark` (or `auto`, for large scans).
+        /// It must read the warehouse at the same paths.
+        #[arg(long, value_name = "URL")]
+        spark_connect: Option<String>,
     },
 }
 
@@ -223,6 +229,7 @@ async fn run() -> anyhow::Result<()> {
             log_min_duration_statement,
             pg_stat_statements_max,
             shutdown_timeout,
+            spark_connect,
         } => {
             let passwords = match (password, users_file) {
                 (Some(password), _) => Some(Arc::new(Passwords::for_everyone(&password))),
@@ -264,6 +271,7 @@ async fn run() -> anyhow::Result<()> {
                     query_history,
                     statement_stats_max: pg_stat_statements_max as usize,
                     log_min_duration_statement,
+                    spark_connect: spark_connect.as_deref().map(SparkConnectUrl::parse).transpose()?,
                 },
             )?;
             if let Some(address) = ui_address {

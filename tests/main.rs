@@ -27,6 +27,7 @@ mod reliability;
 mod safety;
 mod security;
 mod spark;
+mod spark_connect;
 mod table_statistics;
 mod transactions;
 mod web_ui;

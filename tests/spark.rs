@@ -14,7 +14,7 @@ use crate::common::{TestServer, run_logged};
 const TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Fails, rather than skips, when Spark could not run here.
-fn require_java_17() {
+pub(crate) fn require_java_17() {
     let java = std::env::var_os("JAVA_HOME")
         .map(|home| std::path::PathBuf::from(home).join("bin/java"))
         .unwrap_or_else(|| "java".into());

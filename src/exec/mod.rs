@@ -24,3 +24,4 @@ pub(crate) mod range;
 pub(crate) mod reused_exchange;
 pub(crate) mod shuffle_exchange;
 pub(crate) mod sort;
+pub mod spark_connect;

@@ -18,16 +18,19 @@ use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode};
 use super::names::{schema_of, table_name};
 use super::output::Output;
 use super::session::Session;
+use super::spark::{self, routing};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
-use crate::config;
+use crate::config::{self, EngineChoice};
 use crate::error::SqlError;
 use crate::explain::ExplainMode;
 use crate::storage::transaction::BlockStatus;
 
-/// Runs one statement with `params` bound to its `$n`, under the session's settings as they
-/// are now. Files the statement reads are not deleted before its rows have been read.
+/// Runs one statement, whose text is `text`, with `params` bound to its `$n`, under the
+/// session's settings as they are now: queries on the engine `bucketsql.engine` picks. Files
+/// the statement reads are not deleted before its rows have been read.
 pub(crate) async fn run(
     session: &Session,
+    text: &str,
     statement: &BucketSqlStatement,
     params: Vec<ScalarValue>,
 ) -> Result<Output, SqlError> {
@@ -49,10 +52,29 @@ pub(crate) async fn run(
     session.install_spark_conf();
     let guard = session.engine.janitor.begin_statement();
     let output = match statement {
-        Bucket::Sql(stmt @ Statement::Query(_)) => query::run(session, stmt, params).await?,
+        Bucket::Sql(stmt @ Statement::Query(_)) => match routing::route(session, stmt)? {
+            route if route.on_spark => spark::run::query(session, text, stmt, params).await?,
+            _ => query::run(session, stmt, params).await?,
+        },
         Bucket::Sql(stmt @ Statement::Insert(target)) => insert::insert(session, stmt, target, params).await?,
         Bucket::Sql(stmt @ Statement::Explain { statement, .. }) => {
-            explain::explain(session, statement, explain_mode(stmt).unwrap_or(ExplainMode::Simple), params).await?
+            let mode = explain_mode(stmt).unwrap_or(ExplainMode::Simple);
+            let route = match (mode, statement.as_ref()) {
+                (ExplainMode::Analyze, _) | (_, Statement::Insert(_)) => None,
+                (_, query) => Some(routing::route(session, query)?),
+            };
+            match route {
+                Some(route) if route.on_spark => {
+                    spark::run::explain(session, text, statement, mode, params, &route).await?
+                }
+                route => {
+                    // Where a session chose another engine, EXPLAIN says why this one runs it.
+                    let engine = route
+                        .filter(|_| session.spark_conf().engine != EngineChoice::Local)
+                        .map(|route| spark::run::engine_section("bucketsql", &route));
+                    explain::explain(session, statement, mode, params, engine).await?
+                }
+            }
         }
         Bucket::Sql(Statement::CreateTable(create)) => create_table::create_table(session, create).await?,
         Bucket::Sql(stmt @ Statement::Drop { .. }) => drop_table::drop(session, stmt)?,

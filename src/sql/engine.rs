@@ -15,6 +15,7 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use crate::catalog::metastore::Metastore;
 use crate::config::{LOG_MIN_DURATION_STATEMENT, parse_log_min_duration};
 use crate::error::SqlError;
+use crate::exec::spark_connect::{SparkConnect, SparkConnectUrl};
 use crate::planner::table_provider::SystemSchemas;
 use crate::sql::activity::{Backend, BackendState, Backends};
 use crate::sql::history::QueryHistory;
@@ -52,6 +53,8 @@ pub struct EngineOptions {
     /// The server's `log_min_duration_statement` (PostgreSQL's text: `-1`, `250ms`, `1s`),
     /// which sessions may change.
     pub log_min_duration_statement: String,
+    /// The Spark Connect server statements run on under `bucketsql.engine = spark` or `auto`.
+    pub spark_connect: Option<SparkConnectUrl>,
 }
 
 impl Default for EngineOptions {
@@ -62,6 +65,7 @@ impl Default for EngineOptions {
             query_history: 0,
             statement_stats_max: DEFAULT_STATEMENT_STATS_MAX,
             log_min_duration_statement: "-1".to_string(),
+            spark_connect: None,
         }
     }
 }
@@ -89,6 +93,8 @@ pub struct Engine {
     pub statement_stats: Arc<StatementStats>,
     /// The shared memory pool's size, `None` when unbounded.
     pub memory_limit: Option<usize>,
+    /// The Spark cluster `serve --spark-connect` names.
+    pub spark: Option<Arc<SparkConnect>>,
     log_min_duration_statement: String,
     warehouse: PathBuf,
     allowed_locations: Vec<PathBuf>,
@@ -140,6 +146,7 @@ impl Engine {
             history: QueryHistory::new(options.query_history),
             statement_stats: Arc::new(StatementStats::open(&data_dir, options.statement_stats_max)),
             memory_limit: options.memory_limit,
+            spark: options.spark_connect.map(SparkConnect::new),
             log_min_duration_statement: options.log_min_duration_statement,
             warehouse,
             allowed_locations,

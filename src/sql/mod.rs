@@ -19,6 +19,7 @@ pub(crate) mod output;
 pub(crate) mod pg_catalog;
 pub(crate) mod rewrite;
 pub(crate) mod session;
+pub(crate) mod spark;
 pub(crate) mod statement;
 pub(crate) mod statement_end;
 pub mod statement_stats;

@@ -2,11 +2,12 @@
 //! its settings, its backend in `pg_stat_activity`, and planning with our planner. Statements
 //! run in `statement`, each dispatched to its command in `dispatch`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
+use uuid::Uuid;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::context::SessionContext;
@@ -47,6 +48,19 @@ pub struct Session {
     pub(crate) running: Arc<RunningStatement>,
     /// The tables as this session sees them, and its transaction block.
     pub(crate) tables: Arc<SessionCatalog>,
+    /// The session's own Spark session on the Spark Connect server.
+    spark_session_id: Uuid,
+    spark_settings: Mutex<SparkSettings>,
+}
+
+/// What the session's Spark session is told of its settings.
+#[derive(Default)]
+struct SparkSettings {
+    /// The keys of `spark.*` settings as the session spelled them: Spark's keys are
+    /// case-sensitive, and the session's are kept in lower case.
+    spellings: BTreeMap<String, String>,
+    /// The keys last sent to the Spark session.
+    sent: BTreeSet<String>,
 }
 
 impl Session {
@@ -98,7 +112,8 @@ impl Session {
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&engine.statement_stats));
         let running = Arc::new(RunningStatement::default());
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&running));
-        let session = Session { engine, ctx, variables, backend, running, tables };
+        let (spark_session_id, spark_settings) = (Uuid::new_v4(), Mutex::default());
+        let session = Session { engine, ctx, variables, backend, running, tables, spark_session_id, spark_settings };
         session.install_spark_conf();
         Ok(session)
     }
@@ -194,8 +209,12 @@ impl Session {
     /// Sets `name` (case-insensitive) to `value`, checked first where it is one of Spark's
     /// settings.
     pub fn set_variable(&self, name: &str, value: &str) -> Result<(), SqlError> {
+        let spelled = name;
         let name = name.to_lowercase();
         config::validate(&name, value)?;
+        if name.starts_with("spark.") {
+            self.lock_spark_settings().spellings.insert(name.clone(), spelled.to_string());
+        }
         self.lock_variables().insert(name, value.to_string());
         Ok(())
     }
@@ -277,6 +296,38 @@ impl Session {
     /// When a statement starting now must end by, under `statement_timeout`.
     pub(crate) fn statement_deadline(&self) -> Option<Instant> {
         self.statement_timeout().map(|timeout| Instant::now() + timeout)
+    }
+
+    /// The id of the session's Spark session on the Spark Connect server.
+    pub(crate) fn spark_session_id(&self) -> Uuid {
+        self.spark_session_id
+    }
+
+    /// The session's `spark.*` settings, each key as Spark spells it (or as the session did,
+    /// for keys this server does not know).
+    pub(crate) fn spark_settings(&self) -> Vec<(String, String)> {
+        let spellings = self.lock_spark_settings().spellings.clone();
+        self.variables()
+            .into_iter()
+            .filter(|(key, _)| key.starts_with("spark."))
+            .map(|(key, value)| {
+                let spelled = config::canonical_key(&key).map(str::to_string).or_else(|| spellings.get(&key).cloned());
+                (spelled.unwrap_or(key), value)
+            })
+            .collect()
+    }
+
+    /// Records the keys just sent to the Spark session; returns those sent before and not
+    /// now, which it must unset.
+    pub(crate) fn spark_settings_sent(&self, keys: BTreeSet<String>) -> Vec<String> {
+        let mut settings = self.lock_spark_settings();
+        let gone = settings.sent.difference(&keys).cloned().collect();
+        settings.sent = keys;
+        gone
+    }
+
+    fn lock_spark_settings(&self) -> MutexGuard<'_, SparkSettings> {
+        self.spark_settings.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock_variables(&self) -> MutexGuard<'_, BTreeMap<String, String>> {

@@ -146,7 +146,7 @@ async fn execute(
     session.running.set(record.clone());
     let mut end = StatementEnd::begin(session, sql, record);
     let output = tokio::select! {
-        output = execute_timed(session, statement, params) => output,
+        output = execute_timed(session, sql, statement, params) => output,
         () = cancel.clone().cancelled_owned() => Err(cancelled_by_user()),
     };
     match output {
@@ -172,12 +172,14 @@ async fn execute(
 
 async fn execute_timed(
     session: &Arc<Session>,
+    sql: &str,
     statement: &BucketSqlStatement,
     params: Vec<ScalarValue>,
 ) -> Result<Output, SqlError> {
     let deadline = session.statement_deadline();
-    let (running, statement) = (Arc::clone(session), statement.clone());
-    let output = executor::run(deadline, async move { dispatch::run(&running, &statement, params).await }).await?;
+    let (running, text, statement) = (Arc::clone(session), sql.to_string(), statement.clone());
+    let output =
+        executor::run(deadline, async move { dispatch::run(&running, &text, &statement, params).await }).await?;
     Ok(match output.ok_or_else(interrupt::timed_out)? {
         Output::Rows { schema, stream } => {
             Output::Rows { schema, stream: interrupt::limit(executor::drive(stream), deadline) }

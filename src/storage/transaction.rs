@@ -321,6 +321,11 @@ impl SessionCatalog {
         Ok(names)
     }
 
+    /// Whether the open block has changed the table without committing yet.
+    pub fn changed_in_block(&self, schema: &str, name: &str) -> bool {
+        self.lock().as_ref().is_some_and(|block| block.staged.iter().any(|s| s.change.target() == (schema, name)))
+    }
+
     /// The table as this session sees it: committed (as of the block's snapshot, or now),
     /// with the open block's changes applied.
     pub fn table(&self, schema: &str, name: &str) -> Result<Option<TableMeta>, SqlError> {

@@ -25,6 +25,7 @@ pub(crate) async fn explain(
     statement: &Statement,
     mode: ExplainMode,
     params: Vec<ScalarValue>,
+    engine: Option<String>,
 ) -> Result<Output, SqlError> {
     if !matches!(statement, Statement::Query(_)) {
         return Err(SqlError::feature_not_supported("EXPLAIN is supported for queries"));
@@ -34,7 +35,7 @@ pub(crate) async fn explain(
     let conf = session.spark_conf();
     let prints_logical = matches!(mode, ExplainMode::Extended | ExplainMode::Cost);
     let context = ExplainContext { conf, logical: prints_logical.then(|| session.logical_stages(&plan)).transpose()? };
-    let text = if mode == ExplainMode::Analyze {
+    let mut text = if mode == ExplainMode::Analyze {
         let started = std::time::Instant::now();
         // Rows are counted as they stream past, never held.
         let mut stream = execute_stream(Arc::clone(&physical), session.task_context())?;
@@ -48,6 +49,7 @@ pub(crate) async fn explain(
     } else {
         explain::render(&physical, mode, &context)
     };
+    text.push_str(engine.as_deref().unwrap_or_default());
     let batch = RecordBatch::try_new(plan_schema(), vec![Arc::new(StringArray::from(vec![text])) as ArrayRef])?;
     Ok(rows_output(plan_schema(), vec![batch]))
 }

@@ -1,0 +1,262 @@
+//! Statements on a Spark cluster through Spark Connect: a real Spark Connect server (the one
+//! the pyspark wheel bundles, `local[2]` on 127.0.0.1) and `bucketsql serve --spark-connect`,
+//! checked over the wire. The rows expected are worked out here from how the tables were
+//! filled, not taken from either engine.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio_postgres::Client;
+
+use crate::clients::python_env;
+use crate::common::{TestServer, free_port, sqlstate, text_rows};
+use crate::spark::require_java_17;
+
+/// Spark's JVM takes tens of seconds to start on two busy cores.
+const START_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// A Spark Connect server of its own, stopped when dropped.
+struct SparkConnectServer {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl SparkConnectServer {
+    fn start(dir: &Path, port: u16) -> Self {
+        require_java_17();
+        let python = python_env("python-spark", "spark-requirements.txt");
+        let spark_home = Command::new(&python)
+            .args(["-c", "import os, pyspark; print(os.path.dirname(pyspark.__file__))"])
+            .output()
+            .expect("pyspark's directory");
+        let spark_home = PathBuf::from(String::from_utf8(spark_home.stdout).unwrap().trim());
+        std::fs::create_dir_all(dir).unwrap();
+        let log = std::fs::File::create(dir.join("spark-connect.log")).unwrap();
+        let child = Command::new(spark_home.join("bin/spark-submit"))
+            .args(["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]"])
+            .args(["--conf", &format!("spark.connect.grpc.binding.port={port}")])
+            .args(["--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false"])
+            .args(["--conf", &format!("spark.sql.warehouse.dir={}", dir.join("spark-warehouse").display())])
+            .args(["--driver-java-options", &format!("-Dderby.system.home={}", dir.display())])
+            .env("SPARK_HOME", &spark_home)
+            .env("SPARK_LOCAL_IP", "127.0.0.1")
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spark-submit starts");
+        let mut server = SparkConnectServer { child, port, dir: dir.to_path_buf() };
+        server.wait_until_listening();
+        server
+    }
+
+    fn wait_until_listening(&mut self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("Spark Connect exited ({status}):\n{}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Spark Connect did not listen within {START_TIMEOUT:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("sc://127.0.0.1:{}", self.port)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("spark-connect.log")).unwrap_or_default()
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for SparkConnectServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn execute(client: &Client, sql: &str) {
+    client.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+}
+
+async fn failure(client: &Client, sql: &str) -> tokio_postgres::Error {
+    match client.simple_query(sql).await {
+        Ok(_) => panic!("{sql} succeeded"),
+        Err(e) => e,
+    }
+}
+
+fn message(error: &tokio_postgres::Error) -> &str {
+    error.as_db_error().map_or("", |e| e.message())
+}
+
+async fn plan(client: &Client, sql: &str) -> String {
+    text_rows(client, &format!("EXPLAIN {sql}")).await.concat().concat()
+}
+
+/// Keys 0..20,000 in `a` (v = k % 7), the even ones in `b` (w = 3k), bucketed alike into 8;
+/// `c` holds `b`'s rows unbucketed. The join of `a` and `b` has 10,000 rows, and its sums are
+/// these.
+const TABLES: &str = "
+    CREATE TABLE a (k INT, v BIGINT) USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS;
+    CREATE TABLE b (k INT, w BIGINT) USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS;
+    CREATE TABLE c (k INT, w BIGINT) USING parquet;
+    INSERT INTO a SELECT id, id % 7 FROM range(20000);
+    INSERT INTO b SELECT id, id * 3 FROM range(0, 20000, 2);
+    INSERT INTO c SELECT k, w FROM b;";
+const JOIN: &str = "SELECT count(*), sum(v), sum(w) FROM a JOIN b ON a.k = b.k";
+
+fn expected_join() -> Vec<Vec<String>> {
+    let keys = (0..20_000i64).filter(|k| k % 2 == 0);
+    let (count, v, w) = keys.fold((0, 0, 0), |(n, v, w), k| (n + 1, v + k % 7, w + 3 * k));
+    vec![vec![count.to_string(), v.to_string(), w.to_string()]]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_run_on_spark_through_spark_connect() {
+    let temp = tempfile::tempdir().unwrap();
+    let spark_port = free_port();
+    let mut spark = SparkConnectServer::start(&temp.path().join("spark"), spark_port);
+    let server = TestServer::start_with_args(&temp.path().join("data"), &["--spark-connect", &spark.url()]);
+    let client = server.connect().await;
+    execute(&client, TABLES).await;
+
+    // The same rows on both engines.
+    for engine in ["local", "spark"] {
+        execute(&client, &format!("SET bucketsql.engine = {engine}")).await;
+        assert_eq!(text_rows(&client, JOIN).await, expected_join(), "on {engine}");
+    }
+    assert_eq!(text_rows(&client, "SHOW bucketsql.engine").await, [["bucketsql.engine", "spark"]]);
+
+    // Spark's own plan, with the session's Spark settings: no broadcast, so the co-bucketed
+    // join has no Exchange below it, and the join with the plain table shuffles the plain
+    // side into the bucketed side's 8 partitions.
+    execute(&client, "SET spark.sql.autoBroadcastJoinThreshold = -1").await;
+    let bucketed = plan(&client, JOIN).await;
+    assert!(bucketed.contains("SortMergeJoin") && bucketed.contains("Bucketed: true"), "{bucketed}");
+    assert!(!bucketed.contains("Exchange hashpartitioning"), "{bucketed}");
+    assert!(bucketed.contains("== Engine ==\nSpark Connect at sc://127.0.0.1:"), "{bucketed}");
+    let plain = plan(&client, "SELECT count(*) FROM a JOIN c ON a.k = c.k").await;
+    assert_eq!(plain.matches("Exchange hashpartitioning(k#").count(), 1, "{plain}");
+    assert!(plain.contains(", 8), ENSURE_REQUIREMENTS"), "{plain}");
+    let formatted = text_rows(&client, &format!("EXPLAIN FORMATTED {JOIN}")).await.concat().concat();
+    assert!(formatted.contains("(1) Scan parquet spark_catalog.default."), "{formatted}");
+
+    // Parameters are bound before the statement goes to Spark; their types hold.
+    let rows =
+        client.query("SELECT count(*), max(v) FROM a WHERE k < $1 AND v <> $2", &[&100i32, &6i64]).await.unwrap();
+    let (count, max): (i64, i64) = (rows[0].get(0), rows[0].get(1));
+    assert_eq!((count, max), ((0..100).filter(|k| k % 7 != 6).count() as i64, 5));
+    let rows = client.query("SELECT $1::string || '!'", &[&"it's \\ fine"]).await.unwrap();
+    assert_eq!(rows[0].get::<_, String>(0), "it's \\ fine!");
+
+    // Spark's values arrive with the types local execution gives them.
+    let typed = "SELECT CAST(1.5 AS DECIMAL(10,2)) d, DATE '2024-01-02' dt, TIMESTAMP '2024-01-02 03:04:05' ts, \
+                 array(1, 2) a, map('x', 1) m, CAST(NULL AS STRING) n";
+    let expected = [["1.50", "2024-01-02", "2024-01-02 03:04:05+00", "{1,2}", "{\"x\":1}", "NULL"]];
+    for engine in ["spark", "local"] {
+        execute(&client, &format!("SET bucketsql.engine = {engine}")).await;
+        assert_eq!(text_rows(&client, typed).await, expected, "on {engine}");
+    }
+    execute(&client, "SET bucketsql.engine = spark").await;
+
+    // Writes here are read there: the registration follows the table's files and its DDL.
+    execute(&client, "SET bucketsql.engine = local; INSERT INTO a VALUES (20000, 100); SET bucketsql.engine = spark")
+        .await;
+    assert_eq!(text_rows(&client, "SELECT count(*), max(v) FROM a").await, [["20001", "100"]]);
+    execute(&client, "DROP TABLE c; CREATE TABLE c (s STRING) USING parquet; INSERT INTO c VALUES ('x')").await;
+    assert_eq!(text_rows(&client, "SELECT * FROM c").await, [["x"]]);
+    execute(&client, "DROP TABLE c").await;
+    assert_eq!(sqlstate(&failure(&client, "SELECT * FROM c").await), "42P01");
+
+    // Spark's errors keep their SQLSTATE, and the session goes on.
+    let error = failure(&client, "SELECT 1 / 0").await;
+    assert_eq!(sqlstate(&error), "22012", "{error:?}");
+    assert_eq!(text_rows(&client, "SELECT 1").await, [["1"]]);
+
+    // Catalog queries stay here whatever the engine: drivers ask them about this server.
+    let version = text_rows(&client, "SELECT version()").await;
+    assert!(version[0][0].contains("bucketsql"), "{version:?}");
+
+    // A statement timeout and a cancel interrupt the operation on Spark.
+    let endless = "SELECT count(*) FROM range(1000000000000)";
+    execute(&client, "SET statement_timeout = '3s'").await;
+    assert_eq!(sqlstate(&failure(&client, endless).await), "57014");
+    execute(&client, "RESET statement_timeout").await;
+    let cancel = client.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        cancel.cancel_query(tokio_postgres::NoTls).await.unwrap();
+    });
+    assert_eq!(sqlstate(&failure(&client, endless).await), "57014");
+    canceller.await.unwrap();
+    assert_eq!(text_rows(&client, "SELECT 2").await, [["2"]]);
+    let log = spark.log();
+    assert!(log.matches("SPARK_JOB_CANCELLED").count() >= 2, "Spark's jobs were not cancelled:\n{log}");
+
+    // Under `auto`, the metastore's sizes decide, and EXPLAIN says so.
+    execute(&client, "SET bucketsql.engine = auto; SET bucketsql.engine.autoThresholdBytes = 1").await;
+    assert!(plan(&client, JOIN).await.contains("== Engine ==\nSpark Connect at"));
+    execute(&client, "RESET bucketsql.engine.autoThresholdBytes").await;
+    let local = plan(&client, JOIN).await;
+    assert!(local.contains("== Engine ==\nbucketsql (bucketsql.engine = auto: its tables hold"), "{local}");
+    assert!(local.contains("within bucketsql.engine.autoThresholdBytes (10737418240)"), "{local}");
+
+    // Spark going away breaks the statement running there; local statements go on, and
+    // once Spark is back the next statement finds it, its catalog registered again.
+    execute(&client, "SET bucketsql.engine = spark").await;
+    let running = tokio::spawn({
+        let client = server.connect().await;
+        async move {
+            execute(&client, "SET bucketsql.engine = spark").await;
+            client.simple_query(endless).await.map(|_| ())
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    spark.stop();
+    let lost = running.await.unwrap().expect_err("the statement on Spark outlived Spark");
+    assert!(["08006", "08001"].contains(&sqlstate(&lost).as_str()), "{lost:?}");
+    assert_eq!(sqlstate(&failure(&client, JOIN).await), "08001");
+    execute(&client, "SET bucketsql.engine = local").await;
+    assert_eq!(text_rows(&client, JOIN).await[0][0], "10000");
+    let _spark = SparkConnectServer::start(&temp.path().join("spark-again"), spark_port);
+    execute(&client, "SET bucketsql.engine = spark").await;
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM a").await, [["20001"]]);
+}
+
+#[tokio::test]
+async fn without_spark_statements_fail_with_08001_and_local_ones_go_on() {
+    let unreachable = format!("sc://127.0.0.1:{}", free_port());
+    let server = TestServer::start_fresh(&["--spark-connect", &unreachable]);
+    let client = server.connect().await;
+    execute(&client, "CREATE TABLE t (k INT) USING parquet; INSERT INTO t VALUES (1), (2)").await;
+    execute(&client, "SET bucketsql.engine = spark").await;
+    let error = failure(&client, "SELECT count(*) FROM t").await;
+    assert_eq!(sqlstate(&error), "08001", "{error:?}");
+    assert!(message(&error).contains("could not connect to Spark Connect at sc://127.0.0.1:"), "{error:?}");
+    execute(&client, "SET bucketsql.engine = local").await;
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM t").await, [["2"]]);
+
+    let alone = TestServer::start();
+    let client = alone.connect().await;
+    execute(&client, "SET bucketsql.engine = auto").await;
+    assert_eq!(text_rows(&client, "SELECT 1").await, [["1"]]);
+    execute(&client, "SET bucketsql.engine = spark").await;
+    let error = failure(&client, "SELECT 1").await;
+    assert_eq!(sqlstate(&error), "08001");
+    assert!(message(&error).contains("started without --spark-connect"), "{error:?}");
+    assert_eq!(sqlstate(&failure(&client, "SET bucketsql.engine = cluster").await), "22023");
+}
