@@ -99,6 +99,21 @@ async fn failure(client: &Client, sql: &str) -> tokio_postgres::Error {
     }
 }
 
+/// Staging directories of writes, which none should outlive.
+fn staging_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "_temporary") {
+                found.push(path.clone());
+            }
+            found.extend(staging_dirs(&path));
+        }
+    }
+    found
+}
+
 fn message(error: &tokio_postgres::Error) -> &str {
     error.as_db_error().map_or("", |e| e.message())
 }
@@ -172,6 +187,34 @@ async fn statements_run_on_spark_through_spark_connect() {
         assert_eq!(text_rows(&client, typed).await, expected, "on {engine}");
     }
     execute(&client, "SET bucketsql.engine = spark").await;
+
+    // Writes on Spark: Spark writes the files, bucketed its way, and they commit here as
+    // one write. Read here, they join `a` bucket to bucket: any row in another bucket than
+    // this server's hash gives it would miss its match.
+    execute(
+        &client,
+        "CREATE TABLE s USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS AS SELECT k, w FROM b",
+    )
+    .await;
+    execute(&client, "INSERT INTO s SELECT k + 1, w FROM b WHERE k < 100").await;
+    execute(&client, "SET bucketsql.engine = local").await;
+    let keys = (0..20_000i64).filter(|k| k % 2 == 0).chain((1..100).step_by(2));
+    let (count, v) = keys.fold((0, 0), |(n, v), k| (n + 1, v + k % 7));
+    let join_s = "SELECT count(*), sum(v) FROM a JOIN s ON a.k = s.k";
+    assert_eq!(text_rows(&client, join_s).await, [[count.to_string(), v.to_string()]]);
+    let local_plan = plan(&client, join_s).await;
+    assert!(!local_plan.contains("Exchange hashpartitioning"), "{local_plan}");
+    // A write that fails on Spark commits nothing and leaves no staging files.
+    execute(&client, "SET bucketsql.engine = spark").await;
+    let error = failure(&client, "INSERT INTO s SELECT CAST(concat('x', k) AS INT), w FROM b").await;
+    assert_eq!(sqlstate(&error), "22018", "{error:?}");
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM s").await, [[count.to_string()]]);
+    assert_eq!(staging_dirs(server.data_dir()), Vec::<PathBuf>::new());
+    // OPTIMIZE leaves one sorted file per bucket of what Spark wrote.
+    execute(&client, "OPTIMIZE s").await;
+    for bucket in text_rows(&client, "SHOW BUCKETS s").await {
+        assert!(bucket[1] == "1" && bucket[6] == "t", "{bucket:?}");
+    }
 
     // Writes here are read there: the registration follows the table's files and its DDL.
     execute(&client, "SET bucketsql.engine = local; INSERT INTO a VALUES (20000, 100); SET bucketsql.engine = spark")

@@ -229,7 +229,7 @@ impl CatalogChange {
 }
 
 /// A table as CREATE TABLE describes it, before it has an id or files.
-fn new_table_meta(table: &NewTable) -> TableMeta {
+pub fn new_table_meta(table: &NewTable) -> TableMeta {
     TableMeta {
         id: UNCOMMITTED_TABLE_ID,
         schema: table.schema.clone(),

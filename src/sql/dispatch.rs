@@ -56,7 +56,11 @@ pub(crate) async fn run(
             route if route.on_spark => spark::run::query(session, text, stmt, params).await?,
             _ => query::run(session, stmt, params).await?,
         },
-        Bucket::Sql(stmt @ Statement::Insert(target)) => insert::insert(session, stmt, target, params).await?,
+        Bucket::Sql(stmt @ Statement::Insert(target)) => match routing::route_write(session, target.source.as_deref())?
+        {
+            route if route.on_spark => spark::write::insert(session, stmt, target, params).await?,
+            _ => insert::insert(session, stmt, target, params).await?,
+        },
         Bucket::Sql(stmt @ Statement::Explain { statement, .. }) => {
             let mode = explain_mode(stmt).unwrap_or(ExplainMode::Simple);
             let route = match (mode, statement.as_ref()) {

@@ -10,7 +10,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use super::table_properties::check_statistics_property;
-use crate::catalog::change::CatalogChange;
+use crate::catalog::change::{CatalogChange, new_table_meta};
 use crate::catalog::table::{BucketSpec, ColumnMeta, NewTable};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
@@ -21,6 +21,7 @@ use crate::sql::names::table_name;
 use crate::sql::output::Output;
 use crate::sql::pg_catalog;
 use crate::sql::session::Session;
+use crate::sql::spark::{self, routing};
 use crate::sql::write::table_writer::{TableLayout, write_table};
 use crate::storage::commit::{StagedFiles, StagedWrite};
 use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
@@ -99,14 +100,30 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
             table.location.display()
         )));
     }
-    // The query's columns, by name when the table took them from it, by position otherwise;
-    // either way in the table's order (partition columns last).
-    let plan = if declared.is_empty() { reorder_to(plan, &table.columns)? } else { conform_to(plan, &table.columns)? };
-    let write = StagedWrite::of_new_table(&table.location);
-    let layout = TableLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
-    let files = write_table(&session.ctx, plan, &layout, &write).await?;
-    let rows = files.iter().map(|f| f.rows as usize).sum();
-    let staged = StagedFiles { write, files };
+    let staged = match (&create.query, routing::route_write(session, create.query.as_deref())?) {
+        (Some(query), route) if route.on_spark => {
+            // The table's column each of the query's columns goes to: its namesake when the
+            // table took its columns from the query, else the one in its place.
+            let targets: Vec<String> = if declared.is_empty() {
+                plan.schema().fields().iter().map(|f| f.name().clone()).collect()
+            } else {
+                table.columns.iter().map(|c| c.name.clone()).collect()
+            };
+            let query = Statement::Query(query.clone());
+            spark::write::create_table_as(session, &query, &new_table_meta(&table), &targets).await?
+        }
+        _ => {
+            // The query's columns, by name when the table took them from it, by position
+            // otherwise; either way in the table's order (partition columns last).
+            let plan =
+                if declared.is_empty() { reorder_to(plan, &table.columns)? } else { conform_to(plan, &table.columns)? };
+            let write = StagedWrite::of_new_table(&table.location);
+            let layout = TableLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
+            let files = write_table(&session.ctx, plan, &layout, &write).await?;
+            StagedFiles { write, files }
+        }
+    };
+    let rows = staged.files.iter().map(|f| f.rows as usize).sum();
     session.tables.write(CatalogChange::CreateTable { table, files: staged.described() }, Some(staged))?;
     Ok(Output::Command { tag: "SELECT", rows: Some(rows) })
 }

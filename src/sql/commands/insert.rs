@@ -10,7 +10,7 @@ use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::sql::sqlparser::ast::{Insert, Statement};
 
 use crate::catalog::change::{CatalogChange, TableRef};
-use crate::catalog::table::WriteMode;
+use crate::catalog::table::{TableMeta, WriteMode};
 use crate::error::SqlError;
 use crate::planner::table_provider::ParquetTable;
 use crate::sql::output::Output;
@@ -39,21 +39,6 @@ pub(crate) async fn insert(
     params: Vec<ScalarValue>,
 ) -> Result<Output, SqlError> {
     let plan = plan(session, stmt).await?.with_param_values(ParamValues::from(params))?;
-    let overwritten = match &insert.partitioned {
-        Some(_) if insert.overwrite => {
-            let meta = static_partitions::insert_target(session, insert)?;
-            let spec = StaticPartitions::of(insert, &meta)?;
-            let dynamic_mode = session.spark_conf().dynamic_partition_overwrite && spec.partial;
-            if spec.values.is_empty() || dynamic_mode { None } else { Some(spec.directory(session, &meta).await?) }
-        }
-        _ => None,
-    };
-    write(session, plan, overwritten).await
-}
-
-/// `static_directory`: an INSERT OVERWRITE of static partition values replaces what lies
-/// under their directory (`d=x`), and only that.
-async fn write(session: &Session, plan: LogicalPlan, static_directory: Option<String>) -> Result<Output, SqlError> {
     let LogicalPlan::Dml(DmlStatement { target, op, input, .. }) = plan else {
         return Err(SqlError::internal("INSERT did not plan to a write"));
     };
@@ -61,22 +46,11 @@ async fn write(session: &Session, plan: LogicalPlan, static_directory: Option<St
     let table = table
         .downcast_ref::<ParquetTable>()
         .ok_or_else(|| SqlError::feature_not_supported("only tables can be written to"))?;
+    if !matches!(op, WriteOp::Insert(InsertOp::Append | InsertOp::Overwrite)) {
+        return Err(SqlError::feature_not_supported(format!("{op} is not supported")));
+    }
     let meta = table.meta();
-    let mode = match op {
-        WriteOp::Insert(InsertOp::Append) => WriteMode::Append,
-        WriteOp::Insert(InsertOp::Overwrite) if let Some(directory) = static_directory => {
-            WriteMode::OverwriteUnder(directory)
-        }
-        // Spark's `spark.sql.sources.partitionOverwriteMode`: `static` replaces the whole
-        // table, `dynamic` only the partitions the write produces.
-        WriteOp::Insert(InsertOp::Overwrite)
-            if session.spark_conf().dynamic_partition_overwrite && !meta.partition_columns.is_empty() =>
-        {
-            WriteMode::OverwritePartitions
-        }
-        WriteOp::Insert(InsertOp::Overwrite) => WriteMode::Overwrite,
-        other => return Err(SqlError::feature_not_supported(format!("{other} is not supported"))),
-    };
+    let mode = write_mode(session, insert, meta).await?;
     let table = TableRef::of(meta);
     let written = write_and_publish(session, meta, Arc::unwrap_or_clone(input), |files| CatalogChange::Write {
         table,
@@ -85,4 +59,28 @@ async fn write(session: &Session, plan: LogicalPlan, static_directory: Option<St
     })
     .await?;
     Ok(Output::Command { tag: "INSERT", rows: Some(written.rows) })
+}
+
+/// How an INSERT's files join `meta`: appended, or replacing the whole table, the static
+/// partitions it names (their directory, `d=x`, and only that), or under Spark's
+/// `spark.sql.sources.partitionOverwriteMode = dynamic` the partitions it writes.
+pub(crate) async fn write_mode(session: &Session, insert: &Insert, meta: &TableMeta) -> Result<WriteMode, SqlError> {
+    if !insert.overwrite {
+        return Ok(WriteMode::Append);
+    }
+    let dynamic = session.spark_conf().dynamic_partition_overwrite;
+    if insert.partitioned.is_some() {
+        let spec = StaticPartitions::of(insert, meta)?;
+        // Static values replace their directory, unless dynamic mode leaves the partitions
+        // after them to the rows.
+        let dynamic_below = dynamic && spec.partial;
+        if !spec.values.is_empty() && !dynamic_below {
+            return Ok(WriteMode::OverwriteUnder(spec.directory(session, meta).await?));
+        }
+    }
+    Ok(if dynamic && !meta.partition_columns.is_empty() {
+        WriteMode::OverwritePartitions
+    } else {
+        WriteMode::Overwrite
+    })
 }

@@ -6,3 +6,4 @@ pub(crate) mod catalog_sync;
 pub(crate) mod parameters;
 pub(crate) mod routing;
 pub(crate) mod run;
+pub(crate) mod write;

@@ -11,7 +11,9 @@
 
 use std::ops::ControlFlow;
 
-use datafusion::sql::sqlparser::ast::{Expr, ObjectName, Statement, visit_expressions, visit_relations};
+use datafusion::sql::sqlparser::ast::{
+    Expr, ObjectName, Query, SetExpr, Statement, visit_expressions, visit_relations,
+};
 
 use crate::catalog::table::TableMeta;
 use crate::config::EngineChoice;
@@ -90,6 +92,17 @@ pub(crate) fn route(session: &Session, query: &Statement) -> Result<Route, SqlEr
             "{setting}: its tables hold {bytes} bytes, within bucketsql.engine.autoThresholdBytes ({threshold})"
         ))
     })
+}
+
+/// Where the query of a write (INSERT's source, CREATE TABLE … AS's query) runs; VALUES and
+/// writes without a query run here.
+pub(crate) fn route_write(session: &Session, source: Option<&Query>) -> Result<Route, SqlError> {
+    match source {
+        Some(query) if !matches!(query.body.as_ref(), SetExpr::Values(_)) => {
+            route(session, &Statement::Query(Box::new(query.clone())))
+        }
+        _ => Ok(Route::local("the rows are given in the statement")),
+    }
 }
 
 /// What in `query` only this server can answer: a catalog relation or a server function.

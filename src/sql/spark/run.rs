@@ -103,7 +103,7 @@ fn explained_text(text: &str) -> Option<&str> {
 /// settings and the tables `stmt` reads are up to date there. A table Spark does not know
 /// although it was registered means Spark lost its catalog (it restarted): the tables are
 /// registered again and the call made once more.
-async fn on_spark<T, F, Fut>(session: &Session, stmt: &Statement, call: F) -> Result<T, SqlError>
+pub(crate) async fn on_spark<T, F, Fut>(session: &Session, stmt: &Statement, call: F) -> Result<T, SqlError>
 where
     F: Fn(Arc<SparkConnect>, String) -> Fut,
     Fut: Future<Output = Result<T, SqlError>>,

@@ -1,0 +1,125 @@
+//! Writes on Spark: `INSERT INTO`, `INSERT OVERWRITE` and `CREATE TABLE … AS` whose query
+//! runs on Spark. Spark writes the rows, bucketed and sorted its way, into a staging table of
+//! its catalog whose location is the write's staging directory (`<table>/_temporary/<id>`),
+//! registered with the target's columns, partitioning and buckets. The server then checks
+//! what Spark wrote as REFRESH TABLE checks a directory (bucket ids in the file names, each
+//! column's stored type) and hands the files to the session's transaction, which commits them
+//! as it commits its own writes: all at once, or nothing. The staging registration is dropped
+//! from Spark's catalog either way; dropping it leaves the files, as it is external.
+
+use std::sync::Arc;
+
+use datafusion::common::ScalarValue;
+use datafusion::sql::sqlparser::ast::{Ident, Insert, ObjectName, Statement, TableObject};
+
+use super::parameters;
+use super::run::on_spark;
+use crate::catalog::change::{CatalogChange, TableRef, UNCOMMITTED_TABLE_ID};
+use crate::catalog::table::{DataFile, TableMeta};
+use crate::error::SqlError;
+use crate::exec::spark_connect::SparkConnect;
+use crate::sql::commands::insert::write_mode;
+use crate::sql::commands::show_create_table::{quote_identifier, registration_statement};
+use crate::sql::output::Output;
+use crate::sql::session::Session;
+use crate::sql::write::static_partitions::insert_target;
+use crate::storage::commit::{StagedFiles, StagedWrite};
+use crate::storage::existing_files::{ExpectedLayout, discover};
+use crate::storage::parquet_writer::StagedFile;
+
+/// The namespace of Spark's catalog that holds the staging tables of writes under way.
+const STAGING_NAMESPACE: &str = "bucketsql_staging";
+
+/// `INSERT INTO | OVERWRITE t …` with its query run on Spark.
+pub(crate) async fn insert(
+    session: &Session,
+    stmt: &Statement,
+    insert: &Insert,
+    params: Vec<ScalarValue>,
+) -> Result<Output, SqlError> {
+    let meta = insert_target(session, insert)?;
+    let mode = write_mode(session, insert, &meta).await?;
+    let staged = stage(session, stmt, &meta, |staging| {
+        // What the target's mode replaces is decided at commit; Spark only appends to its
+        // empty staging table.
+        let mut into_staging = insert.clone();
+        into_staging.table = TableObject::TableName(staging);
+        into_staging.overwrite = false;
+        into_staging.into = true;
+        into_staging.table_alias = None;
+        parameters::bind(&Statement::Insert(into_staging).to_string(), &params)
+    })
+    .await?;
+    let rows = staged.files.iter().map(|f| f.rows as usize).sum();
+    let change = CatalogChange::Write { table: TableRef::of(&meta), mode, files: staged.described() };
+    session.tables.write(change, Some(staged))?;
+    Ok(Output::Command { tag: "INSERT", rows: Some(rows) })
+}
+
+/// The rows of `CREATE TABLE … AS query` for `table` (not yet created), written by Spark:
+/// `columns` names the table's column each of the query's columns goes to, in the query's
+/// order.
+pub(crate) async fn create_table_as(
+    session: &Session,
+    query: &Statement,
+    table: &TableMeta,
+    columns: &[String],
+) -> Result<StagedFiles, SqlError> {
+    let list: Vec<String> = columns.iter().map(|c| quote_identifier(c)).collect();
+    stage(session, query, table, |staging| Ok(format!("INSERT INTO {staging} ({}) {query}", list.join(", ")))).await
+}
+
+/// Has Spark run the statement `fill` makes for the staging table it is given, and stages
+/// the files Spark wrote for `meta`. `source` is the statement whose tables Spark reads.
+async fn stage(
+    session: &Session,
+    source: &Statement,
+    meta: &TableMeta,
+    fill: impl FnOnce(ObjectName) -> Result<String, SqlError>,
+) -> Result<StagedFiles, SqlError> {
+    let write = if meta.id == UNCOMMITTED_TABLE_ID {
+        StagedWrite::of_new_table(&meta.location)
+    } else {
+        StagedWrite::new(&meta.location)
+    };
+    let staging_name = format!("w_{}", write.id.simple());
+    let mut staging = meta.clone();
+    staging.schema = STAGING_NAMESPACE.to_string();
+    staging.name = staging_name.clone();
+    staging.location = write.staging_dir().to_path_buf();
+    staging.files.clear();
+    staging.partitions.clear();
+    let fill = fill(ObjectName::from(vec![Ident::new(STAGING_NAMESPACE), Ident::new(&staging_name)]))?;
+    let staging_table = format!("{}.{}", quote_identifier(STAGING_NAMESPACE), quote_identifier(&staging_name));
+    on_spark(session, source, |spark, id| {
+        let (ddl, fill, staging_table) = (registration_statement(&staging), fill.clone(), staging_table.clone());
+        async move {
+            spark.run(&id, format!("CREATE NAMESPACE IF NOT EXISTS {}", quote_identifier(STAGING_NAMESPACE))).await?;
+            spark.run(&id, ddl).await?;
+            let written = spark.run(&id, fill).await;
+            let dropped = drop_staging(&spark, &id, &staging_table).await;
+            written.and(dropped)
+        }
+    })
+    .await?;
+    let expected = ExpectedLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
+    let found = discover(write.staging_dir(), &expected)?;
+    let files = found.into_iter().map(|file| staged_file(&write, file)).collect();
+    Ok(StagedFiles { write, files })
+}
+
+async fn drop_staging(spark: &Arc<SparkConnect>, id: &str, staging_table: &str) -> Result<(), SqlError> {
+    spark.run(id, format!("DROP TABLE IF EXISTS {staging_table}")).await
+}
+
+/// A file Spark wrote into the staging directory, as the write will publish it.
+fn staged_file(write: &StagedWrite, file: DataFile) -> StagedFile {
+    StagedFile {
+        staged: write.staging_dir().join(&file.path),
+        relative: file.path,
+        partition: file.partition,
+        bucket: file.bucket,
+        rows: file.row_count,
+        bytes: file.byte_size,
+    }
+}
