@@ -63,6 +63,10 @@ enum Command {
         /// each and on copies bucketed into `--buckets` (answers checked at scale factor 1).
         #[arg(long, value_name = "SF", conflicts_with = "rows")]
         tpch: Option<f64>,
+        /// Also time the join on this Spark Connect server (`sc://HOST:PORT`), which must read
+        /// the benchmark's data directory at the same path.
+        #[arg(long, value_name = "URL", conflicts_with = "tpch")]
+        spark_connect: Option<String>,
     },
     /// Learn bucketing step by step: plans, exchanges and what they cost, on generated tables.
     Demo {
@@ -159,7 +163,7 @@ async fn run() -> anyhow::Result<()> {
         LogFormat::Json => logs.json().flatten_event(true).init(),
     }
     match command {
-        Command::Bench { rows, buckets, runs, data_dir, memory_limit, json, query_history, tpch } => {
+        Command::Bench { rows, buckets, runs, data_dir, memory_limit, json, query_history, tpch, spark_connect } => {
             if buckets == 0 || runs == 0 || rows == 0 {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
@@ -180,6 +184,7 @@ async fn run() -> anyhow::Result<()> {
                 memory_limit,
                 json,
                 query_history,
+                spark_connect: spark_connect.as_deref().map(SparkConnectUrl::parse).transpose()?,
             })
             .await?;
         }

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use serde_json::json;
 use tokio_postgres::Client;
+
+use crate::browser::Browser;
 
 use crate::clients::python_env;
 use crate::common::{TestServer, free_port, sqlstate, text_rows};
@@ -145,7 +148,10 @@ async fn statements_run_on_spark_through_spark_connect() {
     let temp = tempfile::tempdir().unwrap();
     let spark_port = free_port();
     let mut spark = SparkConnectServer::start(&temp.path().join("spark"), spark_port);
-    let server = TestServer::start_with_args(&temp.path().join("data"), &["--spark-connect", &spark.url()]);
+    let ui = free_port();
+    let ui_address = format!("127.0.0.1:{ui}");
+    let server =
+        TestServer::start_with_args(&temp.path().join("data"), &["--spark-connect", &spark.url(), "--ui", &ui_address]);
     let client = server.connect().await;
     execute(&client, TABLES).await;
 
@@ -155,6 +161,31 @@ async fn statements_run_on_spark_through_spark_connect() {
         assert_eq!(text_rows(&client, JOIN).await, expected_join(), "on {engine}");
     }
     assert_eq!(text_rows(&client, "SHOW bucketsql.engine").await, [["bucketsql.engine", "spark"]]);
+
+    // The web UI marks the statement as run on Spark (the newest with its text; the one
+    // before ran here) and shows Spark's plan of it.
+    let browser = Browser::launch().await.unwrap();
+    let page = browser.new_page().await.unwrap();
+    page.goto(&format!("http://127.0.0.1:{ui}/queries")).await.unwrap();
+    let link = page
+        .eval(&format!(
+            "[...document.querySelectorAll('td.sql a')].find(a => a.textContent === {}).getAttribute('href')",
+            json!(JOIN)
+        ))
+        .await
+        .unwrap();
+    page.goto(&format!("http://127.0.0.1:{ui}{}", link.as_str().unwrap())).await.unwrap();
+    let engine = page.eval("document.getElementById('engine').textContent").await.unwrap();
+    assert_eq!(engine, json!(format!("ran on Spark: sc://127.0.0.1:{spark_port}")));
+    // Spark's plan is fetched beside the statement: the page shows it once it is known.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while page.eval("document.getElementById('spark-plan') === null").await.unwrap() == json!(true) {
+        assert!(Instant::now() < deadline, "no Spark plan on the statement's page");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        page.goto(&format!("http://127.0.0.1:{ui}{}", link.as_str().unwrap())).await.unwrap();
+    }
+    let spark_plan = page.eval("document.getElementById('spark-plan').textContent").await.unwrap();
+    assert!(spark_plan.as_str().unwrap().contains("Scan parquet spark_catalog.default.a"), "{spark_plan}");
 
     // Spark's own plan, with the session's Spark settings: no broadcast, so the co-bucketed
     // join has no Exchange below it, and the join with the plain table shuffles the plain
@@ -240,12 +271,20 @@ async fn statements_run_on_spark_through_spark_connect() {
     assert_eq!(sqlstate(&failure(&client, endless).await), "57014");
     execute(&client, "RESET statement_timeout").await;
     let cancel = client.cancel_token();
+    let watcher = server.connect().await;
     let canceller = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(3)).await;
+        // While it runs, pg_stat_activity shows the statement waiting for Spark.
+        let waits = text_rows(
+            &watcher,
+            "SELECT wait_event_type, wait_event FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%range(1000000000000)%'",
+        )
+        .await;
         cancel.cancel_query(tokio_postgres::NoTls).await.unwrap();
+        waits
     });
     assert_eq!(sqlstate(&failure(&client, endless).await), "57014");
-    canceller.await.unwrap();
+    assert_eq!(canceller.await.unwrap(), [["Extension", "SparkConnect"]]);
     assert_eq!(text_rows(&client, "SELECT 2").await, [["2"]]);
     let log = spark.log();
     assert!(log.matches("SPARK_JOB_CANCELLED").count() >= 2, "Spark's jobs were not cancelled:\n{log}");

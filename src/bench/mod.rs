@@ -22,6 +22,7 @@ use crate::error::SqlError;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::exec::spark_connect::SparkConnectUrl;
 use crate::progress::Phase;
 use crate::sql::activity::Backend;
 use crate::sql::engine::{Engine, EngineOptions};
@@ -37,6 +38,8 @@ const FIXED: &str = "fixed";
 const FIXED_STATIC: &str = "fixed-static";
 const DEFAULTS: &str = "defaults";
 const DEFAULTS_NO_BROADCAST: &str = "defaults-nb";
+/// Spark's defaults, run on the Spark Connect server.
+const SPARK: &str = "spark";
 
 pub mod tpch;
 
@@ -50,6 +53,8 @@ pub struct BenchOptions {
     /// Statements the query history keeps, as `serve` keeps them for its web UI; 0 measures
     /// the queries without it.
     pub query_history: usize,
+    /// A Spark Connect server that also runs the join, beside local execution.
+    pub spark_connect: Option<SparkConnectUrl>,
 }
 
 struct Measurement {
@@ -200,10 +205,24 @@ async fn execute(session: &Arc<Session>, sql: &str) -> Result<usize, SqlError> {
     Ok(written)
 }
 
+/// The rows of query `sql`, run as a client's statement is (on Spark, under
+/// `bucketsql.engine = spark`).
+async fn rows_of(session: &Arc<Session>, sql: &str) -> Result<Vec<RecordBatch>, SqlError> {
+    let mut batches = Vec::new();
+    for (text, statement) in statement::parse_query(session, sql).await? {
+        if let Output::Rows { mut stream, .. } = statement::execute_statement(session, &text, &statement).await? {
+            while let Some(batch) = stream.next().await {
+                batches.push(batch?);
+            }
+        }
+    }
+    Ok(batches)
+}
+
 /// Times `sql` as an item of `phase`: a warm-up run, then `runs` timed ones; the rows of the
 /// last.
 async fn time_query(
-    session: &Session,
+    session: &Arc<Session>,
     phase: &mut Phase,
     name: &str,
     (layout, settings): (&'static str, &'static str),
@@ -219,8 +238,13 @@ async fn time_query(
     for _ in 0..=runs {
         let cpu_before = cpu_time();
         let started = Instant::now();
-        let plan = session.plan_query(sql).await?;
-        let batches = collect(Arc::clone(&plan), session.task_context()).await?;
+        let (plan, batches) = if settings == SPARK {
+            (None, rows_of(session, sql).await?)
+        } else {
+            let plan = session.plan_query(sql).await?;
+            let batches = collect(Arc::clone(&plan), session.task_context()).await?;
+            (Some(plan), batches)
+        };
         let elapsed = started.elapsed();
         timings.push(elapsed);
         busy.push((cpu_time() - cpu_before).as_secs_f64() / elapsed.as_secs_f64());
@@ -233,7 +257,7 @@ async fn time_query(
     timings.sort();
     let median = timings[timings.len() / 2];
     let (plan, batches) = last_run.expect("ran at least once");
-    let figures = PlanFigures::of(&plan);
+    let figures = plan.as_ref().map(PlanFigures::of).unwrap_or_default();
     phase.end(&format!("median {:.1} ms", median.as_secs_f64() * 1000.0));
     let measurement = Measurement {
         name: name.to_string(),
@@ -305,9 +329,11 @@ fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
 }
 
 pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
-    let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json, query_history } = options;
+    let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json, query_history, spark_connect } = options;
     let accounts = accounts_for(rows);
-    let engine = Engine::open(&data_dir, EngineOptions { memory_limit, query_history, ..EngineOptions::default() })?;
+    let on_spark = spark_connect.is_some();
+    let options = EngineOptions { memory_limit, query_history, spark_connect, ..EngineOptions::default() };
+    let engine = Engine::open(&data_dir, options)?;
     let session = Arc::new(Session::new(Arc::clone(&engine), Arc::new(Backend::new(None)))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -365,8 +391,11 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     // The point lookup is timed once, under the first bundle.
     let queries_under = |settings: &str| &queries[..if settings == FIXED { 3 } else { 2 }];
     let layouts = [("bucketed", "tx", "acc"), ("plain", "tx_plain", "acc_plain")];
-    // Each query on each layout under its bundles, and the sorted join once.
-    let timed = bundles.iter().map(|(settings, _)| queries_under(settings).len() * layouts.len()).sum::<usize>() + 1;
+    // Each query on each layout under its bundles, the sorted join once, and the join on each
+    // layout on Spark.
+    let timed = bundles.iter().map(|(settings, _)| queries_under(settings).len() * layouts.len()).sum::<usize>()
+        + 1
+        + if on_spark { layouts.len() } else { 0 };
     let mut phase = Phase::start("time", timed as u64);
     let mut results = Vec::new();
     for (settings, setup) in &bundles {
@@ -386,10 +415,19 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
                 .insert(1, time_query(&session, &mut phase, queries[0].0, ("sorted", settings), &join, runs).await?.0);
         }
     }
+    if on_spark {
+        // Spark's defaults, as Spark Connect's session has them.
+        execute(&session, "RESET ALL; SET bucketsql.engine = spark").await?;
+        for (layout, tx, acc) in layouts {
+            let join = queries[0].1.replace("{tx}", tx).replace("{acc}", acc);
+            results.push(time_query(&session, &mut phase, queries[0].0, (layout, SPARK), &join, runs).await?.0);
+        }
+        execute(&session, "RESET ALL").await?;
+    }
     phase.finish();
 
     println!(
-        "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {FIXED_STATIC} = the same without adaptive execution; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off"
+        "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {FIXED_STATIC} = the same without adaptive execution; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off; {SPARK} = defaults, on the Spark Connect server (its plan's figures are Spark's, not shown)"
     );
     println!(
         "{:<16} {:<9} {:<12} {:>10} {:>11} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14} {:>15}",

@@ -122,6 +122,8 @@ pub struct StatementActivity {
     pub state_change: SystemTime,
     /// When the client's transaction block began; `None` outside one.
     transaction_start: Option<SystemTime>,
+    /// The statement runs on the Spark Connect server, and waits for it.
+    pub on_spark: bool,
 }
 
 impl StatementActivity {
@@ -146,6 +148,7 @@ impl Backend {
                 query_start: None,
                 state_change: started,
                 transaction_start: None,
+                on_spark: false,
             }),
             statement_cancel: Mutex::default(),
             copy: Mutex::new(None),
@@ -189,6 +192,7 @@ impl Backend {
         statement.query.clear();
         statement.query.push_str(truncated(query, QUERY_TEXT_BYTES));
         statement.query_start = Some(now);
+        statement.on_spark = false;
         if statement.state != BackendState::Active {
             statement.state = BackendState::Active;
             statement.state_change = now;
@@ -208,6 +212,11 @@ impl Backend {
             statement.state = state;
             statement.state_change = now;
         }
+    }
+
+    /// The running statement waits for the Spark Connect server, which runs it.
+    pub fn runs_on_spark(&self) {
+        lock(&self.statement).on_spark = true;
     }
 
     pub fn statement(&self) -> StatementActivity {

@@ -16,7 +16,7 @@ use super::commands::{
 };
 use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode};
 use super::names::{schema_of, table_name};
-use super::output::Output;
+use super::output::{Output, plan_schema};
 use super::session::Session;
 use super::spark::{self, routing};
 use crate::catalog::metastore::DEFAULT_SCHEMA;
@@ -198,7 +198,7 @@ pub(crate) fn result_schema(statement: &BucketSqlStatement) -> Option<SchemaRef>
         Bucket::DescribeColumn { .. } => Some(describe_column::describe_column_schema()),
         Bucket::Sql(Statement::ExplainTable { .. }) => Some(describe_table::describe_schema()),
         Bucket::Sql(Statement::ShowCreate { .. }) => Some(show_create_table::show_create_schema()),
-        Bucket::Sql(Statement::Explain { .. }) => Some(explain::plan_schema()),
+        Bucket::Sql(Statement::Explain { .. }) => Some(plan_schema()),
         _ => None,
     }
 }

@@ -57,6 +57,7 @@ impl QueryHistory {
             clock: Instant::now(),
             outcome: Mutex::new(None),
             plan: Mutex::new(PlanState::None),
+            spark: Mutex::new(None),
             // The web UI's cancel is the backend's, as a CancelRequest's is.
             cancel: backend.statement_cancellation(),
         });
@@ -107,6 +108,15 @@ impl RunningStatement {
         running.plan = Some((Arc::clone(plan), conf));
     }
 
+    /// The statement runs on `engine` (a Spark Connect server); its record, where the
+    /// history keeps it, for Spark's plan to be added to.
+    pub fn runs_on_spark(&self, engine: String) -> Option<Arc<QueryRecord>> {
+        let running = lock(&self.0);
+        let record = running.record.as_ref()?;
+        *lock(&record.spark) = Some((engine, None));
+        Some(Arc::clone(record))
+    }
+
     /// The plan the statement ran, with its settings, let go of here.
     pub fn take_plan(&self) -> Option<(Arc<dyn ExecutionPlan>, SparkConf)> {
         lock(&self.0).plan.take()
@@ -128,6 +138,9 @@ pub struct QueryRecord {
     clock: Instant,
     outcome: Mutex<Option<Outcome>>,
     plan: Mutex<PlanState>,
+    /// Where a statement that ran on Spark ran, and Spark's plan of it (EXPLAIN FORMATTED)
+    /// once fetched.
+    spark: Mutex<Option<(String, Option<String>)>>,
     cancel: CancellationToken,
 }
 
@@ -184,6 +197,17 @@ impl QueryRecord {
             PlanState::None => None,
             PlanState::Running(plan, ctx) => Some(Arc::new(PlanGraph::of(plan, ctx))),
             PlanState::Ran(graph) => Some(Arc::clone(graph)),
+        }
+    }
+
+    /// The Spark Connect server the statement ran on, and Spark's plan of it once known.
+    pub fn spark(&self) -> Option<(String, Option<String>)> {
+        lock(&self.spark).clone()
+    }
+
+    pub fn spark_planned(&self, plan: String) {
+        if let Some((_, known)) = lock(&self.spark).as_mut() {
+            *known = Some(plan);
         }
     }
 

@@ -22,6 +22,7 @@ pub(crate) mod session;
 pub(crate) mod spark;
 pub(crate) mod statement;
 pub(crate) mod statement_end;
+pub(crate) mod table_ddl;
 pub mod statement_stats;
 pub(crate) mod tuple_in_subquery;
 pub(crate) mod write;

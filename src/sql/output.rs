@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
@@ -56,6 +56,11 @@ pub struct Prepared {
 pub(crate) fn rows_output(schema: SchemaRef, batches: Vec<RecordBatch>) -> Output {
     let stream = futures::stream::iter(batches.into_iter().map(Ok));
     Output::Rows { schema: Arc::clone(&schema), stream: Box::pin(RecordBatchStreamAdapter::new(schema, stream)) }
+}
+
+/// EXPLAIN's one column.
+pub(crate) fn plan_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)]))
 }
 
 /// A single-column boolean batch, e.g. Spark's `isTemporary`.

@@ -36,6 +36,8 @@ pub(super) struct QuerySummary {
     pub rows: Option<u64>,
     pub sqlstate: Option<String>,
     pub error: Option<String>,
+    /// The Spark Connect server the statement ran on; `None` for one that ran here.
+    pub spark: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -46,6 +48,8 @@ pub(super) struct QueryDetail {
     pub plan: Option<PlanGraph>,
     /// The lines of `== Advice (Bucketing) ==`.
     pub advice: Vec<String>,
+    /// Spark's plan (EXPLAIN FORMATTED) of a statement that ran on Spark, once fetched.
+    pub spark_plan: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -131,6 +135,7 @@ impl QuerySummary {
             rows: outcome.and_then(|o| o.rows),
             sqlstate,
             error,
+            spark: record.spark().map(|(engine, _)| engine),
         }
     }
 }
@@ -139,7 +144,8 @@ impl QueryDetail {
     pub fn of(record: &QueryRecord) -> Self {
         let plan = record.graph().map(|g| g.as_ref().clone());
         let advice = plan.as_ref().map(|p| advice(&p.formatted)).unwrap_or_default();
-        QueryDetail { summary: QuerySummary::of(record), plan, advice }
+        let spark_plan = record.spark().and_then(|(_, plan)| plan);
+        QueryDetail { summary: QuerySummary::of(record), plan, advice, spark_plan }
     }
 }
 

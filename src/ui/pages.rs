@@ -87,6 +87,9 @@ pub(super) async fn query(
         state = s.state,
         pid = s.connection,
     );
+    if let Some(engine) = &s.spark {
+        let _ = write!(body, "<tr><th>Engine</th><td id=\"engine\">ran on Spark: {}</td></tr>", escape(engine));
+    }
     if let (Some(code), Some(message)) = (&s.sqlstate, &s.error) {
         let _ =
             write!(body, "<tr><th>Error</th><td class=\"state-failed\">{} {}</td></tr>", escape(code), escape(message));
@@ -100,6 +103,12 @@ pub(super) async fn query(
         );
     }
     match &detail.plan {
+        None if s.spark.is_some() => match &detail.spark_plan {
+            Some(plan) => {
+                let _ = write!(body, "<h2>Spark's plan</h2><pre id=\"spark-plan\">{}</pre>", escape(plan));
+            }
+            None => body.push_str("<p>Spark's plan of this statement is not known yet.</p>"),
+        },
         None => body.push_str("<p>This statement ran no query plan.</p>"),
         Some(plan) => {
             body.push_str(

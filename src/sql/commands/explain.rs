@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::physical_plan::execute_stream;
 use datafusion::sql::sqlparser::ast::Statement;
@@ -12,13 +11,8 @@ use futures::StreamExt;
 
 use crate::error::SqlError;
 use crate::explain::{self, ExplainContext, ExplainMode};
-use crate::sql::output::{Output, rows_output};
+use crate::sql::output::{Output, plan_schema, rows_output};
 use crate::sql::session::Session;
-
-/// EXPLAIN's one column.
-pub(crate) fn plan_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)]))
-}
 
 pub(crate) async fn explain(
     session: &Session,

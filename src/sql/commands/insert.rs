@@ -10,13 +10,13 @@ use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::sql::sqlparser::ast::{Insert, Statement};
 
 use crate::catalog::change::{CatalogChange, TableRef};
-use crate::catalog::table::{TableMeta, WriteMode};
 use crate::error::SqlError;
 use crate::planner::table_provider::ParquetTable;
 use crate::sql::output::Output;
 use crate::sql::session::Session;
+use crate::sql::write::insert_mode::write_mode;
 use crate::sql::write::stage::write_and_publish;
-use crate::sql::write::static_partitions::{self, StaticPartitions};
+use crate::sql::write::static_partitions;
 
 /// Plans an INSERT; one with a `PARTITION (…)` spec is first rewritten into one DataFusion
 /// plans ([`static_partitions::rewrite`]).
@@ -59,28 +59,4 @@ pub(crate) async fn insert(
     })
     .await?;
     Ok(Output::Command { tag: "INSERT", rows: Some(written.rows) })
-}
-
-/// How an INSERT's files join `meta`: appended, or replacing the whole table, the static
-/// partitions it names (their directory, `d=x`, and only that), or under Spark's
-/// `spark.sql.sources.partitionOverwriteMode = dynamic` the partitions it writes.
-pub(crate) async fn write_mode(session: &Session, insert: &Insert, meta: &TableMeta) -> Result<WriteMode, SqlError> {
-    if !insert.overwrite {
-        return Ok(WriteMode::Append);
-    }
-    let dynamic = session.spark_conf().dynamic_partition_overwrite;
-    if insert.partitioned.is_some() {
-        let spec = StaticPartitions::of(insert, meta)?;
-        // Static values replace their directory, unless dynamic mode leaves the partitions
-        // after them to the rows.
-        let dynamic_below = dynamic && spec.partial;
-        if !spec.values.is_empty() && !dynamic_below {
-            return Ok(WriteMode::OverwriteUnder(spec.directory(session, meta).await?));
-        }
-    }
-    Ok(if dynamic && !meta.partition_columns.is_empty() {
-        WriteMode::OverwritePartitions
-    } else {
-        WriteMode::Overwrite
-    })
 }

@@ -10,7 +10,8 @@ use super::values::{Row, Value, row};
 use crate::sql::activity::BackendState;
 
 /// One row per connection. Every connection acts as the superuser, whatever name it logged
-/// in with; an idle one waits for its client, as PostgreSQL's `ClientRead`.
+/// in with; an idle one waits for its client, as PostgreSQL's `ClientRead`, and one whose
+/// statement runs on Spark waits for Spark Connect (`Extension`, `SparkConnect`).
 pub(super) fn pg_stat_activity(scan: &Scan) -> Result<Vec<Row>> {
     Ok(scan
         .backends()
@@ -18,7 +19,11 @@ pub(super) fn pg_stat_activity(scan: &Scan) -> Result<Vec<Row>> {
         .filter_map(|backend| {
             let login = backend.login()?;
             let statement = backend.statement();
-            let waiting = statement.state != BackendState::Active;
+            let (wait_type, wait) = match statement.state {
+                BackendState::Active if statement.on_spark => (Some("Extension"), Some("SparkConnect")),
+                BackendState::Active => (None, None),
+                _ => (Some("Client"), Some("ClientRead")),
+            };
             Some(row![
                 DATABASE_OID,
                 DATABASE_NAME,
@@ -34,8 +39,8 @@ pub(super) fn pg_stat_activity(scan: &Scan) -> Result<Vec<Row>> {
                 statement.transaction_start(),
                 statement.query_start,
                 statement.state_change,
-                waiting.then_some("Client"),
-                waiting.then_some("ClientRead"),
+                wait_type,
+                wait,
                 statement.state.name(),
                 Value::Null,
                 Value::Null,

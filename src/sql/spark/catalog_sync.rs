@@ -20,8 +20,8 @@ use futures::StreamExt;
 use super::routing::Relations;
 use crate::error::SqlError;
 use crate::exec::spark_connect::{Registration, SparkConnect};
-use crate::sql::commands::show_create_table::{REGISTERED_ID, quote_identifier, registration_statement};
 use crate::sql::session::Session;
+use crate::sql::table_ddl::{REGISTERED_ID, quote_identifier, registration_statement};
 
 /// Brings Spark's registrations of `relations` up to date, in Spark session `spark_session`.
 pub(crate) async fn sync(

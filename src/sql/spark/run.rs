@@ -19,8 +19,8 @@ use super::{catalog_sync, parameters};
 use crate::error::SqlError;
 use crate::exec::spark_connect::{SparkConnect, SparkExplainMode};
 use crate::explain::ExplainMode;
-use crate::sql::commands::explain::plan_schema;
-use crate::sql::output::{Output, rows_output};
+use crate::sql::history::QueryRecord;
+use crate::sql::output::{Output, plan_schema, rows_output};
 use crate::sql::session::Session;
 
 /// The session time zone Spark is given unless the session sets its own: this server's.
@@ -34,7 +34,18 @@ pub(crate) async fn query(
     params: Vec<ScalarValue>,
 ) -> Result<Output, SqlError> {
     let sql = parameters::bind(text, &params)?;
+    let record = mark_on_spark(session);
     let rows = on_spark(session, stmt, |spark, id| {
+        // Spark's plan for the web UI, fetched beside the query once its tables are known there.
+        if let Some(record) = record.clone() {
+            let (spark, id, sql) = (Arc::clone(&spark), id.clone(), sql.clone());
+            tokio::spawn(async move {
+                match spark.explain(&id, sql, SparkExplainMode::Formatted).await {
+                    Ok(plan) => record.spark_planned(plan),
+                    Err(e) => tracing::debug!(error = %e, "no Spark plan for the web UI"),
+                }
+            });
+        }
         let sql = sql.clone();
         async move { spark.execute(&id, sql).await }
     })
@@ -74,6 +85,14 @@ pub(crate) async fn explain(
     plan.push_str(&engine_section(&format!("Spark Connect at {url}"), route));
     let batch = RecordBatch::try_new(plan_schema(), vec![Arc::new(StringArray::from(vec![plan])) as ArrayRef])?;
     Ok(rows_output(plan_schema(), vec![batch]))
+}
+
+/// Shows in `pg_stat_activity` and the web UI that the running statement runs on Spark; its
+/// record in the query history, where the history keeps it.
+pub(crate) fn mark_on_spark(session: &Session) -> Option<Arc<QueryRecord>> {
+    let spark = session.engine.spark.as_ref()?;
+    session.backend.runs_on_spark();
+    session.running.runs_on_spark(spark.url().to_string())
 }
 
 /// EXPLAIN's last section: where the statement runs, and why.

@@ -13,15 +13,15 @@ use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{Ident, Insert, ObjectName, Statement, TableObject};
 
 use super::parameters;
-use super::run::on_spark;
+use super::run::{mark_on_spark, on_spark};
 use crate::catalog::change::{CatalogChange, TableRef, UNCOMMITTED_TABLE_ID};
 use crate::catalog::table::{DataFile, TableMeta};
 use crate::error::SqlError;
 use crate::exec::spark_connect::SparkConnect;
-use crate::sql::commands::insert::write_mode;
-use crate::sql::commands::show_create_table::{quote_identifier, registration_statement};
 use crate::sql::output::Output;
 use crate::sql::session::Session;
+use crate::sql::table_ddl::{quote_identifier, registration_statement};
+use crate::sql::write::insert_mode::write_mode;
 use crate::sql::write::static_partitions::insert_target;
 use crate::storage::commit::{StagedFiles, StagedWrite};
 use crate::storage::existing_files::{ExpectedLayout, discover};
@@ -91,6 +91,7 @@ async fn stage(
     staging.partitions.clear();
     let fill = fill(ObjectName::from(vec![Ident::new(STAGING_NAMESPACE), Ident::new(&staging_name)]))?;
     let staging_table = format!("{}.{}", quote_identifier(STAGING_NAMESPACE), quote_identifier(&staging_name));
+    mark_on_spark(session);
     on_spark(session, source, |spark, id| {
         let (ddl, fill, staging_table) = (registration_statement(&staging), fill.clone(), staging_table.clone());
         async move {
