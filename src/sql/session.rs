@@ -53,6 +53,25 @@ pub struct Session {
     spark_settings: Mutex<SparkSettings>,
 }
 
+/// A session that ran statements on Spark ends its Spark session there too, rather than
+/// leave it to Spark's idle timeout.
+impl Drop for Session {
+    fn drop(&mut self) {
+        let used_spark = !self.lock_spark_settings().sent.is_empty();
+        let (Some(spark), Ok(runtime)) = (self.engine.spark.clone(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        if used_spark {
+            let id = self.spark_session_id.to_string();
+            runtime.spawn(async move {
+                if let Err(e) = spark.release_session(id).await {
+                    tracing::debug!(error = %e, "could not release the Spark session");
+                }
+            });
+        }
+    }
+}
+
 /// What the session's Spark session is told of its settings.
 #[derive(Default)]
 struct SparkSettings {

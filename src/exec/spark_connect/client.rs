@@ -33,6 +33,10 @@ use crate::error::SqlError;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// HTTP/2 pings find a Spark that went away while a long statement waits for its rows.
 const KEEP_ALIVE: Duration = Duration::from_secs(20);
+/// The largest response accepted: Spark cuts its Arrow batches at
+/// `spark.connect.grpc.arrow.maxBatchSize` (4 MiB), which gRPC's default limit would refuse
+/// once framed.
+const MAX_RESPONSE_BYTES: usize = 64 << 20;
 /// What Spark's logs and UI show as the client.
 const CLIENT_TYPE: &str = concat!("bucketsql/", env!("CARGO_PKG_VERSION"));
 
@@ -69,9 +73,17 @@ impl SparkConnect {
     }
 
     fn grpc(&self) -> Result<Grpc<Channel>, SqlError> {
-        if let Some(channel) = self.channel.get() {
-            return Ok(Grpc::new(channel.clone()));
-        }
+        let channel = match self.channel.get() {
+            Some(channel) => channel,
+            None => {
+                let endpoint = self.endpoint()?;
+                self.channel.get_or_init(|| endpoint.connect_lazy())
+            }
+        };
+        Ok(Grpc::new(channel.clone()).max_decoding_message_size(MAX_RESPONSE_BYTES))
+    }
+
+    fn endpoint(&self) -> Result<Endpoint, SqlError> {
         let invalid = |e: tonic::transport::Error| {
             SqlError::new("08001", format!("could not connect to Spark Connect at {}: {e}", self.url))
         };
@@ -88,8 +100,7 @@ impl SparkConnect {
             endpoint =
                 endpoint.tls_config(ClientTlsConfig::new().with_native_roots().domain_name(host)).map_err(invalid)?;
         }
-        let channel = self.channel.get_or_init(|| endpoint.connect_lazy());
-        Ok(Grpc::new(channel.clone()))
+        Ok(endpoint)
     }
 
     /// A call's request, with the URL's token as a bearer token.

@@ -75,11 +75,11 @@ pub struct ExecutePlanRequest {
     pub operation_id: Option<String>,
 }
 
+/// One of an operation's responses; those that carry no rows (metrics, progress, the end of
+/// the results) are skipped.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ExecutePlanResponse {
-    #[prost(string, tag = "12")]
-    pub operation_id: String,
-    #[prost(oneof = "execute_plan_response::ResponseType", tags = "2, 14")]
+    #[prost(oneof = "execute_plan_response::ResponseType", tags = "2")]
     pub response_type: Option<execute_plan_response::ResponseType>,
 }
 
@@ -88,22 +88,15 @@ pub mod execute_plan_response {
     pub enum ResponseType {
         #[prost(message, tag = "2")]
         ArrowBatch(super::ArrowBatch),
-        #[prost(message, tag = "14")]
-        ResultComplete(super::ResultComplete),
     }
 }
 
 /// Rows as an Arrow IPC stream: a schema message and record batches.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ArrowBatch {
-    #[prost(int64, tag = "1")]
-    pub row_count: i64,
     #[prost(bytes = "bytes", tag = "2")]
     pub data: bytes::Bytes,
 }
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ResultComplete {}
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct AnalyzePlanRequest {
@@ -218,10 +211,7 @@ pub struct InterruptRequest {
 pub const INTERRUPT_TYPE_OPERATION_ID: i32 = 3;
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct InterruptResponse {
-    #[prost(string, repeated, tag = "2")]
-    pub interrupted_ids: Vec<String>,
-}
+pub struct InterruptResponse {}
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ReleaseSessionRequest {

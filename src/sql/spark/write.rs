@@ -39,7 +39,12 @@ pub(crate) async fn insert(
 ) -> Result<Output, SqlError> {
     let meta = insert_target(session, insert)?;
     let mode = write_mode(session, insert, &meta).await?;
-    let staged = stage(session, stmt, &meta, |staging| {
+    // Spark reads the source's tables; the target is only written, through the staging table.
+    let source = match &insert.source {
+        Some(query) => Statement::Query(query.clone()),
+        None => stmt.clone(),
+    };
+    let staged = stage(session, &source, &meta, |staging| {
         // What the target's mode replaces is decided at commit; Spark only appends to its
         // empty staging table.
         let mut into_staging = insert.clone();
