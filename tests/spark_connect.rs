@@ -247,6 +247,17 @@ async fn statements_run_on_spark_through_spark_connect() {
         assert!(bucket[1] == "1" && bucket[6] == "t", "{bucket:?}");
     }
 
+    // On a partitioned table: a static partition overwritten on Spark replaces that partition
+    // only, and a write on Spark inside a block that rolls back leaves nothing.
+    execute(&client, "CREATE TABLE p (k INT, d STRING) USING parquet PARTITIONED BY (d)").await;
+    execute(&client, "INSERT INTO p PARTITION (d = 'x') SELECT k FROM b WHERE k < 10").await;
+    execute(&client, "INSERT INTO p SELECT k, 'y' FROM b WHERE k < 4").await;
+    execute(&client, "INSERT OVERWRITE p PARTITION (d = 'x') SELECT 9").await;
+    execute(&client, "BEGIN; INSERT INTO p SELECT k, 'z' FROM b WHERE k < 100; ROLLBACK").await;
+    let partitions = "SELECT d, count(*), sum(k) FROM p GROUP BY d ORDER BY d";
+    assert_eq!(text_rows(&client, partitions).await, [["x", "1", "9"], ["y", "2", "2"]]);
+    assert_eq!(staging_dirs(server.data_dir()), Vec::<PathBuf>::new());
+
     // Writes here are read there: the registration follows the table's files and its DDL.
     execute(&client, "SET bucketsql.engine = local; INSERT INTO a VALUES (20000, 100); SET bucketsql.engine = spark")
         .await;
