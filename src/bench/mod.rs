@@ -190,33 +190,25 @@ impl PlanFigures {
 
 /// Runs `sql`'s statements to their end; the rows they wrote.
 async fn execute(session: &Arc<Session>, sql: &str) -> Result<usize, SqlError> {
-    let mut written = 0;
+    Ok(run_statements(session, sql).await?.1)
+}
+
+/// Runs `sql`'s statements as a client's are run (on Spark, under `bucketsql.engine =
+/// spark`): the rows they returned and the rows they wrote.
+async fn run_statements(session: &Arc<Session>, sql: &str) -> Result<(Vec<RecordBatch>, usize), SqlError> {
+    let (mut batches, mut written) = (Vec::new(), 0);
     for (text, statement) in statement::parse_query(session, sql).await? {
         match statement::execute_statement(session, &text, &statement).await? {
             Output::Rows { mut stream, .. } => {
                 while let Some(batch) = stream.next().await {
-                    batch?;
+                    batches.push(batch?);
                 }
             }
             Output::Command { rows, .. } => written += rows.unwrap_or(0),
             _ => {}
         }
     }
-    Ok(written)
-}
-
-/// The rows of query `sql`, run as a client's statement is (on Spark, under
-/// `bucketsql.engine = spark`).
-async fn rows_of(session: &Arc<Session>, sql: &str) -> Result<Vec<RecordBatch>, SqlError> {
-    let mut batches = Vec::new();
-    for (text, statement) in statement::parse_query(session, sql).await? {
-        if let Output::Rows { mut stream, .. } = statement::execute_statement(session, &text, &statement).await? {
-            while let Some(batch) = stream.next().await {
-                batches.push(batch?);
-            }
-        }
-    }
-    Ok(batches)
+    Ok((batches, written))
 }
 
 /// Times `sql` as an item of `phase`: a warm-up run, then `runs` timed ones; the rows of the
@@ -239,7 +231,7 @@ async fn time_query(
         let cpu_before = cpu_time();
         let started = Instant::now();
         let (plan, batches) = if settings == SPARK {
-            (None, rows_of(session, sql).await?)
+            (None, run_statements(session, sql).await?.0)
         } else {
             let plan = session.plan_query(sql).await?;
             let batches = collect(Arc::clone(&plan), session.task_context()).await?;

@@ -24,8 +24,9 @@ use uuid::Uuid;
 
 use super::file_naming::STAGING_DIR;
 use super::parquet_writer::StagedFile;
+use crate::catalog::change::UNCOMMITTED_TABLE_ID;
 use crate::catalog::metastore::Metastore;
-use crate::catalog::table::DataFile;
+use crate::catalog::table::{DataFile, TableMeta};
 use crate::error::SqlError;
 use crate::metrics::METRICS;
 
@@ -51,6 +52,12 @@ impl StagedWrite {
             new_table: false,
             published: false,
         }
+    }
+
+    /// A write of `table`: of a new one when its transaction created it and has not
+    /// committed, so that the table's directory goes too if the write never commits.
+    pub fn of(table: &TableMeta) -> Self {
+        if table.id == UNCOMMITTED_TABLE_ID { Self::of_new_table(&table.location) } else { Self::new(&table.location) }
     }
 
     /// The write of a table that does not exist until the write commits.

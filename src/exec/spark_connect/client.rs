@@ -24,7 +24,7 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic_prost::ProstCodec;
 use uuid::Uuid;
 
-use super::errors::{Stage, status_error};
+use super::errors::{Stage, could_not_connect, deepest_cause, status_error};
 use super::proto::{self, ExplainMode, Plan, UserContext};
 use super::url::SparkConnectUrl;
 use crate::error::SqlError;
@@ -84,9 +84,7 @@ impl SparkConnect {
     }
 
     fn endpoint(&self) -> Result<Endpoint, SqlError> {
-        let invalid = |e: tonic::transport::Error| {
-            SqlError::new("08001", format!("could not connect to Spark Connect at {}: {e}", self.url))
-        };
+        let invalid = |e: tonic::transport::Error| could_not_connect(&self.url, e);
         let mut endpoint = Endpoint::from_shared(self.url.endpoint())
             .map_err(invalid)?
             .connect_timeout(CONNECT_TIMEOUT)
@@ -135,13 +133,7 @@ impl SparkConnect {
     }
 
     fn unreachable(&self, e: &tonic::transport::Error) -> SqlError {
-        let mut reason = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(inner) = source {
-            reason = inner.to_string();
-            source = inner.source();
-        }
-        SqlError::new("08001", format!("could not connect to Spark Connect at {}: {reason}", self.url))
+        could_not_connect(&self.url, deepest_cause(e).unwrap_or_else(|| e.to_string()))
     }
 
     /// Runs `sql` in Spark session `session_id` and streams its rows. Dropping the stream

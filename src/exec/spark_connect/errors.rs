@@ -25,11 +25,9 @@ pub enum Stage {
 
 pub fn status_error(status: &Status, url: &SparkConnectUrl, stage: Stage) -> SqlError {
     if status.code() == Code::Unavailable || is_transport_failure(status) {
-        let reason = transport_reason(status);
+        let reason = deepest_cause(status).unwrap_or_else(|| status.message().to_string());
         return match stage {
-            Stage::Connecting => {
-                SqlError::new("08001", format!("could not connect to Spark Connect at {url}: {reason}"))
-            }
+            Stage::Connecting => could_not_connect(url, reason),
             Stage::Answering => {
                 SqlError::new("08006", format!("the connection to Spark Connect at {url} was lost: {reason}"))
             }
@@ -54,16 +52,21 @@ fn is_transport_failure(status: &Status) -> bool {
     std::error::Error::source(status).is_some()
 }
 
-/// The transport's own words, deepest first: "Connection refused" rather than
-/// "transport error".
-fn transport_reason(status: &Status) -> String {
-    let mut reason = status.message().to_string();
-    let mut source = std::error::Error::source(status);
-    while let Some(error) = source {
-        reason = error.to_string();
-        source = error.source();
+/// 08001: Spark could not be reached, for `reason`.
+pub fn could_not_connect(url: &SparkConnectUrl, reason: impl std::fmt::Display) -> SqlError {
+    SqlError::new("08001", format!("could not connect to Spark Connect at {url}: {reason}"))
+}
+
+/// The words of the deepest cause under `error`: "Connection refused" rather than
+/// "transport error". `None` where nothing lies under it.
+pub fn deepest_cause(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut deepest = None;
+    let mut source = error.source();
+    while let Some(cause) = source {
+        deepest = Some(cause.to_string());
+        source = cause.source();
     }
-    reason
+    deepest
 }
 
 /// The `sqlState` Spark puts in the `ErrorInfo` of a failure's details.

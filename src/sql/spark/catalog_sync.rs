@@ -52,15 +52,10 @@ pub(crate) async fn sync(
         let now = Registration { table_id: table.id, ddl: registration_statement(table), files_version: table.version };
         // Forgotten until Spark has it all, so that a failure part way registers it afresh.
         let before = registered.remove(&key);
-        match before {
-            Some(before) if before == now => {}
-            Some(before) if before.table_id == now.table_id && before.ddl == now.ddl => {
-                if !table.partition_columns.is_empty() {
-                    spark.run(spark_session, format!("MSCK REPAIR TABLE {key} SYNC PARTITIONS")).await?;
-                }
-                spark.run(spark_session, format!("REFRESH TABLE {key}")).await?;
-            }
-            _ => {
+        if before.as_ref() != Some(&now) {
+            // The same table with the same DDL only needs its files read again.
+            let registered_as_now = before.is_some_and(|b| b.table_id == now.table_id && b.ddl == now.ddl);
+            if !registered_as_now {
                 let schema = quote_identifier(&table.schema);
                 spark.run(spark_session, format!("CREATE NAMESPACE IF NOT EXISTS {schema}")).await?;
                 if registered_here(spark, spark_session, &key).await? == Some(false) {
@@ -70,9 +65,12 @@ pub(crate) async fn sync(
                 }
                 spark.run(spark_session, format!("DROP TABLE IF EXISTS {key}")).await?;
                 spark.run(spark_session, now.ddl.clone()).await?;
-                if !table.partition_columns.is_empty() {
-                    spark.run(spark_session, format!("MSCK REPAIR TABLE {key} SYNC PARTITIONS")).await?;
-                }
+            }
+            if !table.partition_columns.is_empty() {
+                spark.run(spark_session, format!("MSCK REPAIR TABLE {key} SYNC PARTITIONS")).await?;
+            }
+            if registered_as_now {
+                spark.run(spark_session, format!("REFRESH TABLE {key}")).await?;
             }
         }
         registered.insert(key, now);

@@ -129,10 +129,11 @@ where
 {
     let spark = session.engine.spark.clone().ok_or_else(|| SqlError::internal("no Spark Connect server"))?;
     let id = session.spark_session_id().to_string();
+    let relations = relations(session, stmt)?;
     let mut retried = false;
     loop {
         configure(session, &spark, &id).await?;
-        catalog_sync::sync(session, &spark, &id, &relations(session, stmt)?).await?;
+        catalog_sync::sync(session, &spark, &id, &relations).await?;
         match call(Arc::clone(&spark), id.clone()).await {
             Err(e) if e.code == "42P01" && !retried => {
                 retried = true;

@@ -7,17 +7,14 @@
 //! as it commits its own writes: all at once, or nothing. The staging registration is dropped
 //! from Spark's catalog either way; dropping it leaves the files, as it is external.
 
-use std::sync::Arc;
-
 use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{Ident, Insert, ObjectName, Statement, TableObject};
 
 use super::parameters;
 use super::run::{mark_on_spark, on_spark};
-use crate::catalog::change::{CatalogChange, TableRef, UNCOMMITTED_TABLE_ID};
+use crate::catalog::change::{CatalogChange, TableRef};
 use crate::catalog::table::{DataFile, TableMeta};
 use crate::error::SqlError;
-use crate::exec::spark_connect::SparkConnect;
 use crate::sql::output::Output;
 use crate::sql::session::Session;
 use crate::sql::table_ddl::{quote_identifier, registration_statement};
@@ -82,11 +79,7 @@ async fn stage(
     meta: &TableMeta,
     fill: impl FnOnce(ObjectName) -> Result<String, SqlError>,
 ) -> Result<StagedFiles, SqlError> {
-    let write = if meta.id == UNCOMMITTED_TABLE_ID {
-        StagedWrite::of_new_table(&meta.location)
-    } else {
-        StagedWrite::new(&meta.location)
-    };
+    let write = StagedWrite::of(meta);
     let staging_name = format!("w_{}", write.id.simple());
     let mut staging = meta.clone();
     staging.schema = STAGING_NAMESPACE.to_string();
@@ -103,7 +96,7 @@ async fn stage(
             spark.run(&id, format!("CREATE NAMESPACE IF NOT EXISTS {}", quote_identifier(STAGING_NAMESPACE))).await?;
             spark.run(&id, ddl).await?;
             let written = spark.run(&id, fill).await;
-            let dropped = drop_staging(&spark, &id, &staging_table).await;
+            let dropped = spark.run(&id, format!("DROP TABLE IF EXISTS {staging_table}")).await;
             written.and(dropped)
         }
     })
@@ -112,10 +105,6 @@ async fn stage(
     let found = discover(write.staging_dir(), &expected)?;
     let files = found.into_iter().map(|file| staged_file(&write, file)).collect();
     Ok(StagedFiles { write, files })
-}
-
-async fn drop_staging(spark: &Arc<SparkConnect>, id: &str, staging_table: &str) -> Result<(), SqlError> {
-    spark.run(id, format!("DROP TABLE IF EXISTS {staging_table}")).await
 }
 
 /// A file Spark wrote into the staging directory, as the write will publish it.

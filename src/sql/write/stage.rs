@@ -6,7 +6,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 
 use super::table_writer::{TableLayout, write_table};
-use crate::catalog::change::{CatalogChange, UNCOMMITTED_TABLE_ID};
+use crate::catalog::change::CatalogChange;
 use crate::catalog::table::{DataFile, TableMeta};
 use crate::error::SqlError;
 use crate::sql::session::Session;
@@ -40,12 +40,7 @@ pub(crate) async fn stage_write(
     meta: &TableMeta,
     plan: LogicalPlan,
 ) -> Result<StagedFiles, SqlError> {
-    // A table its transaction created has no directory until that commits.
-    let write = if meta.id == UNCOMMITTED_TABLE_ID {
-        StagedWrite::of_new_table(&meta.location)
-    } else {
-        StagedWrite::new(&meta.location)
-    };
+    let write = StagedWrite::of(meta);
     let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
     let files = write_table(ctx, plan, &layout, &write).await?;
     Ok(StagedFiles { write, files })
