@@ -185,7 +185,40 @@ async fn statements_run_on_spark_through_spark_connect() {
         page.goto(&format!("http://127.0.0.1:{ui}{}", link.as_str().unwrap())).await.unwrap();
     }
     let spark_plan = page.eval("document.getElementById('spark-plan').textContent").await.unwrap();
-    assert!(spark_plan.as_str().unwrap().contains("Scan parquet spark_catalog.default.a"), "{spark_plan}");
+    let spark_plan = spark_plan.as_str().unwrap();
+    assert!(spark_plan.contains("Scan parquet spark_catalog.default.a"), "{spark_plan}");
+    // The page draws Spark's plan: an operator for each line of Spark's outline, the
+    // exchanges among them as exchanges.
+    let outline: Vec<&str> = spark_plan
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| !l.contains("AdaptiveSparkPlan"))
+        .collect();
+    let drawn = page
+        .eval(
+            "[...document.querySelectorAll('svg[data-graph=final] g.node')].map(n => [n.dataset.kind, n.dataset.name])",
+        )
+        .await
+        .unwrap();
+    let drawn = drawn.as_array().unwrap();
+    assert_eq!(drawn.len(), outline.len(), "{drawn:?} drawn of {spark_plan}");
+    let exchanges = |kind: &str, name: &str| {
+        let drawn = drawn.iter().filter(|n| n[0] == json!(kind)).count();
+        let printed = outline
+            .iter()
+            .filter(|l| l.split("- ").last().is_some_and(|op| op.starts_with(&format!("{name} ("))))
+            .count();
+        (drawn, printed)
+    };
+    for (kind, name) in [("shuffle_exchange", "Exchange"), ("broadcast_exchange", "BroadcastExchange")] {
+        let (drawn, printed) = exchanges(kind, name);
+        assert_eq!(drawn, printed, "{kind} in {spark_plan}");
+    }
+    assert!(
+        drawn.iter().any(|n| n[1].as_str().unwrap().starts_with("Scan parquet spark_catalog.default.a")),
+        "{drawn:?}"
+    );
 
     // Spark's own plan, with the session's Spark settings: no broadcast, so the co-bucketed
     // join has no Exchange below it, and the join with the plain table shuffles the plain
@@ -200,6 +233,33 @@ async fn statements_run_on_spark_through_spark_connect() {
     assert!(plain.contains(", 8), ENSURE_REQUIREMENTS"), "{plain}");
     let formatted = text_rows(&client, &format!("EXPLAIN FORMATTED {JOIN}")).await.concat().concat();
     assert!(formatted.contains("(1) Scan parquet spark_catalog.default."), "{formatted}");
+    // Spark's FORMATTED plan comes with the bucketing section and the advice, computed from
+    // it: the plain side's Exchange, by the id Spark gave it, shuffled for the join because
+    // `c` is not bucketed; and first, a side small enough to broadcast that this session's
+    // settings keep Spark from broadcasting.
+    let formatted =
+        text_rows(&client, "EXPLAIN FORMATTED SELECT count(*) FROM a JOIN c ON a.k = c.k").await.concat().concat();
+    // Operator ids from Spark's detail blocks: `(6) Exchange` and its arguments.
+    let id_of = |header: &str, argument: &str| {
+        let block = formatted.split("\n\n").find(|b| b.contains(header) && b.contains(argument)).expect(&formatted);
+        block[1..block.find(')').unwrap()].to_string()
+    };
+    let exchange = id_of(") Exchange\n", "Arguments: hashpartitioning(k#");
+    let join = id_of(") SortMergeJoin", "Join type: Inner");
+    let section = formatted.split("== Extended Information (Bucketing) ==\n").nth(1).expect(&formatted);
+    assert!(
+        section.contains(&format!("Exchange ({exchange}) shuffles its input by hashpartitioning(k#"))
+            && section.contains(&format!(", 8) for SortMergeJoin Inner ({join}).")),
+        "{formatted}"
+    );
+    let advice = formatted.split("== Advice (Bucketing) ==\n").nth(1).expect(&formatted);
+    assert!(advice.starts_with("JoinSelection: the `"), "{formatted}");
+    assert!(
+        advice
+            .contains(&format!("Exchange ({exchange}) shuffles `c`, which is not bucketed, into the 8 buckets of `a`")),
+        "{formatted}"
+    );
+    assert!(advice.find("== Engine ==").is_some(), "{formatted}");
 
     // Parameters are bound before the statement goes to Spark; their types hold.
     let rows =

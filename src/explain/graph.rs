@@ -10,8 +10,10 @@ use serde::Serialize;
 
 use super::analyze::Figure;
 use super::bucketing::notes;
-use super::plan::{Node, Role, Stage};
-use super::{ExplainContext, formatted, spark_plan};
+use super::plan::{Node, Role, Stage, parse_formatted};
+use super::{ExplainContext, formatted, spark_formatted_sections, spark_plan};
+use crate::catalog::table::TableMeta;
+use crate::config::SparkConf;
 use crate::exec::file_source_scan::BucketedStatus;
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
 
@@ -90,8 +92,19 @@ impl PlanGraph {
         let root = spark_plan(plan);
         // Converted once, for the text and the graph alike.
         let formatted = formatted(plan, &root, ctx);
+        PlanGraph::drawn(&root, formatted, &ctx.conf)
+    }
+
+    /// The graph of Spark's own plan of a statement that runs on Spark, from its EXPLAIN
+    /// FORMATTED `text`; the statement reads `tables`. `None` where the text cannot be read.
+    pub fn of_spark(text: &str, tables: &[TableMeta], conf: &SparkConf) -> Option<PlanGraph> {
+        let root = parse_formatted(text, tables)?;
+        Some(PlanGraph::drawn(&root, spark_formatted_sections(text, &root, tables, conf), conf))
+    }
+
+    fn drawn(root: &Node, formatted: String, conf: &SparkConf) -> PlanGraph {
         let mut notes_by_id: HashMap<usize, Vec<String>> = HashMap::new();
-        for note in notes(&root, ctx.conf.v2_bucketing_enabled) {
+        for note in notes(root, conf.v2_bucketing_enabled) {
             if let Some(id) = note.id {
                 notes_by_id.entry(id).or_default().push(note.text);
             }
@@ -104,7 +117,7 @@ impl PlanGraph {
             (Role::AdaptiveRoot { is_final: false }, [planned]) => {
                 PlanGraph { adaptive: Adaptive::Planned, root: node(planned), initial: None, formatted }
             }
-            _ => PlanGraph { adaptive: Adaptive::No, root: node(&root), initial: None, formatted },
+            _ => PlanGraph { adaptive: Adaptive::No, root: node(root), initial: None, formatted },
         }
     }
 }

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use datafusion::physical_plan::ExecutionPlan;
 
+use crate::catalog::table::TableMeta;
 use crate::config::SparkConf;
 
 use expressions::{join, spark_type};
@@ -102,6 +103,24 @@ fn formatted(plan: &Arc<dyn ExecutionPlan>, root: &Node, ctx: &ExplainContext) -
     let mut text = format!("== Physical Plan ==\n{}\n", tree::formatted(root));
     text.extend(bucketing::section(root, ctx.conf.v2_bucketing_enabled));
     text.extend(advice::section(plan, root, &ctx.conf));
+    text
+}
+
+/// Spark's own EXPLAIN FORMATTED `text` of a statement that runs on Spark and reads `tables`,
+/// followed by the bucketing section and the advice computed from that plan as from ours;
+/// Spark's text alone where it is not a plan this reads.
+pub fn spark_formatted(text: &str, tables: &[TableMeta], conf: &SparkConf) -> String {
+    match plan::parse_formatted(text, tables) {
+        Some(root) => spark_formatted_sections(text, &root, tables, conf),
+        None => text.to_string(),
+    }
+}
+
+/// `text`, Spark's plan `root`, with its sections.
+fn spark_formatted_sections(text: &str, root: &Node, tables: &[TableMeta], conf: &SparkConf) -> String {
+    let mut text = format!("{}\n", text.trim_end());
+    text.extend(bucketing::section(root, conf.v2_bucketing_enabled));
+    text.extend(advice::spark_section(root, tables, conf));
     text
 }
 

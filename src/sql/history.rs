@@ -178,6 +178,7 @@ impl QueryState {
 enum PlanState {
     None,
     Running(Arc<dyn ExecutionPlan>, Box<ExplainContext>),
+    /// The plan that ran here, or Spark's plan of a statement that ran on Spark.
     Ran(Arc<PlanGraph>),
 }
 
@@ -205,9 +206,14 @@ impl QueryRecord {
         lock(&self.spark).clone()
     }
 
-    pub fn spark_planned(&self, plan: String) {
+    /// Spark's plan of a statement that runs on Spark: its EXPLAIN FORMATTED `text`, and the
+    /// graph drawn from it where it could be read.
+    pub fn spark_planned(&self, text: String, graph: Option<PlanGraph>) {
         if let Some((_, known)) = lock(&self.spark).as_mut() {
-            *known = Some(plan);
+            *known = Some(text);
+        }
+        if let Some(graph) = graph {
+            *lock(&self.plan) = PlanState::Ran(Arc::new(graph));
         }
     }
 

@@ -133,7 +133,8 @@ pub(super) async fn query(
                 Adaptive::Running => "Plan so far (adaptive: the stages run and running)",
                 Adaptive::Final => "Final plan (adaptive: isFinalPlan=true)",
             };
-            let _ = write!(body, "<h2>{heading}</h2>{}", plan_svg::render(&plan.root, "final"));
+            let whose = if s.spark.is_some() { "Spark's " } else { "" };
+            let _ = write!(body, "<h2>{whose}{heading}</h2>{}", plan_svg::render(&plan.root, "final"));
             if let Some(initial) = &plan.initial {
                 let _ = write!(body, "<h2>Initial plan</h2>{}", plan_svg::render(initial, "initial"));
             }
@@ -149,6 +150,9 @@ pub(super) async fn query(
                 "<p><a id=\"formatted\" href=\"/queries/{id}/plan.txt\">EXPLAIN FORMATTED text</a> · \
                  <a href=\"/api/v1/queries/{id}\">JSON</a></p>"
             );
+            if let Some(text) = &detail.spark_plan {
+                let _ = write!(body, "<h2>Spark's EXPLAIN FORMATTED</h2><pre id=\"spark-plan\">{}</pre>", escape(text));
+            }
         }
     }
     page(&format!("Query {id}"), &body, running).into_response()

@@ -4,11 +4,13 @@
 //! know. [`convert`] builds it from a DataFusion plan.
 
 mod convert;
+mod parse;
 
 use super::analyze::Figure;
 use super::expressions::{Attr, list};
 use crate::exec::file_source_scan::BucketedStatus;
 pub(super) use convert::{Converter, Position, address};
+pub(super) use parse::{column_name, detail, parse_formatted, scanned_table};
 
 /// How an operator takes part in whole-stage code generation (`CollapseCodegenStages`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,7 @@ mod joins;
 mod modes;
 mod operators;
 mod scans;
+mod spark;
 
 use std::sync::Arc;
 

@@ -1,7 +1,8 @@
 //! Queries and EXPLAIN on Spark: the session's Spark settings sent first, the tables the
 //! statement reads registered, the parameters bound, then the statement's own text, so that
 //! Spark parses what the client wrote. Rows stream back as Spark sends them; EXPLAIN is
-//! Spark's own plan (`AnalyzePlan`), followed by the engine it ran on and why.
+//! Spark's own plan (`AnalyzePlan`), FORMATTED with our bucketing section and advice computed
+//! from it, followed by the engine it ran on and why.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -14,11 +15,12 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::sqlparser::ast::Statement;
 use futures::StreamExt;
 
-use super::routing::{Route, relations};
+use super::routing::{Relations, Route, relations};
 use super::{catalog_sync, parameters};
 use crate::error::SqlError;
 use crate::exec::spark_connect::{SparkConnect, SparkExplainMode};
-use crate::explain::ExplainMode;
+use crate::explain::graph::PlanGraph;
+use crate::explain::{ExplainMode, spark_formatted};
 use crate::sql::history::QueryRecord;
 use crate::sql::output::{Output, plan_schema, rows_output};
 use crate::sql::session::Session;
@@ -35,13 +37,20 @@ pub(crate) async fn query(
 ) -> Result<Output, SqlError> {
     let sql = parameters::bind(text, &params)?;
     let record = mark_on_spark(session);
-    let rows = on_spark(session, stmt, |spark, id| {
+    let relations = relations(session, stmt)?;
+    let tables = Arc::new(relations.tables.clone());
+    let conf = session.spark_conf();
+    let rows = on_spark(session, &relations, |spark, id| {
         // Spark's plan for the web UI, fetched beside the query once its tables are known there.
         if let Some(record) = record.clone() {
             let (spark, id, sql) = (Arc::clone(&spark), id.clone(), sql.clone());
+            let (tables, conf) = (Arc::clone(&tables), conf.clone());
             tokio::spawn(async move {
                 match spark.explain(&id, sql, SparkExplainMode::Formatted).await {
-                    Ok(plan) => record.spark_planned(plan),
+                    Ok(text) => {
+                        let graph = PlanGraph::of_spark(&text, &tables, &conf);
+                        record.spark_planned(spark_formatted(&text, &tables, &conf), graph);
+                    }
                     Err(e) => tracing::debug!(error = %e, "no Spark plan for the web UI"),
                 }
             });
@@ -76,11 +85,15 @@ pub(crate) async fn explain(
     };
     let query = explained_text(text).map_or_else(|| stmt.to_string(), str::to_string);
     let sql = parameters::bind(&query, &params)?;
-    let mut plan = on_spark(session, stmt, |spark, id| {
+    let relations = relations(session, stmt)?;
+    let mut plan = on_spark(session, &relations, |spark, id| {
         let sql = sql.clone();
         async move { spark.explain(&id, sql, spark_mode).await }
     })
     .await?;
+    if mode == ExplainMode::Formatted {
+        plan = spark_formatted(&plan, &relations.tables, &session.spark_conf());
+    }
     let url = session.engine.spark.as_ref().map(|s| s.url().to_string()).unwrap_or_default();
     plan.push_str(&engine_section(&format!("Spark Connect at {url}"), route));
     let batch = RecordBatch::try_new(plan_schema(), vec![Arc::new(StringArray::from(vec![plan])) as ArrayRef])?;
@@ -119,21 +132,20 @@ fn explained_text(text: &str) -> Option<&str> {
 }
 
 /// Calls `call` with the Spark client and the session's Spark session, once the session's
-/// settings and the tables `stmt` reads are up to date there. A table Spark does not know
+/// settings and the tables a statement reads, `relations`, are up to date there. A table Spark does not know
 /// although it was registered means Spark lost its catalog (it restarted): the tables are
 /// registered again and the call made once more.
-pub(crate) async fn on_spark<T, F, Fut>(session: &Session, stmt: &Statement, call: F) -> Result<T, SqlError>
+pub(crate) async fn on_spark<T, F, Fut>(session: &Session, relations: &Relations, call: F) -> Result<T, SqlError>
 where
     F: Fn(Arc<SparkConnect>, String) -> Fut,
     Fut: Future<Output = Result<T, SqlError>>,
 {
     let spark = session.engine.spark.clone().ok_or_else(|| SqlError::internal("no Spark Connect server"))?;
     let id = session.spark_session_id().to_string();
-    let relations = relations(session, stmt)?;
     let mut retried = false;
     loop {
         configure(session, &spark, &id).await?;
-        catalog_sync::sync(session, &spark, &id, &relations).await?;
+        catalog_sync::sync(session, &spark, &id, relations).await?;
         match call(Arc::clone(&spark), id.clone()).await {
             Err(e) if e.code == "42P01" && !retried => {
                 retried = true;

@@ -11,6 +11,7 @@ use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{Ident, Insert, ObjectName, Statement, TableObject};
 
 use super::parameters;
+use super::routing::relations;
 use super::run::{mark_on_spark, on_spark};
 use crate::catalog::change::{CatalogChange, TableRef};
 use crate::catalog::table::{DataFile, TableMeta};
@@ -90,7 +91,8 @@ async fn stage(
     let fill = fill(ObjectName::from(vec![Ident::new(STAGING_NAMESPACE), Ident::new(&staging_name)]))?;
     let staging_table = format!("{}.{}", quote_identifier(STAGING_NAMESPACE), quote_identifier(&staging_name));
     mark_on_spark(session);
-    on_spark(session, source, |spark, id| {
+    let relations = relations(session, source)?;
+    on_spark(session, &relations, |spark, id| {
         let (ddl, fill, staging_table) = (registration_statement(&staging), fill.clone(), staging_table.clone());
         async move {
             spark.run(&id, format!("CREATE NAMESPACE IF NOT EXISTS {}", quote_identifier(STAGING_NAMESPACE))).await?;

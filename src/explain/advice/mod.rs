@@ -3,122 +3,86 @@
 //! it concerns and the fix. Spark applies these rules without saying which one a query broke.
 //!
 //! Judged from the plan, the session's settings and the metastore (each file's bucket, rows
-//! and bytes, and declared statistics), never from the data.
+//! and bytes, and declared statistics), never from the data. The plan is ours ([`local`]) or
+//! Spark's own, for a statement that runs on Spark ([`spark`]): each is read into the same
+//! [`Facts`], which the rules here weigh.
+
+mod local;
+mod spark;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::common::JoinType;
 
 use super::cost::bytes_to_string;
-use super::plan::{Node, address};
-use super::tree::post_order;
 use crate::catalog::bucket_summary::BucketSummary;
 use crate::catalog::metastore::DEFAULT_SCHEMA;
-use crate::catalog::table::TableMeta;
+use crate::catalog::table::{BucketSpec, TableMeta};
 use crate::config::SparkConf;
-use crate::exec::broadcast_exchange::BroadcastExchangeExec;
-use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
-use crate::exec::join::SparkJoinExec;
+use crate::exec::file_source_scan::BucketedStatus;
 use crate::exec::join_spec::BuildSide;
-use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::join_selection::can_broadcast;
-use crate::planner::scan_lineage::{first_below, scan_below};
-use crate::planner::statistics::size_in_bytes;
+pub(super) use local::section;
+pub(super) use spark::spark_section;
 
 /// The low end of Spark's guidance on bucket file sizes (roughly 128 MB to 1 GB each).
 const SMALLEST_GOOD_BUCKET_FILE: u64 = 128 << 20;
 /// A bucket holding this many times the mean bucket's rows is called skewed.
 const SKEWED_BUCKET_FACTOR: f64 = 2.0;
 
-pub(super) fn section(plan: &Arc<dyn ExecutionPlan>, root: &Node, conf: &SparkConf) -> Option<String> {
-    let ids = OperatorIds::of(root);
-    let mut advice = Vec::new();
-    let mut tables: BTreeMap<i64, &TableMeta> = BTreeMap::new();
-    visit(plan, false, &mut |node, under_exchange| {
-        if let Some(join) = node.downcast_ref::<SparkJoinExec>() {
-            advice.extend(join_advice(join, &ids, conf));
-        }
-        if let Some(scan) = node.downcast_ref::<FileSourceScanExec>() {
-            if scan.bucket_spec().is_some() {
-                tables.insert(scan.table().id, scan.table());
-            }
-            if !under_exchange {
-                advice.extend(unneeded_bucketed_scan(scan, &ids));
-            }
-        }
-    });
-    for table in tables.values() {
-        advice.extend(table_advice(table));
-    }
-    advice.dedup();
-    (!advice.is_empty()).then(|| format!("\n== Advice (Bucketing) ==\n{}\n", advice.join("\n")))
+/// What the advice weighs in a plan.
+#[derive(Default)]
+struct Facts<'a> {
+    /// Sort-merge and shuffled hash joins.
+    joins: Vec<ShuffledJoin<'a>>,
+    /// Scans of bucketed tables that read by file because nothing above them needs the
+    /// buckets, with no exchange above them, as the plan labels them.
+    unneeded_bucketed_scans: Vec<String>,
+    /// The bucketed tables the plan reads, by id.
+    tables: BTreeMap<i64, &'a TableMeta>,
 }
 
-/// Every operator, with whether an exchange lies above it.
-fn visit<'a>(
-    plan: &'a Arc<dyn ExecutionPlan>,
-    under_exchange: bool,
-    f: &mut dyn FnMut(&'a Arc<dyn ExecutionPlan>, bool),
-) {
-    f(plan, under_exchange);
-    let exchange = plan.is::<ShuffleExchangeExec>() || plan.is::<BroadcastExchangeExec>();
-    for child in plan.children() {
-        visit(child, under_exchange || exchange, f);
-    }
+/// A join that needs both sides partitioned by its keys.
+struct ShuffledJoin<'a> {
+    join_type: JoinType,
+    left: Side<'a>,
+    right: Side<'a>,
 }
 
-/// EXPLAIN FORMATTED's operator ids of exchanges and scans, by the operator's address.
-struct OperatorIds(BTreeMap<usize, usize>);
-
-impl OperatorIds {
-    /// An operator shown twice (in the final and the initial plan of an adaptive query that
-    /// has run) keeps its first id, the final plan's.
-    fn of(root: &Node) -> Self {
-        let mut ids = BTreeMap::new();
-        for node in post_order(root) {
-            if let Some(operator) = node.exchange.or(node.origin) {
-                ids.entry(operator).or_insert(node.id);
-            }
-        }
-        OperatorIds(ids)
-    }
-
-    fn label<T>(&self, name: &str, operator: &T) -> String {
-        match self.0.get(&address(operator)) {
-            Some(id) => format!("{name} ({id})"),
-            None => name.to_string(),
-        }
-    }
-}
-
-/// One input of a shuffled join: the exchange beneath it (if any), the table it reads and the
-/// join keys by column name.
+/// One input of a shuffled join: the exchange beneath it (if any), the table it reads, the
+/// join keys by column name and Spark's estimate of its size.
 struct Side<'a> {
-    plan: &'a Arc<dyn ExecutionPlan>,
-    exchange: Option<&'a ShuffleExchangeExec>,
-    scan: Option<&'a FileSourceScanExec>,
+    /// As the plan labels it: `Exchange (4)`.
+    exchange: Option<String>,
+    scan: Option<Scan<'a>>,
+    /// `None` where a key is not a column.
     keys: Option<Vec<String>>,
+    size: u128,
 }
 
-impl<'a> Side<'a> {
-    fn of(plan: &'a Arc<dyn ExecutionPlan>, keys: &[Arc<dyn PhysicalExpr>]) -> Self {
-        let keys = keys.iter().map(|k| k.downcast_ref::<Column>().map(|c| c.name().to_lowercase())).collect();
-        Side { plan, exchange: first_below(plan), scan: scan_below(plan), keys }
+/// The table scan a join side reads through single-input operators.
+struct Scan<'a> {
+    table: &'a TableMeta,
+    status: BucketedStatus,
+    /// The buckets it reads: the table's, or as many as they are coalesced into.
+    buckets: u32,
+}
+
+impl Side<'_> {
+    fn table(&self) -> Option<String> {
+        self.scan.as_ref().map(|scan| table_name(scan.table))
     }
 
-    fn table(&self) -> Option<String> {
-        self.scan.map(|scan| table_name(scan.table()))
+    fn bucket_spec(&self) -> Option<&BucketSpec> {
+        self.scan.as_ref().and_then(|s| s.table.bucket_spec.as_ref())
     }
 
     /// How the table's bucket columns compare with the join keys; `None` when the side reads
     /// no table, or a key is not a column.
     fn bucketing(&self) -> Option<Bucketing> {
-        let scan = self.scan?;
+        self.scan.as_ref()?;
         let keys = self.keys.as_ref()?;
-        let Some(spec) = scan.bucket_spec() else { return Some(Bucketing::None) };
+        let Some(spec) = self.bucket_spec() else { return Some(Bucketing::None) };
         let bucket_columns: Vec<String> = spec.bucket_columns.iter().map(|c| c.to_lowercase()).collect();
         let covered = |of: &[String], by: &[String]| of.iter().all(|c| by.contains(c));
         Some(match (covered(&bucket_columns, keys), covered(keys, &bucket_columns)) {
@@ -149,23 +113,31 @@ fn table_name(table: &TableMeta) -> String {
     }
 }
 
-fn join_advice(join: &SparkJoinExec, ids: &OperatorIds, conf: &SparkConf) -> Vec<String> {
-    if !join.spec().strategy.is_shuffled() {
-        return Vec::new();
+/// The section for the plan `facts` describe.
+fn advise(facts: &Facts, conf: &SparkConf) -> Option<String> {
+    let mut advice: Vec<String> = facts.joins.iter().flat_map(|join| join_advice(join, conf)).collect();
+    advice.extend(facts.unneeded_bucketed_scans.iter().map(|scan| unneeded_bucketed_scan(scan)));
+    for table in facts.tables.values() {
+        advice.extend(table_advice(table));
     }
-    let left = Side::of(join.left(), &join.left_keys());
-    let right = Side::of(join.right(), &join.right_keys());
+    advice.dedup();
+    (!advice.is_empty()).then(|| format!("\n== Advice (Bucketing) ==\n{}\n", advice.join("\n")))
+}
+
+fn join_advice(join: &ShuffledJoin, conf: &SparkConf) -> Vec<String> {
+    let (left, right) = (&join.left, &join.right);
     if left.exchange.is_none() && right.exchange.is_none() {
         return Vec::new();
     }
-    let exchange = |side: &Side| ids.label("Exchange", side.exchange.expect("a shuffled side"));
+    let exchange = |side: &Side| side.exchange.clone().expect("a shuffled side");
     let mut advice = Vec::new();
-    if let Some(broadcast) = broadcast_advice(join, [(&left, BuildSide::Left), (&right, BuildSide::Right)], conf) {
+    if let Some(broadcast) =
+        broadcast_advice(join.join_type, [(left, BuildSide::Left), (right, BuildSide::Right)], conf)
+    {
         advice.push(broadcast);
     }
-    for side in [&left, &right] {
-        let (Some(table), Some(keys), Some(spec)) = (side.table(), &side.keys, side.scan.and_then(|s| s.bucket_spec()))
-        else {
+    for side in [left, right] {
+        let (Some(table), Some(keys), Some(spec)) = (side.table(), &side.keys, side.bucket_spec()) else {
             continue;
         };
         if side.exchange.is_none() {
@@ -189,19 +161,19 @@ fn join_advice(join: &SparkJoinExec, ids: &OperatorIds, conf: &SparkConf) -> Vec
             _ => {}
         }
     }
-    let one_sided = match (left.exchange, right.exchange) {
-        (Some(_), None) => Some((&left, &right)),
-        (None, Some(_)) => Some((&right, &left)),
+    let one_sided = match (&left.exchange, &right.exchange) {
+        (Some(_), None) => Some((left, right)),
+        (None, Some(_)) => Some((right, left)),
         _ => None,
     };
     if let Some((shuffled, kept)) = one_sided
-        && let (Some(table), Some(kept_scan)) = (shuffled.table(), kept.scan)
-        && kept_scan.status() == BucketedStatus::Bucketed
+        && let (Some(table), Some(kept_scan)) = (shuffled.table(), kept.scan.as_ref())
+        && kept_scan.status == BucketedStatus::Bucketed
     {
-        let kept_table = kept.table().expect("a scan");
-        let kept_buckets = kept_scan.coalesced_to().or(kept_scan.bucket_spec().map(|s| s.num_buckets)).unwrap_or(0);
+        let kept_table = table_name(kept_scan.table);
+        let kept_buckets = kept_scan.buckets;
         let keys = shuffled.keys.as_ref().map(|k| k.join(", ")).unwrap_or_default();
-        match (shuffled.bucketing(), shuffled.scan.and_then(|s| s.bucket_spec())) {
+        match (shuffled.bucketing(), shuffled.bucket_spec()) {
             (Some(Bucketing::None), _) => advice.push(format!(
                 "EnsureRequirements: {} shuffles {table}, which is not bucketed, into the {kept_buckets} buckets of \
                  {kept_table}. Bucket {table} by ({keys}) INTO {kept_buckets} BUCKETS and the join reads both sides \
@@ -232,17 +204,15 @@ fn join_advice(join: &SparkJoinExec, ids: &OperatorIds, conf: &SparkConf) -> Vec
             _ => {}
         }
     }
-    if let (Some(l), Some(r)) = (left.exchange, right.exchange)
+    if let (Some(l), Some(r)) = (&left.exchange, &right.exchange)
         && advice.is_empty()
         && let (Some(left_table), Some(right_table)) = (left.table(), right.table())
-        && left.scan.and_then(|s| s.bucket_spec()).is_none()
-        && right.scan.and_then(|s| s.bucket_spec()).is_none()
+        && left.bucket_spec().is_none()
+        && right.bucket_spec().is_none()
     {
         advice.push(format!(
-            "EnsureRequirements: {} and {} shuffle {left_table} and {right_table} for this join. Bucket both by their \
+            "EnsureRequirements: {l} and {r} shuffle {left_table} and {right_table} for this join. Bucket both by their \
              join keys (CLUSTERED BY ({}) and ({})) INTO the same number of BUCKETS and neither Exchange is needed.",
-            ids.label("Exchange", l),
-            ids.label("Exchange", r),
             left.keys.as_ref().map(|k| k.join(", ")).unwrap_or_default(),
             right.keys.as_ref().map(|k| k.join(", ")).unwrap_or_default()
         ));
@@ -252,13 +222,13 @@ fn join_advice(join: &SparkJoinExec, ids: &OperatorIds, conf: &SparkConf) -> Vec
 
 /// A side small enough for Spark's default broadcast threshold that the session's setting
 /// keeps from being broadcast.
-fn broadcast_advice(join: &SparkJoinExec, sides: [(&Side, BuildSide); 2], conf: &SparkConf) -> Option<String> {
+fn broadcast_advice(join_type: JoinType, sides: [(&Side, BuildSide); 2], conf: &SparkConf) -> Option<String> {
     let threshold = conf.auto_broadcast_join_threshold;
     let default_threshold = SparkConf::default().auto_broadcast_join_threshold as u128;
     let (side, size) = sides
         .into_iter()
-        .filter(|(_, build)| can_broadcast(*build, join.spec().join_type))
-        .map(|(side, _)| (side, size_in_bytes(side.plan.as_ref())))
+        .filter(|(_, build)| can_broadcast(*build, join_type))
+        .map(|(side, _)| (side, side.size))
         .filter(|(_, size)| *size <= default_threshold && (threshold < 0 || *size > threshold as u128))
         .min_by_key(|(_, size)| *size)?;
     let what = side.table().map_or_else(|| "one side".to_string(), |t| format!("the {t} side"));
@@ -278,15 +248,12 @@ fn broadcast_advice(join: &SparkJoinExec, sides: [(&Side, BuildSide); 2], conf: 
 }
 
 /// A bucketed table read by file because nothing above its scan needs the buckets.
-fn unneeded_bucketed_scan(scan: &FileSourceScanExec, ids: &OperatorIds) -> Option<String> {
-    (scan.status() == BucketedStatus::DisabledByQueryPlanner).then(|| {
-        format!(
-            "DisableUnnecessaryBucketedScan: {} reads by file, not by bucket: nothing above it needs the buckets, and \
-             reading by file spreads the work over more tasks. Nothing to fix; SET \
-             spark.sql.sources.bucketing.autoBucketedScan.enabled = false reads by bucket anyway.",
-            ids.label(&format!("Scan parquet {}", table_name(scan.table())), scan)
-        )
-    })
+fn unneeded_bucketed_scan(scan: &str) -> String {
+    format!(
+        "DisableUnnecessaryBucketedScan: {scan} reads by file, not by bucket: nothing above it needs the buckets, and \
+         reading by file spreads the work over more tasks. Nothing to fix; SET \
+         spark.sql.sources.bucketing.autoBucketedScan.enabled = false reads by bucket anyway."
+    )
 }
 
 /// Skewed buckets and small bucket files, from the metastore's file list (and the declared
