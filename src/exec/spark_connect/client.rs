@@ -114,7 +114,7 @@ impl SparkConnect {
 
     fn user_context(&self) -> Option<UserContext> {
         let user = self.url.user_id.clone().unwrap_or_else(|| "bucketsql".to_string());
-        Some(UserContext { user_id: user.clone(), user_name: user })
+        Some(UserContext { user_id: user.clone(), user_name: user, extensions: Vec::new() })
     }
 
     async fn unary<Req, Resp>(&self, path: &'static str, message: Req) -> Result<Resp, SqlError>
@@ -146,6 +146,7 @@ impl SparkConnect {
             plan: Some(Plan::sql(sql)),
             client_type: Some(CLIENT_TYPE.to_string()),
             operation_id: Some(operation_id.clone()),
+            ..proto::ExecutePlanRequest::default()
         };
         let mut grpc = self.grpc()?;
         grpc.ready().await.map_err(|e| self.unreachable(&e))?;
@@ -197,14 +198,20 @@ impl SparkConnect {
 
     /// Spark's EXPLAIN of `sql` in `mode`.
     pub async fn explain(&self, session_id: &str, sql: String, mode: ExplainMode) -> Result<String, SqlError> {
+        use proto::analyze_plan_request::{Analyze, Explain};
+        use proto::analyze_plan_response::Result as Analysis;
         let message = proto::AnalyzePlanRequest {
             session_id: session_id.to_string(),
             user_context: self.user_context(),
             client_type: Some(CLIENT_TYPE.to_string()),
-            explain: Some(proto::Explain { plan: Some(Plan::sql(sql)), explain_mode: mode as i32 }),
+            analyze: Some(Analyze::Explain(Explain { plan: Some(Plan::sql(sql)), explain_mode: mode as i32 })),
+            ..proto::AnalyzePlanRequest::default()
         };
         let response: proto::AnalyzePlanResponse = self.unary(proto::ANALYZE_PLAN, message).await?;
-        Ok(response.explain.map(|e| e.explain_string).unwrap_or_default())
+        match response.result {
+            Some(Analysis::Explain(explain)) => Ok(explain.explain_string),
+            _ => Ok(String::new()),
+        }
     }
 
     /// Sets and unsets settings of Spark session `session_id`.
@@ -214,19 +221,20 @@ impl SparkConnect {
         set: Vec<(String, String)>,
         unset: Vec<String>,
     ) -> Result<(), SqlError> {
-        use proto::config_operation::OpType;
+        use proto::config_request::operation::OpType;
+        use proto::config_request::{Operation, Set, Unset};
         let set = (!set.is_empty()).then(|| {
-            OpType::Set(proto::ConfigSet {
-                pairs: set.into_iter().map(|(key, value)| proto::KeyValue { key, value: Some(value) }).collect(),
-            })
+            let pairs = set.into_iter().map(|(key, value)| proto::KeyValue { key, value: Some(value) }).collect();
+            OpType::Set(Set { pairs, silent: None })
         });
-        let unset = (!unset.is_empty()).then_some(OpType::Unset(proto::ConfigUnset { keys: unset }));
+        let unset = (!unset.is_empty()).then_some(OpType::Unset(Unset { keys: unset }));
         for operation in set.into_iter().chain(unset) {
             let message = proto::ConfigRequest {
                 session_id: session_id.to_string(),
                 user_context: self.user_context(),
-                operation: Some(proto::ConfigOperation { op_type: Some(operation) }),
+                operation: Some(Operation { op_type: Some(operation) }),
                 client_type: Some(CLIENT_TYPE.to_string()),
+                ..proto::ConfigRequest::default()
             };
             let _: proto::ConfigResponse = self.unary(proto::CONFIG, message).await?;
         }
@@ -234,12 +242,14 @@ impl SparkConnect {
     }
 
     async fn interrupt(&self, session_id: String, operation_id: String) -> Result<(), SqlError> {
+        use proto::interrupt_request::{Interrupt, InterruptType};
         let message = proto::InterruptRequest {
             session_id,
             user_context: self.user_context(),
             client_type: Some(CLIENT_TYPE.to_string()),
-            interrupt_type: proto::INTERRUPT_TYPE_OPERATION_ID,
-            operation_id,
+            interrupt_type: InterruptType::OperationId as i32,
+            interrupt: Some(Interrupt::OperationId(operation_id)),
+            ..proto::InterruptRequest::default()
         };
         let _: proto::InterruptResponse = self.unary(proto::INTERRUPT, message).await?;
         Ok(())
@@ -252,6 +262,7 @@ impl SparkConnect {
             session_id,
             user_context: self.user_context(),
             client_type: Some(CLIENT_TYPE.to_string()),
+            ..proto::ReleaseSessionRequest::default()
         };
         let _: proto::ReleaseSessionResponse = self.unary(proto::RELEASE_SESSION, message).await?;
         Ok(())

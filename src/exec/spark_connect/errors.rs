@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use prost::Message;
 use tonic::{Code, Status};
 
-use super::proto::{ErrorInfo, RpcStatus};
+use super::proto::google_rpc::{ErrorInfo, Status as RpcStatus};
 use super::url::SparkConnectUrl;
 use crate::error::SqlError;
 
@@ -121,7 +121,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::exec::spark_connect::proto::Any;
+    use prost_types::Any;
 
     fn url() -> SparkConnectUrl {
         SparkConnectUrl::parse("sc://127.0.0.1:1").unwrap()
