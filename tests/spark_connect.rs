@@ -5,10 +5,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use rustls::pki_types::PrivateKeyDer;
 use serde_json::json;
 use tokio_postgres::Client;
+use tokio_rustls::TlsAcceptor;
 
 use crate::browser::Browser;
 
@@ -91,6 +95,49 @@ impl Drop for SparkConnectServer {
     }
 }
 
+/// A TLS front for a Spark Connect server, which speaks plain gRPC: it terminates TLS with a
+/// certificate for `localhost` (its PEM in `cert`) and passes the bytes on to Spark. It counts
+/// the TLS handshakes that succeeded.
+struct TlsFront {
+    port: u16,
+    cert: PathBuf,
+    handshakes: Arc<AtomicUsize>,
+}
+
+impl TlsFront {
+    async fn start(dir: &Path, spark_port: u16) -> Self {
+        let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let cert = dir.join("spark-front.crt");
+        std::fs::write(&cert, generated.cert.pem()).unwrap();
+        let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der()).unwrap();
+        let mut config =
+            rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![generated.cert.der().clone()], key)
+                .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handshakes = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&handshakes);
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (acceptor, counted) = (acceptor.clone(), Arc::clone(&counted));
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(socket).await else { return };
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let Ok(mut spark) = tokio::net::TcpStream::connect(("127.0.0.1", spark_port)).await else { return };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut spark).await;
+                });
+            }
+        });
+        TlsFront { port, cert, handshakes }
+    }
+}
+
 async fn execute(client: &Client, sql: &str) {
     client.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
 }
@@ -161,6 +208,34 @@ async fn statements_run_on_spark_through_spark_connect() {
         assert_eq!(text_rows(&client, JOIN).await, expected_join(), "on {engine}");
     }
     assert_eq!(text_rows(&client, "SHOW bucketsql.engine").await, [["bucketsql.engine", "spark"]]);
+
+    // Over TLS (`use_ssl=true`, as a token also asks for), to a certificate the server is told
+    // to trust: the same rows. Without that trust, the handshake fails and so does the
+    // statement, with 08001.
+    let front = TlsFront::start(temp.path(), spark_port).await;
+    let tls_url = format!("sc://localhost:{}/;use_ssl=true;token=not-checked-by-this-spark", front.port);
+    for trusted in [true, false] {
+        let env: &[(&str, &str)] = if trusted { &[("SSL_CERT_FILE", front.cert.to_str().unwrap())] } else { &[] };
+        let data_dir = temp.path().join(format!("tls-{trusted}"));
+        let over_tls = TestServer::start_with_env(&data_dir, &["--spark-connect", &tls_url], env);
+        let tls_client = over_tls.connect().await;
+        // A table of its own name: Spark's catalog is shared with the server above.
+        let table = format!("over_tls_{trusted}");
+        execute(
+            &tls_client,
+            &format!("CREATE TABLE {table} (k INT) USING parquet; INSERT INTO {table} SELECT id FROM range(100)"),
+        )
+        .await;
+        execute(&tls_client, "SET bucketsql.engine = spark").await;
+        let query = format!("SELECT count(*), sum(k) FROM {table}");
+        if trusted {
+            assert_eq!(text_rows(&tls_client, &query).await, [["100", "4950"]], "over TLS");
+        } else {
+            let error = failure(&tls_client, &query).await;
+            assert_eq!(sqlstate(&error), "08001", "{error:?}");
+        }
+    }
+    assert!(front.handshakes.load(Ordering::SeqCst) > 0, "no TLS handshake with the front");
 
     // The web UI marks the statement as run on Spark (the newest with its text; the one
     // before ran here) and shows Spark's plan of it.

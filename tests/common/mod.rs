@@ -53,6 +53,11 @@ impl TestServer {
         Self::spawn(wrapper, data_dir, args, &[], Stdio::null(), "warn")
     }
 
+    /// Starts a server with `env` set in its environment.
+    pub fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::spawn(&[], data_dir, args, env, Stdio::null(), "warn")
+    }
+
     /// Starts a server on an existing (or new) data directory that writes its log lines
     /// (standard output) at the default level, `info`, to `log`.
     pub fn start_logging(data_dir: &Path, args: &[&str], log: std::fs::File) -> Self {
