@@ -210,6 +210,33 @@ async fn a_table_created_and_copied_into_in_a_block_is_published_or_dropped_whol
     }
 }
 
+/// TRUNCATE TABLE in a block: the block reads the table empty, others read it whole until the
+/// block commits, and a rollback keeps every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncate_in_a_block_empties_the_table_only_once_committed() {
+    let server = TestServer::start();
+    let (client, other) = (server.connect().await, server.connect().await);
+    client
+        .batch_execute(
+            "CREATE TABLE emptied (k INT, d STRING) USING parquet PARTITIONED BY (d);
+             INSERT INTO emptied SELECT id, CAST(id % 3 AS STRING) FROM range(30)",
+        )
+        .await
+        .unwrap();
+    for (end, left) in [("ROLLBACK", 30), ("COMMIT", 20)] {
+        client.batch_execute("BEGIN; TRUNCATE TABLE emptied PARTITION (d = '1')").await.unwrap();
+        assert_eq!(count(&client, "emptied").await, 20);
+        assert_eq!(count(&other, "emptied").await, 30);
+        client.batch_execute(end).await.unwrap();
+        assert_eq!(count(&other, "emptied").await, left);
+    }
+    // The partition stays, empty, as Spark keeps it.
+    assert_eq!(text_rows(&other, "SHOW PARTITIONS emptied").await, [["d=0"], ["d=1"], ["d=2"]]);
+    client.batch_execute("BEGIN; TRUNCATE TABLE emptied; COMMIT").await.unwrap();
+    assert_eq!(count(&other, "emptied").await, 0);
+    assert_eq!(error_code(&other, "BEGIN READ ONLY; TRUNCATE TABLE emptied").await, "25006");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_committer_wins() {
     let server = TestServer::start();

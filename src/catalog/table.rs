@@ -113,6 +113,10 @@ pub enum WriteMode {
     OverwritePartitions,
     /// Replaces the partitions under one directory (`d=x`: static partition values).
     OverwriteUnder(String),
+    /// Empties the table (`TRUNCATE TABLE`), or the partitions whose directories have all of
+    /// these `column=value` segments (`TRUNCATE TABLE … PARTITION`, whose spec may name any of
+    /// the partition columns). The partitions stay registered, as Spark keeps them.
+    Truncate(Vec<String>),
 }
 
 impl WriteMode {
@@ -126,7 +130,13 @@ impl WriteMode {
             WriteMode::OverwriteUnder(directory) => {
                 partition.strip_prefix(directory.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
             }
+            WriteMode::Truncate(segments) => segments.iter().all(|s| partition.split('/').any(|p| p == s)),
         }
+    }
+
+    /// Whether the partitions it replaces stop being registered: all but TRUNCATE's.
+    pub fn forgets_partitions(&self) -> bool {
+        !matches!(self, WriteMode::Truncate(_))
     }
 }
 

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use super::commands::{
     analyze_table, copy, create_table, describe_column, describe_table, drop_table, explain, insert, optimize, query,
     refresh_table, repair_table, show_buckets, show_create_table, show_partitions, show_tables, table_properties,
-    transaction, variables,
+    transaction, truncate_table, variables,
 };
 use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode};
 use super::names::{schema_of, table_name};
@@ -82,6 +82,7 @@ pub(crate) async fn run(
         }
         Bucket::Sql(Statement::CreateTable(create)) => create_table::create_table(session, create).await?,
         Bucket::Sql(stmt @ Statement::Drop { .. }) => drop_table::drop(session, stmt)?,
+        Bucket::Sql(Statement::Truncate(truncate)) => truncate_table::truncate(session, truncate).await?,
         Bucket::Sql(Statement::ShowTables { show_options, .. }) => {
             let schema = match &show_options.show_in {
                 Some(show_in) => show_in.parent_name.as_ref().map(schema_of).transpose()?,

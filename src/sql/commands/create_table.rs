@@ -1,17 +1,18 @@
-//! `CREATE TABLE` (with and without `AS query`): the table's columns, partitioning and
-//! bucketing checked as Spark checks them, its files written or found, and the metastore entry.
+//! `CREATE TABLE` (with and without `AS query`, or `LIKE` another table): the table's columns,
+//! partitioning and bucketing checked as Spark checks them, its files written or found, and the
+//! metastore entry.
 
 use std::collections::{BTreeMap, HashSet};
 
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, cast, col};
 use datafusion::sql::sqlparser::ast::{
-    ColumnDef, ColumnOption, CreateTable, CreateTableOptions, DataType as SqlDataType, Expr as SqlExpr, FileFormat,
-    HiveDistributionStyle, HiveIOFormat, Statement, Value as SqlValue,
+    ColumnDef, ColumnOption, CreateTable, CreateTableLikeKind, CreateTableOptions, DataType as SqlDataType,
+    Expr as SqlExpr, FileFormat, HiveDistributionStyle, HiveIOFormat, Statement, Value as SqlValue,
 };
 
 use super::table_properties::check_statistics_property;
 use crate::catalog::change::{CatalogChange, new_table_meta};
-use crate::catalog::table::{BucketSpec, ColumnMeta, NewTable};
+use crate::catalog::table::{BucketSpec, ColumnMeta, NewTable, TableMeta};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
@@ -50,6 +51,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         return Err(SqlError::duplicate_table(format!("relation \"{schema}.{name}\" already exists")));
     }
 
+    let like = like_source(session, create)?;
     let declared = declared_columns(&create.columns)?;
     let query_plan = match &create.query {
         Some(query) => {
@@ -64,6 +66,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         None => None,
     };
     let mut columns = match (&query_plan, declared.is_empty()) {
+        _ if let Some(source) = &like => source.columns.clone(),
         (None, true) if external => columns_of_files(&location)?,
         (None, true) => return Err(SqlError::syntax("CREATE TABLE needs a column list or AS query")),
         (Some(plan), true) => columns_of(session, plan)?,
@@ -71,8 +74,15 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     };
     // As Spark names the table in its errors.
     let qualified = format!("`{CATALOG_NAME}`.`{schema}`.`{name}`");
-    let partition_columns = partition_columns(create, &qualified, &mut columns)?;
-    let bucket_spec = bucket_spec(create, &qualified, &columns, &partition_columns, session.spark_conf().max_buckets)?;
+    let (partition_columns, bucket_spec) = match &like {
+        Some(source) => (source.partition_columns.clone(), source.bucket_spec.clone()),
+        None => {
+            let partition_columns = partition_columns(create, &qualified, &mut columns)?;
+            let max_buckets = session.spark_conf().max_buckets;
+            let bucket_spec = bucket_spec(create, &qualified, &columns, &partition_columns, max_buckets)?;
+            (partition_columns, bucket_spec)
+        }
+    };
     let table = NewTable {
         location,
         schema,
@@ -126,6 +136,21 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     let rows = staged.files.iter().map(|f| f.rows as usize).sum();
     session.tables.write(CatalogChange::CreateTable { table, files: staged.described() }, Some(staged))?;
     Ok(Output::Command { tag: "SELECT", rows: Some(rows) })
+}
+
+/// The table of `CREATE TABLE t LIKE source`, as Spark's `CreateTableLikeCommand` takes it:
+/// its columns, partitioning and bucketing, none of its properties or files.
+fn like_source(session: &Session, create: &CreateTable) -> Result<Option<TableMeta>, SqlError> {
+    let Some(CreateTableLikeKind::Plain(like) | CreateTableLikeKind::Parenthesized(like)) = &create.like else {
+        return Ok(None);
+    };
+    let (schema, name) = table_name(&like.name)?;
+    match session.tables.table(&schema, &name)? {
+        Some(source) => Ok(Some(source)),
+        None => Err(SqlError::undefined_table(format!(
+            "[TABLE_OR_VIEW_NOT_FOUND] The table or view `{schema}`.`{name}` cannot be found."
+        ))),
+    }
 }
 
 /// `PARTITIONED BY (a, b)` names existing columns (Spark's data source form);

@@ -18,4 +18,5 @@ pub(crate) mod show_partitions;
 pub(crate) mod show_tables;
 pub(crate) mod table_properties;
 pub(crate) mod transaction;
+pub(crate) mod truncate_table;
 pub(crate) mod variables;

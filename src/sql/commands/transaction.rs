@@ -123,6 +123,7 @@ pub(crate) fn writes(statement: &Statement) -> Option<&'static str> {
         Statement::Insert(_) => "INSERT",
         Statement::CreateTable(_) => "CREATE TABLE",
         Statement::Drop { .. } => "DROP TABLE",
+        Statement::Truncate(_) => "TRUNCATE TABLE",
         Statement::OptimizeTable { .. } => "OPTIMIZE",
         Statement::Analyze(_) => "ANALYZE",
         Statement::Msck(_) => "MSCK REPAIR TABLE",

@@ -7,8 +7,8 @@
 
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use datafusion::sql::sqlparser::ast::{
-    ClusteredBy, ColumnDef, CommentDef, CreateTable, CreateTableOptions, FileFormat, HiveDistributionStyle, HiveFormat,
-    HiveIOFormat, Ident, Query, SqlOption, Statement,
+    ClusteredBy, ColumnDef, CommentDef, CreateTable, CreateTableLike, CreateTableLikeKind, CreateTableOptions,
+    FileFormat, HiveDistributionStyle, HiveFormat, HiveIOFormat, Ident, Query, SqlOption, Statement,
 };
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -70,7 +70,15 @@ fn parse_spark_create_table(parser: &mut Parser, unknown_clause: &mut bool) -> R
     parser.expect_keyword(Keyword::TABLE)?;
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = parser.parse_object_name(false)?;
-    let (columns, constraints) = parser.parse_columns()?;
+    // Spark's `CREATE TABLE t LIKE source`, which takes the provider, storage, location and
+    // properties clauses only.
+    let like = match parser.parse_keyword(Keyword::LIKE) {
+        true => {
+            Some(CreateTableLikeKind::Plain(CreateTableLike { name: parser.parse_object_name(false)?, defaults: None }))
+        }
+        false => None,
+    };
+    let (columns, constraints) = if like.is_some() { Default::default() } else { parser.parse_columns()? };
 
     let mut c = CreateTableClauses::default();
     loop {
@@ -82,6 +90,11 @@ fn parse_spark_create_table(parser: &mut Parser, unknown_clause: &mut bool) -> R
             Token::Word(word) => word.keyword,
             _ => Keyword::NoKeyword,
         };
+        if like.is_some()
+            && !matches!(keyword, Keyword::USING | Keyword::STORED | Keyword::LOCATION | Keyword::TBLPROPERTIES)
+        {
+            return parser.expected("USING, STORED AS, LOCATION, TBLPROPERTIES or end of statement", token);
+        }
         match keyword {
             Keyword::USING => {
                 check_unique(&c.provider, "USING", &token)?;
@@ -193,6 +206,7 @@ fn parse_spark_create_table(parser: &mut Parser, unknown_clause: &mut bool) -> R
         .table_options(table_options)
         .comment_after_column_def(c.comment.map(CommentDef::WithoutEq))
         .query(c.query)
+        .like(like)
         .build())
 }
 
@@ -567,6 +581,18 @@ mod tests {
         assert_eq!(bucket_columns(&ct), ["nope"]);
         assert_eq!(num_buckets(&ct), "0");
         assert_eq!(sort_columns(&ct), [("a".to_string(), Some(false))]);
+    }
+
+    #[test]
+    fn create_table_like_takes_storage_clauses_only() {
+        let ct =
+            create("CREATE TABLE IF NOT EXISTS t2 LIKE s.t1 USING parquet LOCATION '/x' TBLPROPERTIES ('a' = 'b')");
+        let Some(CreateTableLikeKind::Plain(like)) = &ct.like else { panic!("expected LIKE, got {:?}", ct.like) };
+        assert_eq!(like.name.to_string(), "s.t1");
+        assert!(ct.if_not_exists && ct.columns.is_empty());
+        assert_eq!(ct.hive_formats.and_then(|f| f.location).as_deref(), Some("/x"));
+        assert!(error("CREATE TABLE t2 LIKE t1 PARTITIONED BY (a)").contains("Expected: USING, STORED AS, LOCATION"));
+        assert!(error("CREATE TABLE t2 LIKE t1 AS SELECT 1").contains("Expected: USING, STORED AS, LOCATION"));
     }
 
     #[test]
