@@ -8,9 +8,10 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int32Type};
-use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+
+use super::{answer, two_strings_and_an_int};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Locate {
@@ -31,11 +32,7 @@ impl ScalarUDFImpl for Locate {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        match arg_types.len() {
-            2 => Ok(vec![DataType::Utf8, DataType::Utf8]),
-            3 => Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int32]),
-            n => plan_err!("locate takes two or three arguments, not {n}"),
-        }
+        two_strings_and_an_int("locate", arg_types)
     }
 
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
@@ -44,7 +41,6 @@ impl ScalarUDFImpl for Locate {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let all_scalars = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let arrays = args.args.iter().map(|a| a.to_array(rows)).collect::<Result<Vec<ArrayRef>>>()?;
         let (needles, haystacks) = (cast(&arrays[0], &DataType::Utf8)?, cast(&arrays[1], &DataType::Utf8)?);
         let (needles, haystacks) = (needles.as_string::<i32>(), haystacks.as_string::<i32>());
@@ -63,11 +59,7 @@ impl ScalarUDFImpl for Locate {
             })
             .collect();
         let positions: ArrayRef = Arc::new(positions);
-        Ok(if all_scalars {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&positions, 0)?)
-        } else {
-            ColumnarValue::Array(positions)
-        })
+        answer(&args.args, positions)
     }
 }
 

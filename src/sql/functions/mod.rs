@@ -6,7 +6,7 @@
 //! `percentile_approx`, `skewness`, `kurtosis` and the variance family, `initcap`, `div` and
 //! `try_add`/`try_subtract`/`try_multiply`, `sum` and `try_sum` with checked BIGINT and DECIMAL
 //! totals, `avg` of DECIMALs as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod`
-//! failing on a zero divisor, `locate`, `date_format` and `from_unixtime` with Spark's datetime
+//! failing on a zero divisor, `locate`, `split`, `date_format` and `from_unixtime` with Spark's datetime
 //! patterns, string builders bounded by the memory limit, and the generators (`explode`,
 //! `posexplode`, `inline`, `stack`) where a FROM names them.
 
@@ -28,13 +28,18 @@ mod pmod;
 pub mod range;
 mod round;
 pub mod spark_hash;
+mod split;
 pub mod sqrt;
 mod sum;
 mod type_of;
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
+use datafusion::logical_expr::ColumnarValue;
 use datafusion::prelude::SessionContext;
 
 use crate::planner::ansi_arithmetic::Arithmetic;
@@ -47,6 +52,7 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     ctx.register_udf(round::spark_round());
     ctx.register_udf(round::spark_bround());
     ctx.register_udf(locate::spark_locate());
+    ctx.register_udf(split::spark_split());
     ctx.register_udf(type_of::spark_typeof());
     for access in element_at::spark_element_access() {
         ctx.register_udf(access);
@@ -95,4 +101,22 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     ctx.register_relation_planner(Arc::new(GeneratorRelations))?;
     Ok(())
+}
+
+/// The argument types of `name(string, string[, int])` (`locate`, `split`).
+fn two_strings_and_an_int(name: &str, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+    match arg_types.len() {
+        2 => Ok(vec![DataType::Utf8, DataType::Utf8]),
+        3 => Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int32]),
+        n => plan_err!("{name} takes two or three arguments, not {n}"),
+    }
+}
+
+/// A function's answer for `args`: one value where every argument was one, else the array.
+fn answer(args: &[ColumnarValue], array: ArrayRef) -> Result<ColumnarValue> {
+    Ok(if args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
+        ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?)
+    } else {
+        ColumnarValue::Array(array)
+    })
 }
