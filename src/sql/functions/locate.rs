@@ -11,7 +11,7 @@ use datafusion::arrow::datatypes::{DataType, Int32Type};
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 
-use super::{answer, two_strings_and_an_int};
+use super::scalar_arguments::{answer, two_strings_and_an_int};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Locate {

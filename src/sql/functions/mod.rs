@@ -27,6 +27,7 @@ mod percentile_approx;
 mod pmod;
 pub mod range;
 mod round;
+mod scalar_arguments;
 pub mod spark_hash;
 mod split;
 pub mod sqrt;
@@ -35,11 +36,7 @@ mod type_of;
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::ArrayRef;
-use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
-use datafusion::logical_expr::ColumnarValue;
 use datafusion::prelude::SessionContext;
 
 use crate::planner::ansi_arithmetic::Arithmetic;
@@ -101,22 +98,4 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     ctx.register_relation_planner(Arc::new(GeneratorRelations))?;
     Ok(())
-}
-
-/// The argument types of `name(string, string[, int])` (`locate`, `split`).
-fn two_strings_and_an_int(name: &str, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-    match arg_types.len() {
-        2 => Ok(vec![DataType::Utf8, DataType::Utf8]),
-        3 => Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int32]),
-        n => plan_err!("{name} takes two or three arguments, not {n}"),
-    }
-}
-
-/// A function's answer for `args`: one value where every argument was one, else the array.
-fn answer(args: &[ColumnarValue], array: ArrayRef) -> Result<ColumnarValue> {
-    Ok(if args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
-        ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?)
-    } else {
-        ColumnarValue::Array(array)
-    })
 }

@@ -18,7 +18,7 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 use regex::Regex;
 
-use super::{answer, two_strings_and_an_int};
+use super::scalar_arguments::{answer, two_strings_and_an_int};
 use crate::error::SqlError;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
