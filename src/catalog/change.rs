@@ -195,7 +195,7 @@ impl CatalogChange {
             CatalogChange::Write { mode, files, .. } => {
                 let written: Vec<&str> = files.iter().map(|f| f.partition.as_str()).collect();
                 meta.files.retain(|f| !mode.replaces(&f.partition, &written));
-                meta.partitions.retain(|p| !(mode.forgets_partitions() && mode.replaces(p, &written)));
+                meta.partitions.retain(|p| !mode.forgets(p, &written));
                 add_files(&mut meta, at_staging(files));
             }
             CatalogChange::Rewrite { replaced, files, .. } => {

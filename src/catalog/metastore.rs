@@ -559,7 +559,7 @@ fn commit_files(
     if *mode != WriteMode::Append {
         let mut stmt = tx.prepare("SELECT path FROM partitions WHERE table_id = ?1")?;
         let partitions: Vec<String> = stmt.query_map([table_id], |row| row.get(0))?.collect::<Result<_, _>>()?;
-        for partition in partitions.iter().filter(|p| mode.forgets_partitions() && mode.replaces(p, &written)) {
+        for partition in partitions.iter().filter(|p| mode.forgets(p, &written)) {
             tx.execute("DELETE FROM partitions WHERE table_id = ?1 AND path = ?2", params![table_id, partition])?;
         }
         let mut stmt = tx.prepare("SELECT path, partition_path FROM data_files WHERE table_id = ?1")?;

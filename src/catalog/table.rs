@@ -134,9 +134,10 @@ impl WriteMode {
         }
     }
 
-    /// Whether the partitions it replaces stop being registered: all but TRUNCATE's.
-    pub fn forgets_partitions(&self) -> bool {
-        !matches!(self, WriteMode::Truncate(_))
+    /// Whether `partition` stops being registered when a write in this mode commits files of
+    /// the partitions `written`: a partition it replaces, except under TRUNCATE.
+    pub fn forgets(&self, partition: &str, written: &[&str]) -> bool {
+        !matches!(self, WriteMode::Truncate(_)) && self.replaces(partition, written)
     }
 }
 

@@ -15,7 +15,7 @@ use super::{Facts, Scan, ShuffledJoin, Side, advise, table_name};
 use crate::catalog::table::TableMeta;
 use crate::config::SparkConf;
 use crate::exec::file_source_scan::BucketedStatus;
-use crate::explain::plan::{Node, Role, column_name, detail, scanned_table};
+use crate::explain::plan::{Node, Role, column_name, detail, list_items, scanned_table};
 use crate::planner::statistics::{DEFAULT_SIZE_IN_BYTES, row_size};
 use crate::planner::table_provider::table_schema;
 
@@ -69,10 +69,7 @@ fn join_type(name: &str) -> JoinType {
 }
 
 fn side<'a>(node: &Node, keys: Option<&str>, tables: &'a [TableMeta]) -> Side<'a> {
-    let keys = keys.and_then(|list| {
-        let list = list.strip_prefix('[')?.strip_suffix(']')?;
-        list.split(", ").map(column_name).collect::<Option<Vec<_>>>()
-    });
+    let keys = keys.and_then(|list| list_items(list)?.into_iter().map(column_name).collect::<Option<Vec<_>>>());
     let chain = single_input_chain(node);
     let exchange = chain.iter().find(|n| matches!(n.role, Role::Shuffle { .. }));
     let scan_node = chain.last().filter(|n| matches!(n.role, Role::Scan { .. }));
@@ -109,8 +106,8 @@ fn single_input_chain(node: &Node) -> Vec<&Node> {
 fn scan_size(table: &TableMeta, scan: &Node) -> u128 {
     let Ok(schema) = table_schema(table) else { return DEFAULT_SIZE_IN_BYTES };
     let read: Vec<String> = detail(&scan.details, "Output")
-        .and_then(|list| list.strip_prefix('[')?.strip_suffix(']'))
-        .map(|list| list.split(", ").filter_map(column_name).collect())
+        .and_then(list_items)
+        .map(|items| items.into_iter().filter_map(column_name).collect())
         .unwrap_or_default();
     let fields: Vec<_> = schema
         .fields()

@@ -10,7 +10,7 @@ use super::analyze::Figure;
 use super::expressions::{Attr, list};
 use crate::exec::file_source_scan::BucketedStatus;
 pub(super) use convert::{Converter, Position, address};
-pub(super) use parse::{column_name, detail, parse_formatted, scanned_table};
+pub(super) use parse::{column_name, detail, list_items, parse_formatted, scanned_table};
 
 /// How an operator takes part in whole-stage code generation (`CollapseCodegenStages`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -231,6 +231,11 @@ fn role(node: &Node, details: &[String], tables: &[TableMeta]) -> Role {
     }
 }
 
+/// The items of a detail line's `[a#1, b#2]` list.
+pub(in crate::explain) fn list_items(list: &str) -> Option<Vec<&str>> {
+    Some(top_level(list.strip_prefix('[')?.strip_suffix(']')?))
+}
+
 /// The comma-separated items of `text` outside parentheses and brackets.
 fn top_level(text: &str) -> Vec<&str> {
     let mut items = Vec::new();

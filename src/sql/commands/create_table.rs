@@ -18,7 +18,7 @@ use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::sql::dialect::property_pairs;
 use crate::sql::engine::valid_name;
-use crate::sql::names::table_name;
+use crate::sql::names::{described_table, table_name};
 use crate::sql::output::Output;
 use crate::sql::pg_catalog;
 use crate::sql::session::Session;
@@ -65,11 +65,11 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
         }
         None => None,
     };
-    let mut columns = match (&query_plan, declared.is_empty()) {
-        _ if let Some(source) = &like => source.columns.clone(),
-        (None, true) if external => columns_of_files(&location)?,
-        (None, true) => return Err(SqlError::syntax("CREATE TABLE needs a column list or AS query")),
-        (Some(plan), true) => columns_of(session, plan)?,
+    let mut columns = match (&like, &query_plan, declared.is_empty()) {
+        (Some(source), ..) => source.columns.clone(),
+        (None, None, true) if external => columns_of_files(&location)?,
+        (None, None, true) => return Err(SqlError::syntax("CREATE TABLE needs a column list or AS query")),
+        (None, Some(plan), true) => columns_of(session, plan)?,
         _ => declared.clone(),
     };
     // As Spark names the table in its errors.
@@ -145,12 +145,7 @@ fn like_source(session: &Session, create: &CreateTable) -> Result<Option<TableMe
         return Ok(None);
     };
     let (schema, name) = table_name(&like.name)?;
-    match session.tables.table(&schema, &name)? {
-        Some(source) => Ok(Some(source)),
-        None => Err(SqlError::undefined_table(format!(
-            "[TABLE_OR_VIEW_NOT_FOUND] The table or view `{schema}`.`{name}` cannot be found."
-        ))),
-    }
+    described_table(session, &schema, &name).map(Some)
 }
 
 /// `PARTITIONED BY (a, b)` names existing columns (Spark's data source form);

@@ -10,7 +10,7 @@ use crate::catalog::change::{CatalogChange, TableRef};
 use crate::catalog::table::WriteMode;
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
-use crate::sql::names::table_name;
+use crate::sql::names::{described_table, table_name};
 use crate::sql::output::Output;
 use crate::sql::session::Session;
 use crate::sql::write::static_partitions::partition_segments;
@@ -20,11 +20,7 @@ pub async fn truncate(session: &Session, truncate: &Truncate) -> Result<Output, 
         return Err(SqlError::syntax("TRUNCATE TABLE takes one table"));
     };
     let (schema, name) = table_name(&target.name)?;
-    let Some(meta) = session.tables.table(&schema, &name)? else {
-        return Err(SqlError::undefined_table(format!(
-            "[TABLE_OR_VIEW_NOT_FOUND] The table or view `{schema}`.`{name}` cannot be found."
-        )));
-    };
+    let meta = described_table(session, &schema, &name)?;
     let qualified = format!("`{CATALOG_NAME}`.`{schema}`.`{name}`");
     if meta.external {
         return Err(SqlError::feature_not_supported(format!(

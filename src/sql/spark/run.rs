@@ -47,10 +47,11 @@ pub(crate) async fn query(
             let (tables, conf) = (Arc::clone(&tables), conf.clone());
             tokio::spawn(async move {
                 match spark.explain(&id, sql, SparkExplainMode::Formatted).await {
-                    Ok(text) => {
-                        let graph = PlanGraph::of_spark(&text, &tables, &conf);
-                        record.spark_planned(spark_formatted(&text, &tables, &conf), graph);
-                    }
+                    Ok(text) => match PlanGraph::of_spark(&text, &tables, &conf) {
+                        // The graph holds the text with its sections already.
+                        Some(graph) => record.spark_planned(graph.formatted.clone(), Some(graph)),
+                        None => record.spark_planned(text, None),
+                    },
                     Err(e) => tracing::debug!(error = %e, "no Spark plan for the web UI"),
                 }
             });
