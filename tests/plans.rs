@@ -285,8 +285,9 @@ async fn spark_rule_plans_and_rows_are_reproduced() {
     let header = sections.next().unwrap_or_default();
     let server = TestServer::start();
     let client = server.connect().await;
-    for statement in header.lines().filter_map(|line| line.strip_prefix("#   CREATE ")) {
-        client.batch_execute(&format!("CREATE {statement}")).await.unwrap();
+    let setup = header.lines().filter_map(|line| line.strip_prefix("#   "));
+    for statement in setup.filter(|s| s.starts_with("CREATE ") || s.starts_with("INSERT ")) {
+        client.batch_execute(statement).await.unwrap();
     }
     let base: Vec<&str> =
         header.lines().filter_map(|line| line.strip_prefix("#   ")).filter(|l| l.starts_with("SET ")).collect();

@@ -7,8 +7,8 @@
 //! `b % m == i`. A non-bucketed scan spreads files over the session's cores by size. Rows are
 //! read by DataFusion's Parquet source, with projection and row-group pruning.
 
+use std::collections::HashSet;
 use std::fmt;
-use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
@@ -18,16 +18,13 @@ use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, Pa
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
-use datafusion::physical_plan::EmptyRecordBatchStream;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet};
-use datafusion::physical_plan::sorts::streaming_merge::StreamingMergeBuilder;
+use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
 use super::file_partition::FileSplitting;
@@ -76,10 +73,6 @@ pub struct ScanFilters {
 pub struct FileSourceScanExec {
     request: ScanRequest,
     coalesced_to: Option<u32>,
-    /// When buckets hold several sorted files and the scan reports their order: the inner
-    /// partitions (one per file) of each bucket, merged in sort order into one partition.
-    merged_buckets: Option<(Vec<Range<usize>>, LexOrdering)>,
-    merge_metrics: ExecutionPlanMetricsSet,
     inner: Arc<dyn ExecutionPlan>,
     properties: Arc<PlanProperties>,
 }
@@ -115,8 +108,6 @@ impl FileSourceScanExec {
         let mut scan = FileSourceScanExec {
             request,
             coalesced_to: None,
-            merged_buckets: None,
-            merge_metrics: ExecutionPlanMetricsSet::new(),
             properties: Arc::clone(placeholder.properties()),
             inner: placeholder,
         };
@@ -234,11 +225,15 @@ impl FileSourceScanExec {
     }
 
     /// The ordering of a bucketed scan: the longest prefix of the sort columns that is read.
-    /// Every file is sorted on them as written, so a bucket of one file is in order, and a
-    /// bucket of several is merged in order (where Spark gives up the ordering).
+    /// Every file is sorted on them as written, so a bucket of one file is in order; as Spark,
+    /// the scan reports no order once any bucket (of the partitions read) has several files.
     fn output_ordering(&self) -> Option<LexOrdering> {
         let spec = self.bucket_spec()?;
         if !self.request.sorted_output || !self.is_bucketed() || self.coalesced_to.is_some() {
+            return None;
+        }
+        let mut buckets = HashSet::with_capacity(self.request.files.len());
+        if !self.request.files.iter().all(|file| buckets.insert(file.bucket)) {
             return None;
         }
         let sort_exprs: Vec<PhysicalSortExpr> = spec
@@ -277,7 +272,6 @@ impl FileSourceScanExec {
         let selected: Vec<&DataFile> = self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect();
 
         let ordering = self.output_ordering();
-        let mut merged_buckets = None;
         let (groups, partitioning) = match (self.is_bucketed(), self.bucket_spec()) {
             (true, Some(spec)) => {
                 let count = self.coalesced_to.unwrap_or(spec.num_buckets) as usize;
@@ -288,20 +282,6 @@ impl FileSourceScanExec {
                     })?;
                     groups[bucket as usize % count].push(to_partitioned_file(file)?);
                 }
-                let groups = match &ordering {
-                    Some(ordering) if groups.iter().any(|g| g.len() > 1) => {
-                        let mut ranges = Vec::with_capacity(count);
-                        let mut per_file = Vec::new();
-                        for group in groups {
-                            let start = per_file.len();
-                            per_file.extend(group.into_iter().map(|f| vec![f]));
-                            ranges.push(start..per_file.len());
-                        }
-                        merged_buckets = Some((ranges, ordering.clone()));
-                        per_file
-                    }
-                    _ => groups,
-                };
                 let keys = spec
                     .bucket_columns
                     .iter()
@@ -337,7 +317,6 @@ impl FileSourceScanExec {
             }
         };
 
-        self.merged_buckets = merged_buckets;
         let partition_fields: Vec<FieldRef> = partition_columns
             .iter()
             .map(|(name, _)| Ok(Arc::new(self.request.table_schema.field_with_name(name)?.clone())))
@@ -364,13 +343,12 @@ impl FileSourceScanExec {
         }
         // Partition i must read exactly bucket i: a declared partitioning keeps DataFusion
         // from letting partitions steal each other's files.
-        let declared = (matches!(partitioning, Partitioning::Hash(..)) && self.merged_buckets.is_none())
-            .then(|| partitioning.clone());
+        let declared = matches!(partitioning, Partitioning::Hash(..)).then(|| partitioning.clone());
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
             .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
             .with_projection_indices(Some(self.request.projection.clone()))?
             .with_output_partitioning(declared)
-            .with_preserve_order(self.request.sorted_output || self.merged_buckets.is_some())
+            .with_preserve_order(self.request.sorted_output)
             .build();
         let inner: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
 
@@ -434,30 +412,7 @@ impl ExecutionPlan for FileSourceScanExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let Some((ranges, ordering)) = &self.merged_buckets else {
-            return self.inner.execute(partition, context);
-        };
-        let files = ranges
-            .get(partition)
-            .cloned()
-            .ok_or_else(|| DataFusionError::Internal(format!("no bucket {partition}")))?;
-        let mut streams = files.map(|i| self.inner.execute(i, Arc::clone(&context))).collect::<Result<Vec<_>>>()?;
-        match streams.len() {
-            0 => Ok(Box::pin(EmptyRecordBatchStream::new(self.schema()))),
-            1 => Ok(streams.remove(0)),
-            _ => {
-                let reservation =
-                    MemoryConsumer::new(format!("BucketMerge[{partition}]")).register(context.memory_pool());
-                StreamingMergeBuilder::new()
-                    .with_streams(streams)
-                    .with_schema(self.schema())
-                    .with_expressions(ordering)
-                    .with_metrics(BaselineMetrics::new(&self.merge_metrics, partition))
-                    .with_batch_size(context.session_config().batch_size())
-                    .with_reservation(reservation)
-                    .build()
-            }
-        }
+        self.inner.execute(partition, context)
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

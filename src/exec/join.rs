@@ -204,7 +204,12 @@ fn build(
         // recomputing its inputs). We gather the left side once, held against the memory
         // pool, and stream every right partition past it: the same pairs, nr tasks, and no
         // input computed twice (which an exchange below could not do). Spark's product takes
-        // the join's condition too; a nested loop over the gathered left side applies it.
+        // the join's condition too; a nested loop over the gathered left side applies it, or,
+        // where the condition equates keys (a SHUFFLE_REPLICATE_NL hint on an equi-join), a
+        // hash table of the gathered left side finds the same pairs.
+        (JoinStrategy::Cartesian, _) if !spec.on.is_empty() => {
+            Arc::new(hash_join(gathered(left), right, PartitionMode::CollectLeft)?)
+        }
         (JoinStrategy::Cartesian, _) if spec.filter.is_some() => {
             Arc::new(NestedLoopJoinExec::try_new(gathered(left), right, spec.filter.clone(), &spec.join_type, None)?)
         }

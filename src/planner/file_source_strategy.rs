@@ -19,6 +19,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};
+use datafusion::optimizer::simplify_expressions::THRESHOLD_INLINE_INLIST;
 
 use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::config::SparkConf;
@@ -235,7 +236,12 @@ pub fn source_filter(expr: &Expr) -> Option<String> {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let name = match op {
                 Operator::And => return Some(format!("And({},{})", source_filter(left)?, source_filter(right)?)),
-                Operator::Or => return Some(format!("Or({},{})", source_filter(left)?, source_filter(right)?)),
+                Operator::Or => {
+                    if let Some(in_list) = short_in_list(expr) {
+                        return Some(in_list);
+                    }
+                    return Some(format!("Or({},{})", source_filter(left)?, source_filter(right)?));
+                }
                 Operator::Eq => "EqualTo",
                 Operator::IsNotDistinctFrom => "EqualNullSafe",
                 Operator::Lt => "LessThan",
@@ -267,6 +273,39 @@ pub fn source_filter(expr: &Expr) -> Option<String> {
     })
 }
 
+/// DataFusion's simplifier writes an IN list of up to three values on a column as equalities
+/// joined by OR (`THRESHOLD_INLINE_INLIST`); Spark keeps the list, and pushes `In`. Where we
+/// differ: such a disjunction written out by hand prints as `In` too, where Spark prints `Or`.
+fn short_in_list(expr: &Expr) -> Option<String> {
+    fn equalities<'e>(expr: &'e Expr, out: &mut Vec<(&'e Expr, &'e Expr)>) -> bool {
+        match expr {
+            Expr::BinaryExpr(BinaryExpr { left, op: Operator::Or, right }) => {
+                equalities(left, out) && equalities(right, out)
+            }
+            Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq, right }) => {
+                out.push((left, right));
+                true
+            }
+            _ => false,
+        }
+    }
+    let mut pairs = Vec::new();
+    if !equalities(expr, &mut pairs) || pairs.len() > THRESHOLD_INLINE_INLIST {
+        return None;
+    }
+    let mut column = None;
+    let mut values = Vec::with_capacity(pairs.len());
+    for (left, right) in pairs {
+        let (Expr::Column(c), Expr::Literal(value, _)) = (left, right) else { return None };
+        if value.is_null() || column.is_some_and(|name| name != &c.name) {
+            return None;
+        }
+        column = Some(&c.name);
+        values.push(literal_text(value));
+    }
+    Some(format!("In({}, [{}])", column?, values.join(",")))
+}
+
 fn mirrored(name: &str) -> &str {
     match name {
         "LessThan" => "GreaterThan",
@@ -277,12 +316,26 @@ fn mirrored(name: &str) -> &str {
     }
 }
 
-/// A literal as Spark prints it in filters: text without quotes, dates as `2026-01-02`.
+/// A literal as Spark prints it in filters: text without quotes, dates as `2026-01-02`,
+/// timestamps as Java's `Timestamp` prints them in UTC (`2026-01-02 03:04:05.0`).
 pub fn literal_text(value: &ScalarValue) -> String {
     match value {
         ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => s.clone(),
+        ScalarValue::TimestampMicrosecond(Some(micros), _) => {
+            java_timestamp(*micros).unwrap_or_else(|| value.to_string())
+        }
         other => other.to_string(),
     }
+}
+
+/// `java.sql.Timestamp.toString`: the fraction of a second without its trailing zeros, but
+/// never fewer than one digit.
+fn java_timestamp(micros: i64) -> Option<String> {
+    let time = chrono::DateTime::from_timestamp_micros(micros)?.naive_utc();
+    let fraction = format!("{:06}", time.and_utc().timestamp_subsec_micros());
+    let fraction = fraction.trim_end_matches('0');
+    let fraction = if fraction.is_empty() { "0" } else { fraction };
+    Some(format!("{}.{fraction}", time.format("%Y-%m-%d %H:%M:%S")))
 }
 
 #[cfg(test)]
@@ -335,6 +388,15 @@ mod tests {
         assert_eq!(source_filter(&lit(3i64).lt(col("k"))).unwrap(), "GreaterThan(k,3)");
         assert_eq!(source_filter(&col("s").like(lit("ab%"))).unwrap(), "StringStartsWith(s,ab)");
         assert!(source_filter(&(col("k") + lit(1i64)).eq(lit(2i64))).is_none());
+        // A short IN list, as DataFusion rewrites it, prints as Spark prints the list.
+        let two = col("k").eq(lit(5i64)).or(col("k").eq(lit(6i64)));
+        assert_eq!(source_filter(&two).unwrap(), "In(k, [5,6])");
+        let mixed = col("k").eq(lit(5i64)).or(col("j").eq(lit(6i64)));
+        assert_eq!(source_filter(&mixed).unwrap(), "Or(EqualTo(k,5),EqualTo(j,6))");
+        let noon = ScalarValue::TimestampMicrosecond(Some(1_704_456_000_120_000), Some("UTC".into()));
+        assert_eq!(source_filter(&col("t").eq(lit(noon))).unwrap(), "EqualTo(t,2024-01-05 12:00:00.12)");
+        let midnight = ScalarValue::TimestampMicrosecond(Some(1_704_412_800_000_000), None);
+        assert_eq!(literal_text(&midnight), "2024-01-05 00:00:00.0");
     }
 
     /// The buckets a case expects.

@@ -370,6 +370,8 @@ pub fn choose_strategy(
         right_size,
     );
     let inner_like = jt == JoinType::Inner;
+    let replicate =
+        hinted(JoinHint::ShuffleReplicateNl, BuildSide::Left) || hinted(JoinHint::ShuffleReplicateNl, BuildSide::Right);
 
     if has_keys {
         let hash_hinted = pick(
@@ -400,6 +402,8 @@ pub fn choose_strategy(
             (JoinStrategy::SortMerge, None)
         } else if let Some(side) = hash_hinted {
             (JoinStrategy::ShuffledHash, Some(side))
+        } else if replicate && inner_like {
+            (JoinStrategy::Cartesian, None)
         } else if let Some(side) = broadcast_by_size {
             (JoinStrategy::BroadcastHash, Some(side))
         } else if let Some(side) = hash_by_size {
@@ -408,21 +412,32 @@ pub fn choose_strategy(
             (JoinStrategy::SortMerge, None)
         }
     } else {
-        let replicate = hinted(JoinHint::ShuffleReplicateNl, BuildSide::Left)
-            || hinted(JoinHint::ShuffleReplicateNl, BuildSide::Right);
-        if let Some(side) = broadcast_hinted {
-            (JoinStrategy::BroadcastNestedLoop, Some(side))
+        // A nested loop joins any type from either side: where both sides may be broadcast,
+        // the smaller for inner and full joins, else the side the join type prefers.
+        let desired = match jt {
+            JoinType::Inner | JoinType::Full => pick(true, true, left_size, right_size),
+            _ if can_broadcast(BuildSide::Left, jt) => Some(BuildSide::Left),
+            _ => Some(BuildSide::Right),
+        };
+        let nested_loop = |left_ok: bool, right_ok: bool| match (left_ok, right_ok) {
+            (true, true) => desired,
+            (true, false) => Some(BuildSide::Left),
+            (false, true) => Some(BuildSide::Right),
+            (false, false) => None,
+        };
+        let strategy = JoinStrategy::BroadcastNestedLoop;
+        if let Some(side) =
+            nested_loop(hinted(JoinHint::Broadcast, BuildSide::Left), hinted(JoinHint::Broadcast, BuildSide::Right))
+        {
+            (strategy, Some(side))
         } else if replicate && inner_like {
             (JoinStrategy::Cartesian, None)
-        } else if let Some(side) = broadcast_by_size {
-            (JoinStrategy::BroadcastNestedLoop, Some(side))
+        } else if let Some(side) = nested_loop(left.broadcastable_by_size(), right.broadcastable_by_size()) {
+            (strategy, Some(side))
         } else if inner_like {
             (JoinStrategy::Cartesian, None)
         } else {
-            let side =
-                pick(can_broadcast(BuildSide::Left, jt), can_broadcast(BuildSide::Right, jt), left_size, right_size)
-                    .unwrap_or(BuildSide::Right);
-            (JoinStrategy::BroadcastNestedLoop, Some(side))
+            (strategy, desired)
         }
     }
 }

@@ -13,7 +13,9 @@
 //!
 //! Spark keeps the inner level in two aggregates (partial, then merge) even where its input
 //! is already distributed by the keys and the distinct argument (a table bucketed by them), so
-//! `split_inner_aggregates` undoes DataFusion's combining of that pair into one.
+//! `split_inner_aggregates` undoes DataFusion's combining of that pair into one. Where the inner
+//! level computes nothing but its keys (`count(DISTINCT b)` alone), Spark's plans show it as one
+//! aggregate over such an input, and it stays one.
 
 use std::sync::Arc;
 
@@ -94,7 +96,8 @@ pub fn split_inner_aggregates(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn Ex
             AggregateMode::SinglePartitioned => AggregateMode::FinalPartitioned,
             _ => return Ok(Transformed::no(node)),
         };
-        if !single.group_expr().expr().iter().any(|(_, name)| name == SINGLE_DISTINCT_ALIAS) {
+        let distinct_keys = single.group_expr().expr().iter().any(|(_, name)| name == SINGLE_DISTINCT_ALIAS);
+        if !distinct_keys || single.aggr_expr().is_empty() {
             return Ok(Transformed::no(node));
         }
         let partial = Arc::new(AggregateExec::try_new(

@@ -45,6 +45,14 @@ SETUP = [
     "FROM range(0, 200000, 1, 1)",
     "CREATE TABLE many_files USING parquet AS SELECT id % 300 AS h, id AS v FROM range(0, 3000, 1, 12)",
     "CREATE TABLE small USING parquet AS SELECT id AS g, id * 2 AS w FROM range(0, 50, 1, 1)",
+    # Sorted buckets of two files each (a CTAS, then an INSERT), and DATE and TIMESTAMP keys.
+    "CREATE TABLE ks3 USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS AS "
+    "SELECT id % 300 AS k, id AS r FROM range(0, 900, 1, 1)",
+    "INSERT INTO ks3 SELECT id % 300 AS k, id AS r FROM range(900, 1200, 1, 1)",
+    "CREATE TABLE td USING parquet CLUSTERED BY (d) INTO 8 BUCKETS AS "
+    "SELECT date_add(DATE '2024-01-01', CAST(id % 60 AS INT)) AS d, id AS v FROM range(600)",
+    "CREATE TABLE tt USING parquet CLUSTERED BY (ts) INTO 8 BUCKETS AS "
+    "SELECT CAST(date_add(DATE '2024-01-01', CAST(id % 48 AS INT)) AS TIMESTAMP) AS ts, id AS v FROM range(480)",
 ]
 
 # (name, settings, query): joins and aggregates over keys listed in another order than the
@@ -157,6 +165,82 @@ CASES = [
     ("S1 a broadcast join streaming one file, adaptive",
      [ADAPTIVE, ("spark.sql.autoBroadcastJoinThreshold", "10485760")],
      "SELECT f.g, count(*) AS n FROM one_file f JOIN small x ON f.g = x.g GROUP BY f.g"),
+    # Adaptive final plans: stages sized as Spark sizes them (UnsafeRow bytes), a join made a
+    # broadcast at run time (and the bucketed scan it no longer needs), empty stages.
+    ("F1 a small stage becomes a broadcast at run time, and the bucketed scan is no longer needed",
+     [ADAPTIVE, ("spark.sql.autoBroadcastJoinThreshold", "1000")],
+     "SELECT x.j, f.z FROM k1 x JOIN (SELECT a, z FROM flat WHERE z < 10) f ON x.k = f.a"),
+    ("F1 a small stage of plain tables becomes a broadcast at run time",
+     [ADAPTIVE, ("spark.sql.autoBroadcastJoinThreshold", "1000")],
+     "SELECT m.v, f.z FROM many_files m JOIN (SELECT a, z FROM flat WHERE z < 20) f ON m.h = f.a"),
+    ("F1 a stage just over the threshold stays a sort-merge join",
+     [ADAPTIVE, ("spark.sql.autoBroadcastJoinThreshold", "1000")],
+     "SELECT m.v, f.z FROM many_files m JOIN (SELECT a, z FROM flat WHERE z < 50) f ON m.h = f.a"),
+    ("F1 an empty stage empties an inner join", [ADAPTIVE],
+     "SELECT m.v, f.z FROM many_files m JOIN (SELECT a, z FROM flat WHERE z < 0) f ON m.h = f.a"),
+    ("F1 an empty stage empties a grouped aggregate", [ADAPTIVE],
+     "SELECT a, count(*) AS n FROM flat WHERE z < 0 GROUP BY a"),
+    ("F1 an empty right side of a left outer join", [ADAPTIVE],
+     "SELECT m.v, f.z FROM many_files m LEFT JOIN (SELECT a, z FROM flat WHERE z < 0) f ON m.h = f.a"),
+    # Buckets of two files: Spark takes no scan as sorted by default, and under the legacy
+    # setting only where every bucket has one file.
+    ("F2 sorted buckets of two files joined", [], "SELECT x.r, y.s FROM ks3 x JOIN ks1 y ON x.k = y.k"),
+    ("F2 sorted buckets of two files joined, legacy output ordering",
+     [("spark.sql.legacy.bucketedTableScan.outputOrdering", "true")],
+     "SELECT x.r, y.s FROM ks3 x JOIN ks1 y ON x.k = y.k"),
+    ("F2 sorted buckets of two files joined to themselves, legacy output ordering",
+     [("spark.sql.legacy.bucketedTableScan.outputOrdering", "true")],
+     "SELECT x.r, y.r AS r2 FROM ks3 x JOIN ks3 y ON x.k = y.k WHERE x.r < 100"),
+    ("F2 sorted buckets of two files joined, adaptive", [ADAPTIVE],
+     "SELECT x.r, y.t FROM ks3 x JOIN ks2 y ON x.k = y.k"),
+    # Chains of joins (EnsureRequirements across three and four joins).
+    ("F3 four tables of 8, 8, 4 and 16 buckets", [],
+     "SELECT x.j, y.m, z.p, w.q FROM k1 x JOIN k2 y ON x.k = y.k JOIN k4 z ON x.k = z.k JOIN k16 w ON x.k = w.k"),
+    ("F3 the next join on the other side's key", [],
+     "SELECT x.j, y.m, z.p FROM k1 x JOIN k2 y ON x.k = y.k JOIN k4 z ON y.k = z.k"),
+    ("F3 a left outer join, then a join on its right side's key", [],
+     "SELECT x.j, y.m, z.p FROM k1 x LEFT JOIN k2 y ON x.k = y.k JOIN k4 z ON y.k = z.k"),
+    ("F3 a join on the bucket key, then on another column", [],
+     "SELECT x.j, y.m, f.z FROM k1 x JOIN k2 y ON x.k = y.k JOIN flat f ON x.j = f.b"),
+    ("F3 a plain table between bucketed tables", [],
+     "SELECT x.p, f.z, y.q FROM k4 x JOIN flat f ON x.k = f.a JOIN k16 y ON f.a = y.k JOIN k1 w ON y.k = w.k"),
+    # Aggregates: several distinct aggregates (Expand), distinct over the bucket key, grouping
+    # expressions pulled out.
+    ("F4 two distinct aggregates, grouped", [],
+     "SELECT b, count(DISTINCT a) AS da, count(DISTINCT z) AS dz FROM flat GROUP BY b"),
+    ("F4 two distinct aggregates and a plain one, ungrouped", [],
+     "SELECT count(DISTINCT a) AS da, count(DISTINCT b) AS db, sum(z) AS sz FROM flat"),
+    ("F4 count distinct of the bucket key", [], "SELECT count(DISTINCT k) AS dk FROM k1"),
+    ("F4 count distinct grouped by the bucket key", [],
+     "SELECT k, count(DISTINCT j) AS dj FROM k1 GROUP BY k"),
+    ("F4 count distinct of the bucket key, grouped", [],
+     "SELECT j, count(DISTINCT k) AS dk FROM k1 GROUP BY j"),
+    ("F4 grouped by an expression", [], "SELECT k % 10 AS g, count(*) AS n FROM k1 GROUP BY k % 10"),
+    ("F4 grouped by an expression and a column", [],
+     "SELECT j + 1 AS g, k, sum(j) AS s FROM k1 GROUP BY j + 1, k"),
+    # Bucket pruning on DATE and TIMESTAMP keys.
+    ("F5 a date on the bucket column prunes", [],
+     "SELECT d, count(*) AS n FROM td WHERE d = DATE '2024-01-05' GROUP BY d"),
+    ("F5 dates in a list prune", [],
+     "SELECT d, count(*) AS n FROM td WHERE d IN (DATE '2024-01-05', DATE '2024-02-01') GROUP BY d"),
+    ("F5 a timestamp on the bucket column prunes", [],
+     "SELECT ts, count(*) AS n FROM tt WHERE ts = TIMESTAMP '2024-01-05 00:00:00' GROUP BY ts"),
+    ("F5 timestamps in a list prune", [],
+     "SELECT ts, count(*) AS n FROM tt WHERE ts IN (TIMESTAMP '2024-01-05 00:00:00', "
+     "TIMESTAMP '2024-02-10 00:00:00') GROUP BY ts"),
+    # Hints and nested-loop joins.
+    ("F6 SHUFFLE_REPLICATE_NL", [],
+     "SELECT /*+ SHUFFLE_REPLICATE_NL(f) */ x.p, f.z FROM k4 x JOIN flat f ON x.k = f.a"),
+    ("F6 SHUFFLE_REPLICATE_NL without equi-keys", [],
+     "SELECT /*+ SHUFFLE_REPLICATE_NL(x) */ x.j, f.z FROM k1 x JOIN flat f ON x.k < f.z WHERE f.z < 3"),
+    ("F6 a cross join, broadcast allowed", [("spark.sql.autoBroadcastJoinThreshold", "10485760")],
+     "SELECT x.p, s.w FROM k4 x CROSS JOIN small s WHERE s.w < 6"),
+    ("F6 a cross join of two subqueries", [],
+     "SELECT x.p, s.w FROM (SELECT p FROM k4 WHERE k < 3) x CROSS JOIN (SELECT w FROM small WHERE g < 2) s"),
+    ("F6 a full outer non-equi join, broadcast allowed", [("spark.sql.autoBroadcastJoinThreshold", "10485760")],
+     "SELECT x.p, s.w FROM k4 x FULL JOIN small s ON x.k < s.g"),
+    ("F6 a full outer non-equi join with a broadcast hint", [],
+     "SELECT /*+ BROADCAST(x) */ x.p, s.w FROM k4 x FULL JOIN small s ON x.k < s.g"),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.
@@ -207,7 +291,8 @@ def main():
         for key, value in settings:
             out.write(f"SET {key} = {value}\n")
         out.write(f"{query}\n")
-        out.write(f"-- rows: {count} {checksum} ({columns})\n")
+        # The sum of no rows is NULL, as SQL prints it.
+        out.write(f"-- rows: {count} {'NULL' if checksum is None else checksum} ({columns})\n")
         out.write(plan.replace(warehouse, "{warehouse}").rstrip("\n") + "\n")
         if ADAPTIVE in settings:
             frame.collect()

@@ -38,6 +38,7 @@ use super::reader::PartsReader;
 use super::scatter::Scatter;
 use super::spill::MapSpill;
 use super::statistics::MapOutputStatistics;
+use super::unsafe_row::unsafe_row_bytes;
 use crate::storage::bucket_hash::bucket_ids;
 
 /// What one map task produced: a part per output partition and its figures.
@@ -45,6 +46,8 @@ pub(super) struct MapOutput {
     parts: Vec<MapPart>,
     bytes: Vec<u64>,
     rows: Vec<u64>,
+    /// The rows' size as Spark's `UnsafeRow`s.
+    data_size: u64,
 }
 
 /// Every map task's output once the map side has run. Each part is handed to as many reads
@@ -60,12 +63,13 @@ impl MapOutputs {
     pub(super) fn new(outputs: Vec<MapOutput>, partitions: usize, readers: usize) -> Self {
         let mut parts = Vec::with_capacity(outputs.len() * partitions);
         let (mut bytes, mut rows) = (Vec::with_capacity(outputs.len()), Vec::with_capacity(outputs.len()));
+        let data_size = outputs.iter().map(|output| output.data_size).sum();
         for output in outputs {
             parts.extend(output.parts.into_iter().map(|part| Mutex::new((Some(part), 0))));
             bytes.push(output.bytes);
             rows.push(output.rows);
         }
-        let statistics = Arc::new(MapOutputStatistics::new(bytes, rows, partitions));
+        let statistics = Arc::new(MapOutputStatistics::new(bytes, rows, data_size, partitions));
         MapOutputs { parts, partitions, readers: readers.max(1), statistics }
     }
 
@@ -193,6 +197,7 @@ struct MapWriter {
     held_bytes: usize,
     bytes: Vec<u64>,
     rows: Vec<u64>,
+    data_size: u64,
     reservation: MemoryReservation,
     spill: MapSpill,
     disk: Arc<DiskManager>,
@@ -220,6 +225,7 @@ impl MapWriter {
             held_bytes: 0,
             bytes: vec![0; partitions],
             rows: vec![0; partitions],
+            data_size: 0,
             reservation,
             spill: MapSpill::default(),
             disk,
@@ -231,6 +237,7 @@ impl MapWriter {
     /// one partition, as it is.
     fn push(&mut self, batch: RecordBatch, ids: Option<&[u32]>) -> Result<()> {
         self.metrics.rows.add(batch.num_rows());
+        self.data_size += unsafe_row_bytes(&batch);
         let mut done = Vec::new();
         match ids {
             Some(ids) => self.batcher.push(batch, ids, &mut done)?,
@@ -294,6 +301,6 @@ impl MapWriter {
                 MapPart::new(batches.into(), self.reservation.split(size), spilled)
             })
             .collect();
-        Ok(MapOutput { parts, bytes: self.bytes, rows: self.rows })
+        Ok(MapOutput { parts, bytes: self.bytes, rows: self.rows, data_size: self.data_size })
     }
 }

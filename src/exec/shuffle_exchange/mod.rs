@@ -32,6 +32,7 @@ mod scatter;
 mod shuffle_exchange_exec;
 mod spill;
 mod statistics;
+mod unsafe_row;
 #[cfg(test)]
 mod tests;
 

@@ -3,9 +3,11 @@
 //! Spark's `MapOutputTracker` collects a `MapStatus` from every map task (the size of its
 //! output for each reducer partition) and sums them into `MapOutputStatistics`'s
 //! `bytesByPartitionId`, which adaptive query execution reads to coalesce small partitions,
-//! split skewed ones by map ranges and pick broadcast joins. Where we differ: the figures are
-//! exact (Spark rounds them in `HighlyCompressedMapStatus`), in Arrow memory size of the
-//! batches rather than compressed bytes on disk, and rows are counted too.
+//! split skewed ones by map ranges. The stage's own statistics, which pick broadcast joins and
+//! which EXPLAIN prints, are the exchange's `dataSize` instead: its rows' size as `UnsafeRow`s,
+//! counted here the same way. Where we differ: the per-partition figures are exact (Spark rounds
+//! them in `HighlyCompressedMapStatus`), in Arrow memory size of the batches rather than
+//! compressed bytes on disk, and rows are counted too.
 
 /// Bytes and rows each map task produced for each output partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,18 +16,20 @@ pub struct MapOutputStatistics {
     pub bytes: Vec<Vec<u64>>,
     /// `rows[map][partition]`.
     pub rows: Vec<Vec<u64>>,
+    /// Spark's `dataSize`: the rows' size as `UnsafeRow`s, what the stage's statistics report.
+    data_size: u64,
     partitions: usize,
 }
 
 impl MapOutputStatistics {
-    pub(super) fn new(bytes: Vec<Vec<u64>>, rows: Vec<Vec<u64>>, partitions: usize) -> Self {
-        MapOutputStatistics { bytes, rows, partitions }
+    pub(super) fn new(bytes: Vec<Vec<u64>>, rows: Vec<Vec<u64>>, data_size: u64, partitions: usize) -> Self {
+        MapOutputStatistics { bytes, rows, data_size, partitions }
     }
 
     /// Figures for tests: `bytes[map][partition]` over `partitions`, one row for each byte.
     #[cfg(test)]
     pub(crate) fn of_bytes(bytes: Vec<Vec<u64>>, partitions: usize) -> Self {
-        MapOutputStatistics { rows: bytes.clone(), bytes, partitions }
+        MapOutputStatistics { rows: bytes.clone(), data_size: bytes.iter().flatten().sum(), bytes, partitions }
     }
 
     pub fn map_count(&self) -> usize {
@@ -49,6 +53,11 @@ impl MapOutputStatistics {
 
     pub fn total_bytes(&self) -> u64 {
         self.bytes.iter().flatten().sum()
+    }
+
+    /// What Spark's `ShuffleQueryStage` reports as its `sizeInBytes`.
+    pub fn data_size(&self) -> u64 {
+        self.data_size
     }
 
     pub fn total_rows(&self) -> u64 {

@@ -101,7 +101,7 @@ fn alternatives(join: &SparkJoinExec, conf: &SparkConf, hints: &QueryHints) -> R
             Some(stage) => {
                 side_hints.extend(stage_hints(stage, conf));
                 SideFacts {
-                    size: u128::from(stage.statistics().total_bytes()),
+                    size: u128::from(stage.statistics().data_size()),
                     broadcast_threshold: conf.adaptive_broadcast_threshold(),
                     hints: side_hints,
                 }

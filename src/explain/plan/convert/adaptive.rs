@@ -23,7 +23,7 @@ impl Converter {
     pub(super) fn shuffle_stage(&mut self, stage: &ShuffleQueryStageExec, at: Position) -> Node {
         let exchange = self.convert(stage.plan(), at);
         let figures = stage.statistics();
-        let statistics = statistics(u128::from(figures.total_bytes()), Some(figures.total_rows()));
+        let statistics = statistics(u128::from(figures.data_size()), Some(figures.total_rows()));
         Node::query_stage("ShuffleQueryStage", stage.id(), exchange, Some(statistics))
     }
 

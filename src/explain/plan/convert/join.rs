@@ -31,9 +31,9 @@ impl Converter {
             }
         };
         let (left_schema, right_schema) = (join.left().schema(), join.right().schema());
-        let left_keys: Vec<String> =
+        let mut left_keys: Vec<String> =
             join.left_keys().iter().map(|k| key(k, &left_schema, &Columns::Attrs(&left.output))).collect();
-        let right_keys: Vec<String> =
+        let mut right_keys: Vec<String> =
             join.right_keys().iter().map(|k| key(k, &right_schema, &Columns::Attrs(&right.output))).collect();
         // A join filter reads an intermediate schema: each of its columns is a column of one side.
         let condition = match &spec.filter {
@@ -50,6 +50,13 @@ impl Converter {
                 Some(render(filter.expression(), &Columns::Attrs(&attrs)))
             }
             None => None,
+        };
+        // A product keeps its equi-join keys in its condition, ahead of the rest.
+        let condition = if spec.strategy == JoinStrategy::Cartesian && !left_keys.is_empty() {
+            let equalities = left_keys.drain(..).zip(right_keys.drain(..)).map(|(l, r)| format!("({l} = {r})"));
+            equalities.chain(condition).reduce(|all, next| format!("({all} AND {next})"))
+        } else {
+            condition
         };
 
         // Spark's `SortMergeJoin(skew=true)` once adaptive execution split skewed partitions.
