@@ -28,6 +28,7 @@ pub mod keep_null_safe_joins;
 pub mod keep_sort_keys;
 pub mod normalize_nan_and_zero;
 pub mod overridden_rule;
+pub mod pull_out_grouping_expressions;
 pub mod reorder_join_keys;
 pub mod replace_except_intersect_with_joins;
 pub mod resolve_grouping_analytics;
@@ -76,6 +77,7 @@ use join_selection::join_selection;
 use keep_null_safe_joins::KeepNullSafeJoins;
 use keep_sort_keys::KeepSortKeys;
 use normalize_nan_and_zero::NormalizeNaNAndZero;
+use pull_out_grouping_expressions::{name_keys_for_combining, pull_out_grouping_expressions};
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
@@ -166,6 +168,9 @@ pub const PHYSICAL_RULES: &[PhysicalRule] = &[
     // First: Spark's analyzer puts the Expand under a grouping-sets aggregate before any planning,
     // so every later rule sees Spark's shape.
     PhysicalRule { name: "ResolveGroupingAnalytics", apply: |plan, _| resolve_grouping_analytics(plan) },
+    // Spark's optimizer pulls grouping expressions out before planning, so the exchange between
+    // the aggregates that EnsureRequirements adds hashes the projected column.
+    PhysicalRule { name: "PullOutGroupingExpressions", apply: |plan, _| pull_out_grouping_expressions(plan) },
     // Spark chooses each join's strategy while planning, before any exchange exists: broadcast,
     // shuffled hash or sort-merge decide which distributions the sides must have.
     PhysicalRule { name: "JoinSelection", apply: |plan, rule| join_selection(plan, rule.conf, rule.hints) },
@@ -180,7 +185,10 @@ pub const PHYSICAL_RULES: &[PhysicalRule] = &[
     // into Spark's four.
     PhysicalRule {
         name: "CombinePartialFinalAggregate",
-        apply: |plan, rule| split_inner_aggregates(CombinePartialFinalAggregate::new().optimize(plan, rule.options)?),
+        apply: |plan, rule| {
+            let combined = CombinePartialFinalAggregate::new().optimize(name_keys_for_combining(plan)?, rule.options)?;
+            split_inner_aggregates(combined)
+        },
     },
     // After EnsureRequirements, which alone knows whether an operator above used a scan's
     // bucketing: a scan whose buckets nothing needs is read as plain files.
@@ -249,6 +257,7 @@ mod tests {
             names,
             [
                 "ResolveGroupingAnalytics",
+                "PullOutGroupingExpressions",
                 "JoinSelection",
                 "CoalesceBucketsInJoin",
                 "EnsureRequirements",

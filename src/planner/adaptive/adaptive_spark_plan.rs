@@ -34,6 +34,7 @@ use super::join_shuffle_partitions_apart::join_shuffle_partitions_apart;
 use super::optimize_shuffle_with_local_read::optimize_shuffle_with_local_read;
 use super::optimize_skewed_join::optimize_skewed_join;
 use crate::config::SparkConf;
+use crate::planner::bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::downcast_plan::downcast_plan;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
@@ -206,6 +207,7 @@ impl StagePlanner {
             let stages = futures::future::try_join_all(runs).await?;
             plan = replace_exchanges(plan, &ready, &stages)?;
             plan = reselect_joins(plan, &self.conf, &self.hints)?;
+            plan = disable_unnecessary_bucketed_scan(plan, &self.conf)?;
             plan = optimize_skewed_join(plan, &self.conf)?;
         }
     }

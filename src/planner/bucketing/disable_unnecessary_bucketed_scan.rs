@@ -5,7 +5,10 @@
 //! uninteresting again unless only sorts, projections, filters and partial aggregates stand
 //! between. A scan that is not interesting reads without buckets
 //! (`Bucketed: false (disabled by query planner)`); bucket pruning still applies.
-//! Runs after `EnsureRequirements`, when `spark.sql.sources.bucketing.autoBucketedScan.enabled`.
+//! Runs after `EnsureRequirements`, when `spark.sql.sources.bucketing.autoBucketedScan.enabled`,
+//! and again, as in Spark's adaptive execution, each time a run re-plans what is left: a join
+//! made a broadcast once its stage's size was known needs its bucketed side no more. Query
+//! stages that ran are leaves to it, as in Spark.
 
 use std::sync::Arc;
 
@@ -18,6 +21,7 @@ use datafusion::physical_plan::projection::ProjectionExec;
 
 use crate::config::SparkConf;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec};
+use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::distribution::required_distributions;
 use crate::planner::union_output_partitioning::with_new_inputs;
@@ -53,7 +57,7 @@ fn walk(
         return Ok(plan);
     }
     let children: Vec<Arc<dyn ExecutionPlan>> = plan.children().into_iter().cloned().collect();
-    if children.is_empty() {
+    if children.is_empty() || plan.is::<ShuffleQueryStageExec>() || plan.is::<BroadcastQueryStageExec>() {
         return Ok(plan);
     }
     let required = required_distributions(plan.as_ref());
