@@ -303,11 +303,16 @@ fn scaled(settings: &[(String, String)]) -> Vec<String> {
 /// The outline of a FORMATTED plan, statistics left out (sizes differ: Spark's are of its
 /// row format, ours of Arrow's).
 pub fn outline(plan: &str) -> Vec<String> {
+    outline_with_statistics(plan, |_| false)
+}
+
+/// The outline, keeping the statistics of the lines `keep` picks.
+pub fn outline_with_statistics(plan: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
     plan.lines()
         .skip_while(|line| !line.starts_with("== Physical Plan =="))
         .skip(1)
         .take_while(|line| !line.trim().is_empty())
-        .map(|line| line.split(", Statistics(").next().unwrap_or(line).to_string())
+        .map(|line| if keep(line) { line } else { line.split(", Statistics(").next().unwrap_or(line) }.to_string())
         .collect()
 }
 

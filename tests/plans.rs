@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use tokio_postgres::Client;
 
-use crate::adaptive::outline;
+use crate::adaptive::outline_with_statistics;
 use crate::common::{TestServer, text_rows};
 
 /// The same tables as the examples' setup, at the same sizes.
@@ -274,10 +274,49 @@ async fn extended_prints_the_parsed_analyzed_and_optimized_plans() {
     assert!(cost.contains("partial_filters=[t.k IS NOT NULL, t.k = Int64(5)], Statistics(sizeInBytes="), "{cost}");
 }
 
+/// Cases of `tests/data/spark-plans-rules.txt` whose plan is known to differ from Spark's, and
+/// why (docs/spark-differences.md lists them too). Their rows must still be Spark's, and their
+/// plans must still differ: a case that comes to agree fails until it leaves this list.
+const KNOWN_PLAN_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "F1 an empty stage empties an inner join (after running)",
+        "AQEPropagateEmptyRelation is not applied: the join runs over the empty stage",
+    ),
+    (
+        "F1 an empty stage empties a grouped aggregate (after running)",
+        "AQEPropagateEmptyRelation is not applied: the final aggregate reads the empty stage",
+    ),
+    (
+        "F1 an empty right side of a left outer join (after running)",
+        "AQEPropagateEmptyRelation is not applied: the join runs over the empty stage",
+    ),
+    (
+        "F3 a left outer join, then a join on its right side's key",
+        "Spark infers filters before the next join turns the outer join inner; we infer after, and filter both sides",
+    ),
+    (
+        "F4 two distinct aggregates, grouped",
+        "RewriteDistinctAggregates' Expand is not planned: DataFusion's aggregate counts each distinct argument",
+    ),
+    (
+        "F4 two distinct aggregates and a plain one, ungrouped",
+        "RewriteDistinctAggregates' Expand is not planned: DataFusion's aggregate counts each distinct argument",
+    ),
+    ("F6 a cross join, broadcast allowed", "a join without a condition prints Inner where CROSS JOIN was written"),
+];
+
+/// The outline of a plan that ran, with each shuffle stage's statistics, which must be Spark's:
+/// its rows' size as `UnsafeRow`s and their count. A broadcast stage's figure is the size of
+/// Spark's hashed relation, which is not ours to match.
+fn ran_outline(plan: &str) -> Vec<String> {
+    outline_with_statistics(plan, |line| line.contains("ShuffleQueryStage"))
+}
+
 /// Planner rules past the classic examples, against Spark's own plans and rows for queries of
 /// our choosing (`tests/data/spark-plans-rules.txt`, written by `tests/clients/spark_plans.py`):
-/// the plan's shape as in the examples, and the rows by count and an order-free checksum; and
-/// DDL Spark refuses, refused with Spark's reason.
+/// the plan's shape as in the examples (and, for a plan that ran, its shuffle stages' sizes),
+/// and the rows by count and an order-free checksum; and DDL Spark refuses, refused with
+/// Spark's reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spark_rule_plans_and_rows_are_reproduced() {
     let text = include_str!("data/spark-plans-rules.txt");
@@ -292,6 +331,7 @@ async fn spark_rule_plans_and_rows_are_reproduced() {
     let base: Vec<&str> =
         header.lines().filter_map(|line| line.strip_prefix("#   ")).filter(|l| l.starts_with("SET ")).collect();
     let mut mismatches = BTreeMap::new();
+    let mut wrong_rows = Vec::new();
     let (mut cases, mut adaptive_cases) = (0, 0);
     for section in sections {
         let mut lines = section.lines();
@@ -334,8 +374,8 @@ async fn spark_rule_plans_and_rows_are_reproduced() {
         if let Some(after) = after {
             adaptive_cases += 1;
             let ours = explain(&client, &format!("EXPLAIN ANALYZE {query}")).await;
-            if outline(&ours) != outline(after) {
-                let expected = outline(after).join("\n");
+            if ran_outline(&ours) != ran_outline(after) {
+                let expected = ran_outline(after).join("\n");
                 mismatches.insert(format!("{name} (after running)"), format!("expected:\n{expected}\nactual:\n{ours}"));
             }
         }
@@ -343,6 +383,9 @@ async fn spark_rule_plans_and_rows_are_reproduced() {
         let checksum = format!("SELECT count(*), sum(hash({})) FROM ({query}) q", columns.trim_end_matches(')'));
         let our_rows = text_rows(&client, &checksum).await[0].join(" ");
         let (expected, actual) = (shape(&plan), shape(&ours));
+        if our_rows != spark_rows {
+            wrong_rows.push(name.to_string());
+        }
         if expected != actual || our_rows != spark_rows {
             mismatches.insert(
                 name.to_string(),
@@ -355,6 +398,11 @@ async fn spark_rule_plans_and_rows_are_reproduced() {
         }
     }
     assert!(cases >= 10 && adaptive_cases >= 2, "every case is read, the adaptive ones run");
+    for (name, why) in KNOWN_PLAN_DIFFERENCES {
+        assert!(mismatches.remove(*name).is_some(), "{name} now agrees with Spark ({why}): take it off the list");
+        let case = name.trim_end_matches(" (after running)");
+        assert!(!wrong_rows.iter().any(|n| n == case), "{case}: the rows must be Spark's even where the plan is not");
+    }
     assert!(
         mismatches.is_empty(),
         "{} of {cases} differ from Spark:\n{}",

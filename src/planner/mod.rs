@@ -186,7 +186,8 @@ pub const PHYSICAL_RULES: &[PhysicalRule] = &[
     PhysicalRule {
         name: "CombinePartialFinalAggregate",
         apply: |plan, rule| {
-            let combined = CombinePartialFinalAggregate::new().optimize(name_keys_for_combining(plan)?, rule.options)?;
+            let combined =
+                CombinePartialFinalAggregate::new().optimize(name_keys_for_combining(plan)?, rule.options)?;
             split_inner_aggregates(combined)
         },
     },

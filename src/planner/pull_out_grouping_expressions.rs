@@ -13,11 +13,13 @@ use std::sync::Arc;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::ScalarFunctionExpr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
 use datafusion::physical_plan::projection::ProjectionExec;
 
+use super::normalize_nan_and_zero::NORMALIZE_NAN_AND_ZERO;
 use super::single_distinct_aggregate::SINGLE_DISTINCT_ALIAS;
 
 /// Spark's name for a grouping expression pulled out into a projection.
@@ -27,7 +29,9 @@ pub fn pull_out_grouping_expressions(plan: Arc<dyn ExecutionPlan>) -> Result<Arc
     plan.transform_up(|node| {
         let Some(last) = node.downcast_ref::<AggregateExec>() else { return Ok(Transformed::no(node)) };
         let Some(partial) = last.input().downcast_ref::<AggregateExec>() else { return Ok(Transformed::no(node)) };
-        let pulls_out = |(expr, name): &(Arc<dyn PhysicalExpr>, String)| !expr.is::<Column>() && name != SINGLE_DISTINCT_ALIAS;
+        let pulls_out = |(expr, name): &(Arc<dyn PhysicalExpr>, String)| {
+            !unnormalized(expr).is::<Column>() && name != SINGLE_DISTINCT_ALIAS
+        };
         let is_pair = matches!(last.mode(), AggregateMode::Final | AggregateMode::FinalPartitioned)
             && *partial.mode() == AggregateMode::Partial
             && partial.group_expr().is_single();
@@ -47,8 +51,12 @@ pub fn pull_out_grouping_expressions(plan: Arc<dyn ExecutionPlan>) -> Result<Arc
         for (position, key) in partial.group_expr().expr().iter().enumerate() {
             let (expr, name) = key;
             let (input_key, partial_name) = if pulls_out(key) {
-                projected.push((Arc::clone(expr), GROUPING_EXPRESSION.to_string()));
+                let inner = unnormalized(expr);
+                projected.push((Arc::clone(inner), GROUPING_EXPRESSION.to_string()));
                 let pulled: Arc<dyn PhysicalExpr> = Arc::new(Column::new(GROUPING_EXPRESSION, projected.len() - 1));
+                // A FLOAT or DOUBLE key stays normalized where it is grouped, as in Spark.
+                let pulled =
+                    if Arc::ptr_eq(inner, expr) { pulled } else { Arc::clone(expr).with_new_children(vec![pulled])? };
                 (pulled, GROUPING_EXPRESSION.to_string())
             } else {
                 (Arc::clone(expr), name.clone())
@@ -80,6 +88,17 @@ pub fn pull_out_grouping_expressions(plan: Arc<dyn ExecutionPlan>) -> Result<Arc
     .map(|t| t.data)
 }
 
+/// A key without the NaN and -0.0 normalization a FLOAT or DOUBLE key gets, which Spark adds
+/// while planning, after its optimizer pulled the expressions out.
+fn unnormalized(key: &Arc<dyn PhysicalExpr>) -> &Arc<dyn PhysicalExpr> {
+    match key.downcast_ref::<ScalarFunctionExpr>() {
+        Some(function) if function.name() == NORMALIZE_NAN_AND_ZERO && function.args().len() == 1 => {
+            &function.args()[0]
+        }
+        _ => key,
+    }
+}
+
 /// Where no exchange came between the two aggregates, DataFusion combines them into one that
 /// takes the partial's key names. Such a partial takes the query's names back first, so the
 /// one aggregate gives the rows the names the plan above reads.
@@ -88,7 +107,10 @@ pub fn name_keys_for_combining(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn E
         let Some(last) = node.downcast_ref::<AggregateExec>() else { return Ok(Transformed::no(node)) };
         let Some(partial) = last.input().downcast_ref::<AggregateExec>() else { return Ok(Transformed::no(node)) };
         let pulled = partial.group_expr().expr().iter().any(|(_, name)| name == GROUPING_EXPRESSION);
-        if !pulled || *partial.mode() != AggregateMode::Partial || last.group_expr().expr().len() != partial.group_expr().expr().len() {
+        if !pulled
+            || *partial.mode() != AggregateMode::Partial
+            || last.group_expr().expr().len() != partial.group_expr().expr().len()
+        {
             return Ok(Transformed::no(node));
         }
         let keys = partial.group_expr().expr().iter().zip(last.group_expr().expr());

@@ -34,12 +34,12 @@ use super::join_shuffle_partitions_apart::join_shuffle_partitions_apart;
 use super::optimize_shuffle_with_local_read::optimize_shuffle_with_local_read;
 use super::optimize_skewed_join::optimize_skewed_join;
 use crate::config::SparkConf;
-use crate::planner::bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::downcast_plan::downcast_plan;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
 use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
+use crate::planner::bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use crate::planner::hints::QueryHints;
 use crate::planner::reuse_exchange::ExchangesSeen;
 
