@@ -363,10 +363,10 @@ async fn spark_example_final_plans_are_reproduced() {
 async fn a_union_keeping_its_inputs_partitioning_reads_them_coalesced_alike() {
     let (_server, client) = start().await;
     // Both inputs are hash-partitioned on `account_id`, so the union keeps that partitioning;
-    // the second input is empty, and coalesced apart from the first (kept in as many partitions
-    // as cores, partitions being allowed small) it would be read in fewer partitions.
+    // the second input has ten rows, and coalesced apart from the first (kept in as many
+    // partitions as cores, partitions being allowed small) it would be read in fewer partitions.
     let query = "SELECT account_id, count(*) AS n FROM tx_plain GROUP BY account_id \
-                 UNION ALL SELECT account_id, count(*) AS n FROM tx_plain WHERE amount < 0 GROUP BY account_id";
+                 UNION ALL SELECT account_id, count(*) AS n FROM tx_plain WHERE amount < 10 GROUP BY account_id";
     let small_partitions = ["spark.sql.adaptive.coalescePartitions.minPartitionSize = 1KB"];
     set(&client, &small_partitions).await;
     let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {query}")).await;
@@ -374,12 +374,14 @@ async fn a_union_keeping_its_inputs_partitioning_reads_them_coalesced_alike() {
     let read = partitions_read(&analyzed);
     assert_eq!(read.len(), 2, "{analyzed}");
     assert!(read[0] == read[1] && read[0] > 1 && read[0] < 200, "{analyzed}");
-    let mut rows = rows_both_ways(&client, &small_partitions, &format!("{query} ORDER BY account_id")).await;
-    rows.sort_by_key(|row| row[0].parse::<i64>().unwrap());
-    let expected: Vec<Vec<String>> = (0..ACCOUNTS)
-        .map(|a| vec![a.to_string(), (0..ROWS).filter(|id| account(*id) == a).count().to_string()])
-        .collect();
-    assert_eq!(rows, expected);
+    let mut rows = rows_both_ways(&client, &small_partitions, &format!("{query} ORDER BY account_id, n")).await;
+    let key = |row: &Vec<String>| (row[0].parse::<i64>().unwrap(), row[1].parse::<i64>().unwrap());
+    rows.sort_by_key(key);
+    // Rows 0 to 9 have amounts below 10, one in each of the first ten accounts.
+    let all = (0..ACCOUNTS).map(|a| (a, (0..ROWS).filter(|id| account(*id) == a).count() as i64));
+    let mut expected: Vec<(i64, i64)> = all.chain((0..10).map(|id| (account(id), 1))).collect();
+    expected.sort_unstable();
+    assert_eq!(rows.iter().map(key).collect::<Vec<_>>(), expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

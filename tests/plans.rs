@@ -279,18 +279,6 @@ async fn extended_prints_the_parsed_analyzed_and_optimized_plans() {
 /// plans must still differ: a case that comes to agree fails until it leaves this list.
 const KNOWN_PLAN_DIFFERENCES: &[(&str, &str)] = &[
     (
-        "F1 an empty stage empties an inner join (after running)",
-        "AQEPropagateEmptyRelation is not applied: the join runs over the empty stage",
-    ),
-    (
-        "F1 an empty stage empties a grouped aggregate (after running)",
-        "AQEPropagateEmptyRelation is not applied: the final aggregate reads the empty stage",
-    ),
-    (
-        "F1 an empty right side of a left outer join (after running)",
-        "AQEPropagateEmptyRelation is not applied: the join runs over the empty stage",
-    ),
-    (
         "F3 a left outer join, then a join on its right side's key",
         "Spark infers filters before the next join turns the outer join inner; we infer after, and filter both sides",
     ),
@@ -302,7 +290,6 @@ const KNOWN_PLAN_DIFFERENCES: &[(&str, &str)] = &[
         "F4 two distinct aggregates and a plain one, ungrouped",
         "RewriteDistinctAggregates' Expand is not planned: DataFusion's aggregate counts each distinct argument",
     ),
-    ("F6 a cross join, broadcast allowed", "a join without a condition prints Inner where CROSS JOIN was written"),
 ];
 
 /// The outline of a plan that ran, with each shuffle stage's statistics, which must be Spark's:

@@ -32,7 +32,7 @@ use futures::StreamExt;
 
 use super::aqe_shuffle_read::AqeShuffleReadExec;
 use super::downcast_plan::downcast_plan;
-use super::join_spec::{BuildSide, JoinSpec, JoinStrategy, spark_join_type};
+use super::join_spec::{BuildSide, JoinSpec, JoinStrategy};
 use super::merge_join;
 use super::null_aware_anti_join::NullAwareAntiJoinExec;
 use super::query_stage::BroadcastQueryStageExec;
@@ -228,7 +228,7 @@ impl DisplayAs for SparkJoinExec {
         if self.spec.skew {
             write!(f, "(skew=true)")?;
         }
-        write!(f, " {}", spark_join_type(self.spec.join_type))?;
+        write!(f, " {}", self.spec.spark_join_type())?;
         if let Some(side) = self.spec.build_side {
             write!(f, " {}", side.spark_name())?;
         }

@@ -83,4 +83,14 @@ pub struct JoinSpec {
     /// Spark's `isSkewJoin`: adaptive execution split a skewed partition of a shuffled join's
     /// input into pieces, each joined with the whole matching partition of the other side.
     pub skew: bool,
+    /// Spark's `Cross` join type: a nested loop over a join written `CROSS JOIN`, with no
+    /// condition.
+    pub cross: bool,
+}
+
+impl JoinSpec {
+    /// The join type as Spark prints it.
+    pub fn spark_join_type(&self) -> &'static str {
+        if self.cross { "Cross" } else { spark_join_type(self.join_type) }
+    }
 }

@@ -15,6 +15,8 @@ pub(super) fn number(node: &mut Node, next: &mut usize) {
         let mut scans = HashMap::new();
         collect_origins(final_plan, &mut scans);
         number_reusing(initial, next, &scans);
+    } else if matches!(node.role, Role::Logical) {
+        return;
     } else {
         node.children.iter_mut().for_each(|c| number(c, next));
     }
@@ -117,11 +119,14 @@ pub(super) fn simple(root: &Node) -> String {
 pub(super) fn formatted(root: &Node) -> String {
     let mut out = draw(root, &|node| {
         let star = if matches!(node.stage, Stage::Id(_)) { "* " } else { "" };
-        format!("{star}{} ({}){}", node.outline, node.id, node.annotation)
+        match node.role {
+            Role::Logical => format!("{} (unknown)", node.outline),
+            _ => format!("{star}{} ({}){}", node.outline, node.id, node.annotation),
+        }
     });
     out.push('\n');
     let labelled = labelled_operators(root);
-    for node in post_order(root).into_iter().filter(|n| !n.repeated) {
+    for node in post_order(root).into_iter().filter(|n| !n.repeated && !matches!(n.role, Role::Logical)) {
         let codegen = match node.stage {
             Stage::Id(id) if labelled.contains(&node.id) => format!(" [codegen id : {id}]"),
             _ => String::new(),

@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet};
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::sql::sqlparser::ast::{OptimizerHintStyle, Query, Select, SetExpr, Statement, TableFactor};
+use datafusion::sql::sqlparser::ast::{
+    JoinOperator, OptimizerHintStyle, Query, Select, SetExpr, Statement, TableFactor,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JoinHint {
@@ -39,17 +41,23 @@ impl JoinHint {
 #[derive(Debug, Clone, Default)]
 pub struct QueryHints {
     by_table: HashMap<String, HashSet<JoinHint>>,
+    /// The query writes `CROSS JOIN`, which Spark keeps as the `Cross` join type where no
+    /// condition joins the sides. Where we differ: the plan does not say which join was
+    /// written so, so a join without a condition written with a comma is taken as one too
+    /// when the same query also writes `CROSS JOIN`.
+    cross_join_written: bool,
 }
 
 impl QueryHints {
     /// Collects the hints of every SELECT in `statement`, resolving aliases through `plan`.
     pub fn resolve(statement: &Statement, plan: &LogicalPlan) -> Self {
         let mut named: Vec<(JoinHint, String)> = Vec::new();
+        let mut cross_join_written = false;
         if let Statement::Query(query) = statement {
-            collect(query, &mut named);
+            collect(query, &mut named, &mut cross_join_written);
         }
         if named.is_empty() {
-            return QueryHints::default();
+            return QueryHints { cross_join_written, ..QueryHints::default() };
         }
         let aliases = alias_map(plan);
         let mut by_table: HashMap<String, HashSet<JoinHint>> = HashMap::new();
@@ -57,7 +65,11 @@ impl QueryHints {
             let table = aliases.get(&name).cloned().unwrap_or(name);
             by_table.entry(table).or_default().insert(hint);
         }
-        QueryHints { by_table }
+        QueryHints { by_table, cross_join_written }
+    }
+
+    pub fn cross_join_written(&self) -> bool {
+        self.cross_join_written
     }
 
     /// The hints on a relation reading `table` (`<schema>.<table>`).
@@ -66,7 +78,7 @@ impl QueryHints {
     }
 }
 
-fn collect(query: &Query, named: &mut Vec<(JoinHint, String)>) {
+fn collect(query: &Query, named: &mut Vec<(JoinHint, String)>, cross_join_written: &mut bool) {
     let SetExpr::Select(select) = query.body.as_ref() else {
         return;
     };
@@ -76,9 +88,10 @@ fn collect(query: &Query, named: &mut Vec<(JoinHint, String)>) {
         }
     }
     for table in &select.from {
+        *cross_join_written |= table.joins.iter().any(|j| matches!(j.join_operator, JoinOperator::CrossJoin(_)));
         for factor in std::iter::once(&table.relation).chain(table.joins.iter().map(|j| &j.relation)) {
             if let TableFactor::Derived { subquery, .. } = factor {
-                collect(subquery, named);
+                collect(subquery, named, cross_join_written);
             }
         }
     }

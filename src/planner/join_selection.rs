@@ -338,7 +338,12 @@ fn select(join: LogicalJoin, conf: &SparkConf, hints: &QueryHints) -> Result<Arc
             }
         }
     }
-    let spec = JoinSpec { strategy, build_side, join_type, on, filter, null_equality, null_aware, skew: false };
+    let cross = strategy == JoinStrategy::BroadcastNestedLoop
+        && join_type == JoinType::Inner
+        && on.is_empty()
+        && filter.is_none()
+        && hints.cross_join_written();
+    let spec = JoinSpec { strategy, build_side, join_type, on, filter, null_equality, null_aware, skew: false, cross };
     Ok(Arc::new(SparkJoinExec::try_new(spec, left, right)?))
 }
 

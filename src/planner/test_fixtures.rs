@@ -254,6 +254,7 @@ pub(crate) fn join_on(
         null_equality: NullEquality::NullEqualsNothing,
         null_aware: false,
         skew: false,
+        cross: false,
     };
     Arc::new(SparkJoinExec::try_new(spec, left, right).unwrap())
 }

@@ -55,6 +55,9 @@ pub(super) enum Role {
         kind: String,
         partitions: usize,
     },
+    /// An operator of the logical plan an `EmptyRelation` eliminated: no id (`(unknown)`), no
+    /// detail block.
+    Logical,
     Other,
 }
 

@@ -27,6 +27,7 @@ use datafusion::physical_plan::{
 use futures::TryStreamExt;
 use futures::future::BoxFuture;
 
+use super::aqe_propagate_empty_relation::propagate_empty_relation;
 use super::coalesce_shuffle_partitions::coalesce_shuffle_partitions;
 use super::dynamic_join_selection::reselect_joins;
 use super::is_query_stage;
@@ -206,6 +207,7 @@ impl StagePlanner {
                 .collect::<Result<_>>()?;
             let stages = futures::future::try_join_all(runs).await?;
             plan = replace_exchanges(plan, &ready, &stages)?;
+            plan = propagate_empty_relation(plan)?;
             plan = reselect_joins(plan, &self.conf, &self.hints)?;
             plan = disable_unnecessary_bucketed_scan(plan, &self.conf)?;
             plan = optimize_skewed_join(plan, &self.conf)?;

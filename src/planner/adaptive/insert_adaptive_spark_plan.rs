@@ -15,22 +15,19 @@
 use std::sync::Arc;
 
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::Partitioning;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateOutputMode};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
 
 use super::AdaptiveSparkPlanExec;
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
-use crate::exec::collect_in_order::CollectInOrderExec;
 use crate::exec::join::SparkJoinExec;
 use crate::exec::join_spec::JoinStrategy;
+use crate::exec::plumbing::plumbing_input;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::exec::sort::SortExec;
 use crate::planner::hints::QueryHints;
@@ -107,23 +104,5 @@ pub(crate) fn below_collect_limit(mut plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn
         } else {
             return plan;
         };
-    }
-}
-
-/// The input of plumbing Spark has no operator for: cooperative scheduling, reading a global
-/// sort's ranges in order, round-robin spreading of batches and batch coalescing.
-pub(crate) fn plumbing_input(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
-    if let Some(cooperative) = plan.downcast_ref::<CooperativeExec>() {
-        return Some(cooperative.input());
-    }
-    if let Some(collect) = plan.downcast_ref::<CollectInOrderExec>() {
-        return Some(collect.input());
-    }
-    if let Some(repartition) = plan.downcast_ref::<RepartitionExec>() {
-        return matches!(repartition.partitioning(), Partitioning::RoundRobinBatch(_)).then(|| repartition.input());
-    }
-    match plan.children().as_slice() {
-        [child] if plan.name() == "CoalesceBatchesExec" => Some(*child),
-        _ => None,
     }
 }

@@ -13,6 +13,7 @@
 //! operator needs is not made (`validate_requirements`).
 
 pub mod adaptive_spark_plan;
+pub mod aqe_propagate_empty_relation;
 pub mod coalesce_shuffle_partitions;
 pub mod dynamic_join_selection;
 pub mod insert_adaptive_spark_plan;

@@ -63,6 +63,7 @@ mod tests {
             null_equality: NullEquality::NullEqualsNothing,
             null_aware: false,
             skew,
+            cross: false,
         };
         Arc::new(SparkJoinExec::try_new(spec, left, right).unwrap())
     }

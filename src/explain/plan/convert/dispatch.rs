@@ -21,8 +21,10 @@ use super::window::window_parts;
 use super::{Converter, Position, address};
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
+use crate::exec::empty_relation::EmptyRelationExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::SparkJoinExec;
+use crate::exec::plumbing::plumbing_input;
 use crate::exec::query_stage::{BroadcastQueryStageExec, ShuffleQueryStageExec};
 use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
@@ -30,7 +32,6 @@ use crate::exec::sort::SortExec;
 use crate::explain::analyze::figures;
 use crate::explain::plan::{Codegen, Node, field};
 use crate::planner::adaptive::AdaptiveSparkPlanExec;
-use crate::planner::adaptive::insert_adaptive_spark_plan::plumbing_input;
 
 impl Converter {
     pub fn convert(&mut self, plan: &Arc<dyn ExecutionPlan>, at: Position) -> Node {
@@ -68,6 +69,8 @@ impl Converter {
             self.broadcast(broadcast)
         } else if let Some(join) = plan.downcast_ref::<SparkJoinExec>() {
             self.join(join)
+        } else if let Some(empty) = plan.downcast_ref::<EmptyRelationExec>() {
+            self.empty_relation(&empty.schema(), empty.logical())
         } else if let Some(filter) = plan.downcast_ref::<FilterExec>() {
             self.filter(filter)
         } else if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {

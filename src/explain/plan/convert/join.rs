@@ -7,7 +7,7 @@ use datafusion::common::{JoinSide, JoinType};
 
 use super::{Converter, Position};
 use crate::exec::join::SparkJoinExec;
-use crate::exec::join_spec::{BuildSide, JoinStrategy, spark_join_type};
+use crate::exec::join_spec::{BuildSide, JoinStrategy};
 use crate::explain::expressions::{Attr, Columns, key, list, render};
 use crate::explain::plan::{Codegen, Node, Role, field};
 
@@ -65,7 +65,7 @@ impl Converter {
         } else {
             spec.strategy.spark_name().to_string()
         };
-        let join_type = spark_join_type(spec.join_type);
+        let join_type = spec.spark_join_type();
         let build = spec.build_side.filter(|_| {
             matches!(
                 spec.strategy,

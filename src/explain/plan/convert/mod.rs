@@ -22,8 +22,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::Node;
+use crate::exec::plumbing::plumbing_input;
 use crate::explain::expressions::Attr;
-use crate::planner::adaptive::insert_adaptive_spark_plan::plumbing_input;
 
 /// Where a node sits, for the few operators Spark prints differently by context.
 #[derive(Debug, Clone, Copy, Default)]

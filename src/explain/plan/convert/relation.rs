@@ -10,9 +10,10 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 
 use super::Converter;
+use crate::exec::empty_relation::LogicalOutline;
 use crate::exec::range::{RangeSplits, range_splits};
 use crate::explain::expressions::list;
-use crate::explain::plan::{Codegen, Node, field};
+use crate::explain::plan::{Codegen, Node, Role, field};
 
 impl Converter {
     /// Spark's `Range` of our `range()` table function.
@@ -33,6 +34,16 @@ impl Converter {
             .codegen(Codegen::NotRoot)
     }
 
+    /// Spark's `EmptyRelation` that adaptive execution left where a stage came out empty, over
+    /// the logical plan it eliminated.
+    pub(super) fn empty_relation(&mut self, schema: &Schema, logical: &LogicalOutline) -> Node {
+        let output = self.fresh_schema(schema);
+        let arguments = format!("[plan_id={}]", self.plan_id());
+        let details = vec![field("Output", &output), format!("Arguments: {arguments}")];
+        Node::new("EmptyRelation", format!("EmptyRelation {arguments}"), output, vec![logical_node(logical)])
+            .details(details)
+    }
+
     /// Spark's one-row relation of a query without `FROM`.
     pub(super) fn one_row(&mut self, schema: &Schema) -> Node {
         let output = self.fresh_schema(schema);
@@ -41,6 +52,12 @@ impl Converter {
             .details(details)
             .codegen(Codegen::Yes)
     }
+}
+
+/// A logical operator, shown `(unknown)` with no detail block.
+fn logical_node(logical: &LogicalOutline) -> Node {
+    let children = logical.children.iter().map(logical_node).collect();
+    Node::new(logical.name.as_str(), logical.name.as_str(), Vec::new(), children).role(Role::Logical)
 }
 
 /// Spark's `Range (start, end, step=s, splits=n)` of our `range()` table function.
