@@ -277,20 +277,10 @@ async fn extended_prints_the_parsed_analyzed_and_optimized_plans() {
 /// Cases of `tests/data/spark-plans-rules.txt` whose plan is known to differ from Spark's, and
 /// why (docs/spark-differences.md lists them too). Their rows must still be Spark's, and their
 /// plans must still differ: a case that comes to agree fails until it leaves this list.
-const KNOWN_PLAN_DIFFERENCES: &[(&str, &str)] = &[
-    (
-        "F3 a left outer join, then a join on its right side's key",
-        "Spark infers filters before the next join turns the outer join inner; we infer after, and filter both sides",
-    ),
-    (
-        "F4 two distinct aggregates, grouped",
-        "RewriteDistinctAggregates' Expand is not planned: DataFusion's aggregate counts each distinct argument",
-    ),
-    (
-        "F4 two distinct aggregates and a plain one, ungrouped",
-        "RewriteDistinctAggregates' Expand is not planned: DataFusion's aggregate counts each distinct argument",
-    ),
-];
+const KNOWN_PLAN_DIFFERENCES: &[(&str, &str)] = &[(
+    "F3 a left outer join, then a join on its right side's key",
+    "Spark infers filters before the next join turns the outer join inner; we infer after, and filter both sides",
+)];
 
 /// The outline of a plan that ran, with each shuffle stage's statistics, which must be Spark's:
 /// its rows' size as `UnsafeRow`s and their count. A broadcast stage's figure is the size of

@@ -33,6 +33,7 @@ pub mod reorder_join_keys;
 pub mod replace_except_intersect_with_joins;
 pub mod resolve_grouping_analytics;
 pub mod reuse_exchange;
+pub mod rewrite_distinct_aggregates;
 pub mod rewrite_except_intersect_all;
 pub mod scan_lineage;
 pub mod single_distinct_aggregate;
@@ -81,6 +82,7 @@ use pull_out_grouping_expressions::{name_keys_for_combining, pull_out_grouping_e
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
+use rewrite_distinct_aggregates::RewriteDistinctAggregates;
 use rewrite_except_intersect_all::RewriteExceptIntersectAll;
 use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates};
 use spark_casts::SparkCasts;
@@ -114,7 +116,8 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     rules
 }
 
-/// DataFusion's logical rules, with its single-distinct rewrite keeping Spark's result types, its
+/// DataFusion's logical rules, with Spark's rewrite of several distinct aggregates before its
+/// single-distinct rewrite, which keeps Spark's result types, its
 /// cross-join elimination keeping NULL-safe joins apart and its sorts keeping their keys; then Spark's shape for EXCEPT and
 /// INTERSECT, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
@@ -137,6 +140,9 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
             }
         })
         .collect();
+    // Beside the single-distinct rewrite: several sets of distinct arguments, Spark's way.
+    let at = rules.iter().position(|rule| rule.name() == single_distinct.name()).unwrap_or(rules.len());
+    rules.insert(at, Arc::new(RewriteDistinctAggregates));
     rules.push(Arc::new(ReplaceExceptIntersectWithJoins));
     rules.push(Arc::new(InferFiltersFromConstraints));
     rules.push(Arc::new(UnionOutputNullability));

@@ -12,7 +12,11 @@ use crate::exec::expand::ExpandExec;
 use crate::exec::reused_exchange::ReusedExchangeExec;
 use crate::explain::expressions::{Attr, Columns, join, key, list, render};
 use crate::explain::plan::{Codegen, Node, Role, field};
+use crate::planner::rewrite_distinct_aggregates::expands_distinct_arguments;
 use crate::planner::single_distinct_aggregate::SINGLE_DISTINCT_ALIAS;
+
+/// Spark's name for the grouping id of its rewrite of several distinct aggregates.
+const DISTINCT_GROUPING_ID: &str = "gid";
 
 impl Converter {
     /// Spark's `HashAggregate`; `names` renames its results by output position.
@@ -48,7 +52,8 @@ impl Converter {
         // Grouping sets also group by the `spark_grouping_id` that Expand appended.
         if raw_input
             && aggregate.group_expr().has_grouping_set()
-            && let Some(grouping_id) = child.output.last().filter(|a| a.name == SPARK_GROUPING_ID)
+            && let Some(grouping_id) =
+                child.output.last().filter(|a| a.name == SPARK_GROUPING_ID || a.name == DISTINCT_GROUPING_ID)
         {
             keys.push(grouping_id.to_string());
             key_attrs.push(grouping_id.clone());
@@ -182,7 +187,13 @@ impl Converter {
             let data_type = expr.data_type(&input_schema).unwrap_or(DataType::Null);
             output.push(self.fresh(alias, data_type, true));
         }
-        output.push(self.fresh(SPARK_GROUPING_ID, DataType::Int64, false));
+        // Spark's rewrite of several distinct aggregates calls its grouping id `gid`, an INT.
+        let names = group_by.expr().iter().map(|(_, name)| name.as_str());
+        let grouping_id = match expands_distinct_arguments(names) {
+            true => self.fresh(DISTINCT_GROUPING_ID, DataType::Int32, false),
+            false => self.fresh(SPARK_GROUPING_ID, DataType::Int64, false),
+        };
+        output.push(grouping_id);
         let arguments = format!("{}, {}", list(&projections), list(&output));
         let details = vec![field("Input", &child.output), format!("Arguments: {arguments}")];
         Node::new("Expand", format!("Expand {arguments}"), output, vec![child]).details(details).codegen(Codegen::Yes)
