@@ -237,6 +237,36 @@ async fn a_truncate_in_a_block_empties_the_table_only_once_committed() {
     assert_eq!(error_code(&other, "BEGIN READ ONLY; TRUNCATE TABLE emptied").await, "25006");
 }
 
+/// A column added in a block is seen by the block alone until it commits; files written before
+/// it read the new column as NULL, those written in the block with their values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn columns_added_in_a_block_appear_only_once_committed() {
+    let server = TestServer::start();
+    let (client, other) = (server.connect().await, server.connect().await);
+    client
+        .batch_execute(
+            "CREATE TABLE widened (k INT, d STRING) USING parquet PARTITIONED BY (d) CLUSTERED BY (k) INTO 2 BUCKETS;
+             INSERT INTO widened VALUES (1, 'a')",
+        )
+        .await
+        .unwrap();
+    let columns = |rows: Vec<Vec<String>>| rows.into_iter().map(|row| row[0].clone()).take(3).collect::<Vec<_>>();
+    for (end, added) in [("ROLLBACK", false), ("COMMIT", true)] {
+        client.batch_execute("BEGIN; ALTER TABLE widened ADD COLUMNS (v BIGINT)").await.unwrap();
+        client.batch_execute("INSERT INTO widened VALUES (2, 20, 'a')").await.unwrap();
+        let in_block = text_rows(&client, "SELECT k, v FROM widened ORDER BY k").await;
+        assert_eq!(in_block, [["1", "NULL"], ["2", "20"]]);
+        assert_eq!(columns(text_rows(&other, "DESCRIBE widened").await), ["k", "d", "# Partition Information"]);
+        client.batch_execute(end).await.unwrap();
+        let seen = columns(text_rows(&other, "DESCRIBE widened").await);
+        assert_eq!(seen == ["k", "v", "d"], added, "{end}: {seen:?}");
+    }
+    assert_eq!(
+        text_rows(&other, "SELECT k, v, d FROM widened ORDER BY k").await,
+        [["1", "NULL", "a"], ["2", "20", "a"]]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_committer_wins() {
     let server = TestServer::start();

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::table::{DataFile, NewTable, PartitionRepair, STATISTICS_PREFIX, TableMeta, WriteMode};
+use super::table::{ColumnMeta, DataFile, NewTable, PartitionRepair, STATISTICS_PREFIX, TableMeta, WriteMode};
 
 /// The id a table created in a transaction has until the transaction commits.
 pub const UNCOMMITTED_TABLE_ID: i64 = 0;
@@ -127,6 +127,11 @@ pub enum CatalogChange {
         table: TableRef,
         statistics: Vec<(String, String)>,
     },
+    /// New columns after the data columns, before the partition columns (ADD COLUMNS).
+    AddColumns {
+        table: TableRef,
+        columns: Vec<ColumnMeta>,
+    },
 }
 
 impl CatalogChange {
@@ -149,7 +154,8 @@ impl CatalogChange {
             | CatalogChange::Resync { table, .. }
             | CatalogChange::SetProperties { table, .. }
             | CatalogChange::UnsetProperties { table, .. }
-            | CatalogChange::SetStatistics { table, .. } => Some(table),
+            | CatalogChange::SetStatistics { table, .. }
+            | CatalogChange::AddColumns { table, .. } => Some(table),
         }
     }
 
@@ -162,7 +168,8 @@ impl CatalogChange {
             CatalogChange::CreateTable { .. }
             | CatalogChange::DropTable { .. }
             | CatalogChange::SetProperties { .. }
-            | CatalogChange::UnsetProperties { .. } => ChangeKind::Definition,
+            | CatalogChange::UnsetProperties { .. }
+            | CatalogChange::AddColumns { .. } => ChangeKind::Definition,
         }
     }
 
@@ -222,6 +229,11 @@ impl CatalogChange {
                 for key in keys {
                     meta.properties.remove(key);
                 }
+            }
+            CatalogChange::AddColumns { columns, .. } => {
+                let data_columns =
+                    meta.columns.iter().take_while(|c| !meta.partition_columns.contains(&c.name)).count();
+                meta.columns.splice(data_columns..data_columns, columns.iter().cloned());
             }
         }
         Some(meta)

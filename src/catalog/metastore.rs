@@ -272,6 +272,12 @@ fn apply(tx: &Transaction, change: &CatalogChange) -> Result<(), SqlError> {
                 tx.execute("DELETE FROM table_properties WHERE table_id = ?1 AND key = ?2", params![id, key])?;
             }
         }
+        CatalogChange::AddColumns { .. } => {
+            let meta = load_table(tx, schema, name)?.ok_or_else(dropped)?;
+            let altered = change.apply(Some(meta), "").ok_or_else(dropped)?;
+            tx.execute("DELETE FROM columns WHERE table_id = ?1", [id])?;
+            insert_columns(tx, id, &altered.columns, &altered.partition_columns, altered.bucket_spec.as_ref())?;
+        }
     }
     record_change(tx, id, change.kind())
 }
@@ -324,12 +330,27 @@ fn create_table(tx: &Transaction, table: &NewTable) -> Result<i64, SqlError> {
             params![id, spec.num_buckets, BUCKET_HASH, BUCKET_HASH_VERSION],
         )?;
     }
+    insert_columns(tx, id, &table.columns, &table.partition_columns, table.bucket_spec.as_ref())?;
+    for (key, value) in &table.properties {
+        tx.execute("INSERT INTO table_properties (table_id, key, value) VALUES (?1, ?2, ?3)", params![id, key, value])?;
+    }
+    Ok(id)
+}
+
+/// The table's columns in order, with their parts in its partitioning and bucketing.
+fn insert_columns(
+    tx: &Transaction,
+    id: i64,
+    columns: &[ColumnMeta],
+    partition_columns: &[String],
+    bucket_spec: Option<&BucketSpec>,
+) -> Result<(), SqlError> {
     let index_in = |names: &[String], column: &str| names.iter().position(|n| n == column).map(|i| i as i64);
-    let (bucket_columns, sort_columns) = match &table.bucket_spec {
+    let (bucket_columns, sort_columns) = match bucket_spec {
         Some(spec) => (spec.bucket_columns.as_slice(), spec.sort_columns.as_slice()),
         None => (&[][..], &[][..]),
     };
-    for (position, column) in table.columns.iter().enumerate() {
+    for (position, column) in columns.iter().enumerate() {
         tx.execute(
             "INSERT INTO columns (table_id, position, name, data_type, nullable, comment,
                                   partition_index, bucket_index, sort_index)
@@ -341,16 +362,13 @@ fn create_table(tx: &Transaction, table: &NewTable) -> Result<i64, SqlError> {
                 column.ty.as_str(),
                 column.nullable,
                 column.comment,
-                index_in(&table.partition_columns, &column.name),
+                index_in(partition_columns, &column.name),
                 index_in(bucket_columns, &column.name),
                 index_in(sort_columns, &column.name)
             ],
         )?;
     }
-    for (key, value) in &table.properties {
-        tx.execute("INSERT INTO table_properties (table_id, key, value) VALUES (?1, ?2, ?3)", params![id, key, value])?;
-    }
-    Ok(id)
+    Ok(())
 }
 
 /// Removes a table; the files of a managed one are retired.

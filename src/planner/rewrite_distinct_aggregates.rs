@@ -5,7 +5,7 @@
 //! by the keys, the arguments and `gid`, computing the other aggregates; the outer one groups by
 //! the keys, each distinct aggregate reading its argument's copies (`FILTER (WHERE gid = n)`),
 //! each other aggregate taking its value from the copy of `gid` 0, or its value over no rows
-//! (`count`'s 0) where there is none. So two exchanges move the rows, where DataFusion would
+//! (`count`'s 0, Spark's `merge_count`) where there is none. So two exchanges move the rows, where DataFusion would
 //! keep a set of distinct values per group.
 //!
 //! Where we differ: the inner level is a grouping-sets aggregate (one set per argument, with the
@@ -19,14 +19,16 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, ScalarValue, TableReference};
 use datafusion::error::Result;
-use datafusion::functions::core::expr_fn::coalesce;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, AggregateFunctionParams};
 use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, GroupingSet, LogicalPlan, Projection, lit};
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
+
+use super::single_distinct_aggregate::merge_count;
 
 #[derive(Debug, Default)]
 pub struct RewriteDistinctAggregates;
@@ -139,7 +141,9 @@ fn rewritten(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
             Some(position) => (Arc::clone(&call.function.func), vec![column_of(key_count + position)]),
             None => {
                 regular_index += 1;
-                (max_udaf(), vec![column_of(regular_index - 1)])
+                // A count is 0, not NULL, where no row reached its level.
+                let counts = call.function.func.default_value(&DataType::Int64)? == ScalarValue::Int64(Some(0));
+                (if counts { merge_count() } else { max_udaf() }, vec![column_of(regular_index - 1)])
             }
         };
         let filter = Some(grouping_id(call.argument));
@@ -149,18 +153,16 @@ fn rewritten(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
     let outer = Aggregate::try_new(Arc::new(LogicalPlan::Aggregate(inner)), outer_keys, outer_aggregates)?;
     let outer_schema = Arc::clone(&outer.schema);
 
-    // The aggregate's own names; a value over no rows where its level gave none.
-    let mut exprs = Vec::with_capacity(aggregate.schema.fields().len());
-    for (i, (qualifier, field)) in aggregate.schema.iter().enumerate() {
-        let mut expr = Expr::Column(Column::from(outer_schema.qualified_field(i)));
-        if let Some(call) = i.checked_sub(key_count).and_then(|j| calls.get(j)).filter(|c| c.argument.is_none()) {
-            let default = call.function.func.default_value(field.data_type())?;
-            if !default.is_null() {
-                expr = coalesce(vec![expr, lit(default)]);
-            }
-        }
-        exprs.push(expr.alias_qualified(qualifier.cloned(), field.name()));
-    }
+    // The aggregate's own names.
+    let exprs = aggregate
+        .schema
+        .iter()
+        .enumerate()
+        .map(|(i, (qualifier, field))| {
+            Expr::Column(Column::from(outer_schema.qualified_field(i)))
+                .alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect();
     let projection = Projection::try_new(exprs, Arc::new(LogicalPlan::Aggregate(outer)))?;
     // The projection must type its columns as the aggregate did.
     for (expr, field) in projection.expr.iter().zip(aggregate.schema.fields()) {

@@ -165,11 +165,7 @@ fn with_counts(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
             let plain =
                 AggregateFunction::new_udf(Arc::clone(&f.func), f.params.args.clone(), false, None, vec![], None);
             inner_aggr.push(Expr::AggregateFunction(plain).alias(&name));
-            if is_count(f) {
-                (Arc::new(AggregateUDF::new_from_impl(MergeCount::default())), name)
-            } else {
-                (Arc::clone(&f.func), name)
-            }
+            if is_count(f) { (merge_count(), name) } else { (Arc::clone(&f.func), name) }
         };
         outer_aggr.push(Expr::AggregateFunction(AggregateFunction::new_udf(
             merge,
@@ -192,6 +188,11 @@ fn with_counts(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
         .map(|((qualifier, field), result)| Expr::Column(result).alias_qualified(qualifier.cloned(), field.name()))
         .collect();
     Ok(Some(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(outer))?)))
+}
+
+/// Spark's `merge_count`, as an aggregate function.
+pub fn merge_count() -> Arc<AggregateUDF> {
+    Arc::new(AggregateUDF::new_from_impl(MergeCount::default()))
 }
 
 /// Spark's `merge_count`: the sum of the partial counts, 0 over none (with no keys, no rows give

@@ -29,8 +29,17 @@ fn table_ddl(meta: &TableMeta, registering: bool) -> String {
         let text = if registering { text.replace('\\', "\\\\") } else { text.to_string() };
         format!("'{}'", text.replace('\'', "\\'"))
     };
-    let columns: Vec<String> =
-        meta.columns.iter().map(|c| format!("  {} {}", name(&c.name), c.ty.ddl_name())).collect();
+    let columns: Vec<String> = meta
+        .columns
+        .iter()
+        .map(|c| {
+            let comment = c.comment.as_deref().map_or_else(String::new, |text| format!(" COMMENT {}", literal(text)));
+            // Spark 4 prints a string's collation; a registration leaves it to the cluster's default.
+            let ty = c.ty.ddl_name();
+            let collation = if ty == "STRING" && !registering { " COLLATE UTF8_BINARY" } else { "" };
+            format!("  {} {ty}{collation}{comment}", name(&c.name))
+        })
+        .collect();
     let mut ddl = format!(
         "CREATE TABLE {CATALOG_NAME}.{}.{} (\n{})\nUSING {}\n",
         name(&meta.schema),

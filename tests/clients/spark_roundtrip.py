@@ -209,6 +209,19 @@ DDL = [
     "SHOW PARTITIONS lk_p",
     "CREATE TABLE lk_e LIKE tr_e LOCATION '{dir}/lk_e'",
     "CREATE TABLE lk_missing LIKE tr_missing",
+    "CREATE TABLE ac_b (k INT, v STRING, p INT) USING parquet PARTITIONED BY (p) CLUSTERED BY (k) INTO 4 BUCKETS",
+    "INSERT INTO ac_b VALUES (1, 'x', 7)",
+    "ALTER TABLE ac_b ADD COLUMNS (c BIGINT COMMENT 'new', d DOUBLE)",
+    "SELECT * FROM ac_b",
+    "INSERT INTO ac_b VALUES (2, 'y', 5, 2.5, 7)",
+    "SELECT k, v, c, d, p FROM ac_b WHERE c IS NULL",
+    "ALTER TABLE ac_b ADD COLUMN f INT",
+    "SELECT * FROM ac_b",
+    "ALTER TABLE ac_b ADD COLUMNS (K INT)",
+    "ALTER TABLE ac_b ADD COLUMNS (p INT)",
+    "ALTER TABLE ac_b ADD COLUMNS (h INT, h INT)",
+    "ALTER TABLE ac_missing ADD COLUMNS (g INT)",
+    "DESCRIBE ac_b",
 ]
 for side in ("ours", "spark"):
     os.makedirs(os.path.join(WORKDIR, f"ddl-{side}"))
@@ -222,9 +235,13 @@ for table in ("tr_b", "lk_b", "tr_p", "lk_p", "tr_e", "lk_e"):
         for run in (ours_rows, spark_rows)
     ]
     assert layouts[0] == layouts[1], f"DESCRIBE EXTENDED {table}: bucketsql {layouts[0]}, Spark {layouts[1]}"
-# Spark gives this refusal no SQLSTATE; bucketsql's is 0A000, as for other operations not allowed.
-assert outcome(ours_outcome, "TRUNCATE TABLE tr_b PARTITION (k = 1)") == ("error", "0A000")
-assert outcome(spark_rows, "TRUNCATE TABLE tr_b PARTITION (k = 1)")[0] == "error"
+# Spark gives these refusals no SQLSTATE; bucketsql's is 0A000, as for other operations not allowed.
+for refused in ("TRUNCATE TABLE tr_b PARTITION (k = 1)", "ALTER TABLE ac_b ADD COLUMNS (e INT NOT NULL)"):
+    assert outcome(ours_outcome, refused) == ("error", "0A000"), refused
+    assert outcome(spark_rows, refused)[0] == "error", refused
+# The columns added, and their comment, as Spark prints the table.
+ddl = [run("SHOW CREATE TABLE ac_b")[0][0] for run in (ours_rows, spark_rows)]
+assert ddl[0] == ddl[1], f"SHOW CREATE TABLE: bucketsql {ddl[0]}, Spark {ddl[1]}"
 
 version = spark.version
 conn.close()

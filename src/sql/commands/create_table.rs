@@ -322,7 +322,7 @@ fn comment_text(comment: &datafusion::sql::sqlparser::ast::CommentDef) -> &str {
 
 /// Column names are stored lower-cased: Spark resolves them case-insensitively, and
 /// DataFusion lower-cases unquoted identifiers in queries.
-fn declared_columns(definitions: &[ColumnDef]) -> Result<Vec<ColumnMeta>, SqlError> {
+pub(crate) fn declared_columns(definitions: &[ColumnDef]) -> Result<Vec<ColumnMeta>, SqlError> {
     let columns = definitions
         .iter()
         .map(|c| {

@@ -32,7 +32,7 @@ pub fn describe(session: &Session, schema: &str, name: &str, extended: bool) -> 
     let mut rows: Vec<(String, String, Option<String>)> =
         meta.columns.iter().map(|c| (c.name.clone(), c.ty.as_str().to_string(), c.comment.clone())).collect();
     if !meta.partition_columns.is_empty() {
-        rows.push(("# Partition Information".into(), String::new(), None));
+        rows.push(("# Partition Information".into(), String::new(), Some(String::new())));
         rows.push(("# col_name".into(), "data_type".into(), Some("comment".into())));
         for column in meta.columns.iter().filter(|c| meta.partition_columns.contains(&c.name)) {
             rows.push((column.name.clone(), column.ty.as_str().to_string(), column.comment.clone()));

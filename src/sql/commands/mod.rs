@@ -1,5 +1,6 @@
 //! One file per command a statement can be: what it checks, does and answers.
 
+pub(crate) mod add_columns;
 pub(crate) mod analyze_table;
 pub(crate) mod copy;
 pub(crate) mod create_table;

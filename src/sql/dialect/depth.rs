@@ -58,6 +58,9 @@ pub(super) fn check_statement(statement: &BucketSqlStatement) -> Result<(), Pars
         BucketSqlStatement::SetTableProperties { properties, .. } => {
             properties.iter().try_for_each(|property| property.visit(&mut probe))
         }
+        BucketSqlStatement::AddColumns { columns, .. } => {
+            columns.iter().try_for_each(|column| column.visit(&mut probe))
+        }
         BucketSqlStatement::SetVariable { .. }
         | BucketSqlStatement::ShowVariable { .. }
         | BucketSqlStatement::Reset { .. }

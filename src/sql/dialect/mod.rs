@@ -20,6 +20,7 @@
 //! | `ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN \| FOR COLUMNS .. \| FOR ALL COLUMNS]` | [`BucketSqlStatement::AnalyzeTable`] |
 //! | `ALTER TABLE t SET/UNSET TBLPROPERTIES (..)` | [`BucketSqlStatement::SetTableProperties`], [`BucketSqlStatement::UnsetTableProperties`] |
 //! | `DESCRIBE [TABLE] [EXTENDED] t column` | [`BucketSqlStatement::DescribeColumn`] |
+//! | `ALTER TABLE t ADD COLUMN[S] (..)` | [`BucketSqlStatement::AddColumns`] |
 //! | `MSCK REPAIR TABLE t [ADD/DROP/SYNC PARTITIONS]` (stock sqlparser) | [`Statement::Msck`] |
 //! | `ALTER TABLE t RECOVER PARTITIONS` | [`Statement::Msck`] as for `MSCK REPAIR TABLE t ADD PARTITIONS` |
 //!
@@ -29,6 +30,7 @@
 //!
 //! [`UtilityOption`]: datafusion::sql::sqlparser::ast::UtilityOption
 
+mod add_columns;
 mod create_table;
 mod depth;
 mod describe;
@@ -53,6 +55,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
+use add_columns::parse_add_columns;
 use create_table::{is_create_table, parse_create_table};
 use describe::parse_describe_table;
 pub use explain::explain_mode;
@@ -345,6 +348,12 @@ fn parse_statement(parser: &mut Parser) -> Result<BucketSqlStatement, ParserErro
         && let Some(properties) = parse_table_properties(parser)?
     {
         return Ok(properties);
+    }
+    if parser.peek_keyword(Keyword::ALTER)
+        && next_is_keyword(parser, 1, Keyword::TABLE)
+        && let Some(add_columns) = parse_add_columns(parser)?
+    {
+        return Ok(add_columns);
     }
     if (parser.peek_keyword(Keyword::DESCRIBE) || parser.peek_keyword(Keyword::DESC))
         && let Some(describe) = parse_describe_column(parser)?

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use datafusion::sql::sqlparser::ast::{Expr, Ident, ObjectName, SqlOption, Statement};
+use datafusion::sql::sqlparser::ast::{ColumnDef, Expr, Ident, ObjectName, SqlOption, Statement};
 
 /// A parsed bucketsql statement: a sqlparser [`Statement`], or a session-configuration or Spark
 /// command whose sqlparser AST would be missing or lossy.
@@ -48,6 +48,8 @@ pub enum BucketSqlStatement {
     UnsetTableProperties { table: ObjectName, keys: Vec<String>, if_exists: bool },
     /// `DESCRIBE [TABLE] [EXTENDED|FORMATTED] table column`.
     DescribeColumn { table: ObjectName, column: Ident, extended: bool },
+    /// `ALTER TABLE table ADD COLUMNS (column type [COMMENT '..'], ...)` (or `ADD COLUMN`).
+    AddColumns { table: ObjectName, columns: Vec<ColumnDef> },
 }
 
 impl fmt::Display for BucketSqlStatement {
@@ -90,6 +92,10 @@ impl fmt::Display for BucketSqlStatement {
             }
             BucketSqlStatement::DescribeColumn { table, column, extended } => {
                 write!(f, "DESCRIBE {}{table} {column}", if *extended { "EXTENDED " } else { "" })
+            }
+            BucketSqlStatement::AddColumns { table, columns } => {
+                let columns: Vec<String> = columns.iter().map(ColumnDef::to_string).collect();
+                write!(f, "ALTER TABLE {table} ADD COLUMNS ({})", columns.join(", "))
             }
         }
     }
