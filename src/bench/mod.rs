@@ -20,6 +20,7 @@ use futures::StreamExt;
 
 use crate::error::SqlError;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
+use crate::exec::empty_relation::EmptyRelationExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::exec::spark_connect::SparkConnectUrl;
@@ -179,6 +180,12 @@ impl PlanFigures {
         };
         for child in plan.children() {
             self.visit(child, read_by);
+        }
+        // What an empty stage let adaptive execution skip still ran below it.
+        if let Some(empty) = plan.downcast_ref::<EmptyRelationExec>() {
+            for stage in empty.ran() {
+                self.visit(stage, read_by);
+            }
         }
     }
 

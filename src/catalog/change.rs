@@ -132,6 +132,13 @@ pub enum CatalogChange {
         table: TableRef,
         columns: Vec<ColumnMeta>,
     },
+    /// An external table reads another directory, its files and partitions those found there
+    /// (SET LOCATION).
+    SetLocation {
+        table: TableRef,
+        location: PathBuf,
+        found: Vec<DataFile>,
+    },
 }
 
 impl CatalogChange {
@@ -155,14 +162,17 @@ impl CatalogChange {
             | CatalogChange::SetProperties { table, .. }
             | CatalogChange::UnsetProperties { table, .. }
             | CatalogChange::SetStatistics { table, .. }
-            | CatalogChange::AddColumns { table, .. } => Some(table),
+            | CatalogChange::AddColumns { table, .. }
+            | CatalogChange::SetLocation { table, .. } => Some(table),
         }
     }
 
     pub fn kind(&self) -> ChangeKind {
         match self {
             CatalogChange::Write { mode: WriteMode::Append, .. } => ChangeKind::Append,
-            CatalogChange::Write { .. } | CatalogChange::Resync { .. } => ChangeKind::Overwrite,
+            CatalogChange::Write { .. } | CatalogChange::Resync { .. } | CatalogChange::SetLocation { .. } => {
+                ChangeKind::Overwrite
+            }
             CatalogChange::Rewrite { .. } => ChangeKind::Compact,
             CatalogChange::SetStatistics { .. } => ChangeKind::Statistics,
             CatalogChange::CreateTable { .. }
@@ -209,17 +219,10 @@ impl CatalogChange {
                 meta.files.retain(|f| !replaced.contains(f));
                 add_files(&mut meta, at_staging(files));
             }
-            CatalogChange::Resync { found, repair, .. } => {
-                let on_disk: BTreeSet<String> =
-                    found.iter().filter(|f| !f.partition.is_empty()).map(|f| f.partition.clone()).collect();
-                let registered = repair.registered(&meta.partitions.iter().cloned().collect(), &on_disk);
-                meta.partitions = registered.iter().cloned().collect();
-                meta.files = found
-                    .iter()
-                    .filter(|f| f.partition.is_empty() || registered.contains(&f.partition))
-                    .cloned()
-                    .collect();
-                files_changed(&mut meta);
+            CatalogChange::Resync { found, repair, .. } => resync(&mut meta, found, *repair),
+            CatalogChange::SetLocation { location, found, .. } => {
+                meta.location = location.clone();
+                resync(&mut meta, found, PartitionRepair::Sync);
             }
             CatalogChange::SetProperties { properties: pairs, .. }
             | CatalogChange::SetStatistics { statistics: pairs, .. } => {
@@ -241,6 +244,18 @@ impl CatalogChange {
 }
 
 /// A table as CREATE TABLE describes it, before it has an id or files.
+/// The table's files become those `found` in its directory, and its partitions those `repair`
+/// keeps.
+fn resync(meta: &mut TableMeta, found: &[DataFile], repair: PartitionRepair) {
+    let on_disk: BTreeSet<String> =
+        found.iter().filter(|f| !f.partition.is_empty()).map(|f| f.partition.clone()).collect();
+    let registered = repair.registered(&meta.partitions.iter().cloned().collect(), &on_disk);
+    meta.partitions = registered.iter().cloned().collect();
+    meta.files =
+        found.iter().filter(|f| f.partition.is_empty() || registered.contains(&f.partition)).cloned().collect();
+    files_changed(meta);
+}
+
 pub fn new_table_meta(table: &NewTable) -> TableMeta {
     TableMeta {
         id: UNCOMMITTED_TABLE_ID,

@@ -272,6 +272,11 @@ fn apply(tx: &Transaction, change: &CatalogChange) -> Result<(), SqlError> {
                 tx.execute("DELETE FROM table_properties WHERE table_id = ?1 AND key = ?2", params![id, key])?;
             }
         }
+        CatalogChange::SetLocation { location, found, .. } => {
+            tx.execute("UPDATE tables SET location = ?2 WHERE id = ?1", params![id, location.to_string_lossy()])?;
+            let moved = load_table(tx, schema, name)?.ok_or_else(dropped)?;
+            resync_files(tx, &moved, found, PartitionRepair::Sync)?
+        }
         CatalogChange::AddColumns { .. } => {
             let meta = load_table(tx, schema, name)?.ok_or_else(dropped)?;
             let altered = change.apply(Some(meta), "").ok_or_else(dropped)?;

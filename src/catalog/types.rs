@@ -153,24 +153,32 @@ impl SparkType {
     /// The type as `SHOW CREATE TABLE` prints it (`BIGINT`, `DECIMAL(10,2)`,
     /// `MAP<STRING, ARRAY<INT>>`, `STRUCT<a: INT>`), as Spark's `DataType.sql`.
     pub fn ddl_name(&self) -> String {
-        self.to_arrow().map_or_else(|_| self.0.to_uppercase(), |dt| ddl_name(&dt))
+        self.to_arrow().map_or_else(|_| self.0.to_uppercase(), |dt| ddl_name(&dt, false))
+    }
+
+    /// The type as Spark 4's `SHOW CREATE TABLE` prints it: every string, nested ones too, with
+    /// its collation (`STRING COLLATE UTF8_BINARY`).
+    pub fn collated_ddl_name(&self) -> String {
+        self.to_arrow().map_or_else(|_| self.0.to_uppercase(), |dt| ddl_name(&dt, true))
     }
 }
 
-fn ddl_name(dt: &DataType) -> String {
+fn ddl_name(dt: &DataType, collated: bool) -> String {
+    let name = |dt: &DataType| ddl_name(dt, collated);
     match dt {
-        DataType::List(element) => format!("ARRAY<{}>", ddl_name(element.data_type())),
+        DataType::List(element) => format!("ARRAY<{}>", name(element.data_type())),
         DataType::Map(entries, _) => match entries.data_type() {
             DataType::Struct(kv) if kv.len() == 2 => {
-                format!("MAP<{}, {}>", ddl_name(kv[0].data_type()), ddl_name(kv[1].data_type()))
+                format!("MAP<{}, {}>", name(kv[0].data_type()), name(kv[1].data_type()))
             }
             other => other.to_string(),
         },
         DataType::Struct(fields) => {
             let fields: Vec<String> =
-                fields.iter().map(|f| format!("{}: {}", quote_field_name(f.name()), ddl_name(f.data_type()))).collect();
+                fields.iter().map(|f| format!("{}: {}", quote_field_name(f.name()), name(f.data_type()))).collect();
             format!("STRUCT<{}>", fields.join(", "))
         }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View if collated => "STRING COLLATE UTF8_BINARY".into(),
         other => SparkType::from_arrow(other).map_or_else(|_| other.to_string(), |t| t.0.to_uppercase()),
     }
 }

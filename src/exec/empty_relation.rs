@@ -6,14 +6,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, EmptyRecordBatchStream, ExecutionPlan, Partitioning, PlanProperties,
+    DisplayAs, DisplayFormatType, EmptyRecordBatchStream, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
 };
 
 /// A logical operator of the plan an empty relation replaced, by Spark's name.
@@ -29,42 +28,48 @@ impl LogicalOutline {
     }
 }
 
+/// Where we differ: it keeps the partitioning and order of the plan it replaced (which no rows
+/// satisfy trivially), so what reads it needs no new exchange or sort; Spark re-plans instead.
 #[derive(Debug)]
 pub struct EmptyRelationExec {
     logical: LogicalOutline,
     /// It stands for a final aggregate, whose results a projection above may name, as Spark's
     /// aggregate names its own.
     aggregate: bool,
+    /// The query stages that ran below what it replaced, for the figures of the run.
+    ran: Vec<Arc<dyn ExecutionPlan>>,
     properties: Arc<PlanProperties>,
 }
 
 impl EmptyRelationExec {
-    pub fn new(schema: SchemaRef, logical: LogicalOutline) -> Self {
-        Self::with_role(schema, logical, false)
+    /// No rows in place of `replaced`, which the stages `ran` fed.
+    pub fn new(replaced: &Arc<dyn ExecutionPlan>, logical: LogicalOutline, ran: Vec<Arc<dyn ExecutionPlan>>) -> Self {
+        let properties = PlanProperties::new(
+            replaced.equivalence_properties().clone(),
+            replaced.output_partitioning().clone(),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        EmptyRelationExec { logical, aggregate: false, ran, properties: Arc::new(properties) }
     }
 
     /// An empty relation standing for a final aggregate.
-    pub fn of_aggregate(schema: SchemaRef, logical: LogicalOutline) -> Self {
-        Self::with_role(schema, logical, true)
+    pub fn of_aggregate(self) -> Self {
+        EmptyRelationExec { aggregate: true, ..self }
     }
 
     pub fn is_aggregate(&self) -> bool {
         self.aggregate
     }
 
-    fn with_role(schema: SchemaRef, logical: LogicalOutline, aggregate: bool) -> Self {
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(schema),
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Final,
-            Boundedness::Bounded,
-        );
-        EmptyRelationExec { logical, aggregate, properties: Arc::new(properties) }
-    }
-
     /// The plan it stands for.
     pub fn logical(&self) -> &LogicalOutline {
         &self.logical
+    }
+
+    /// The query stages that ran below what it replaced.
+    pub fn ran(&self) -> &[Arc<dyn ExecutionPlan>] {
+        &self.ran
     }
 }
 

@@ -13,8 +13,8 @@
 //! aggregate does, under our `Expand`; `gid` is DataFusion's grouping id, and the other
 //! aggregates are computed for every set, only the keys' set's being read. A column argument is
 //! named as Spark names it (`spark_catalog.default.t.a`), another as DataFusion prints it. Only
-//! aggregates of one argument, none also a key, without `FILTER` or `ORDER BY`, are rewritten;
-//! others stay DataFusion's.
+//! aggregates of one argument, none also a key, without `FILTER` or `ORDER BY`, are rewritten,
+//! and none beside a `max` or `min` of a FLOAT or DOUBLE; others stay DataFusion's.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, ScalarValue, TableReference};
 use datafusion::error::Result;
-use datafusion::functions_aggregate::min_max::max_udaf;
+use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, AggregateFunctionParams};
 use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, GroupingSet, LogicalPlan, Projection, lit};
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
@@ -81,6 +81,12 @@ fn rewritten(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
             return Ok(None);
         }
         if !*distinct {
+            // DataFusion's grouped `max` and `min` of a FLOAT or DOUBLE keep a NaN only if it
+            // comes last, which the inner level would make of any of them: they stay ungrouped.
+            let float = |arg: &Expr| arg.get_type(aggregate.input.schema()).is_ok_and(|t| t.is_floating());
+            if ["max", "min"].contains(&function.func.name()) && args.iter().any(float) {
+                return Ok(None);
+            }
             calls.push(Call { function, argument: None });
             continue;
         }
@@ -143,7 +149,7 @@ fn rewritten(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
                 regular_index += 1;
                 // A count is 0, not NULL, where no row reached its level.
                 let counts = call.function.func.default_value(&DataType::Int64)? == ScalarValue::Int64(Some(0));
-                (if counts { merge_count() } else { max_udaf() }, vec![column_of(regular_index - 1)])
+                (if counts { merge_count() } else { first_value_udaf() }, vec![column_of(regular_index - 1)])
             }
         };
         let filter = Some(grouping_id(call.argument));

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array};
 use datafusion::arrow::compute::sum;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::ScalarValue;
@@ -28,14 +28,13 @@ use datafusion::error::Result;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::logical_expr::{
-    Accumulator, Aggregate, AggregateUDF, AggregateUDFImpl, Expr, ExprSchemable, GroupsAccumulator, LogicalPlan,
-    Projection, Signature, Volatility, cast, col,
+    Accumulator, Aggregate, AggregateUDF, AggregateUDFImpl, EmitTo, Expr, ExprSchemable, GroupsAccumulator,
+    LogicalPlan, Projection, Signature, Volatility, cast, col,
 };
 use datafusion::optimizer::single_distinct_to_groupby::SingleDistinctToGroupBy;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
-use datafusion_functions_aggregate_common::aggregate::groups_accumulator::prim_op::PrimitiveGroupsAccumulator;
 
 use super::overridden_rule::{Overridden, Rewrite, Rewritten};
 
@@ -234,9 +233,63 @@ impl AggregateUDFImpl for MergeCount {
         true
     }
 
-    /// By group, every group has counts to add (a group exists because rows came).
     fn create_groups_accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(PrimitiveGroupsAccumulator::<Int64Type, _>::new(&DataType::Int64, |total, count| *total += count)))
+        Ok(Box::new(CountsMergedByGroup::default()))
+    }
+}
+
+/// The counts of the rows `opt_filter` lets through, 0 for the others and for NULLs.
+fn passing(values: &[ArrayRef], opt_filter: Option<&BooleanArray>) -> Int64Array {
+    let counts = values[0].as_primitive::<Int64Type>();
+    (0..counts.len())
+        .map(|row| {
+            let passes = opt_filter.is_none_or(|filter| filter.is_valid(row) && filter.value(row));
+            if passes && counts.is_valid(row) { counts.value(row) } else { 0 }
+        })
+        .collect()
+}
+
+/// `merge_count` by group: each group's total starts at 0, so a group whose rows a `FILTER`
+/// left out (or that had none in a partition) still counts 0, never NULL.
+#[derive(Debug, Default)]
+struct CountsMergedByGroup {
+    totals: Vec<i64>,
+}
+
+impl GroupsAccumulator for CountsMergedByGroup {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.totals.resize(total_num_groups, 0);
+        let counts = passing(values, opt_filter);
+        for (group, count) in group_indices.iter().zip(counts.values()) {
+            self.totals[*group] += count;
+        }
+        Ok(())
+    }
+
+    fn merge_batch(&mut self, values: &[ArrayRef], group_indices: &[usize], total_num_groups: usize) -> Result<()> {
+        self.update_batch(values, group_indices, None, total_num_groups)
+    }
+
+    fn convert_to_state(&self, values: &[ArrayRef], opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
+        Ok(vec![Arc::new(passing(values, opt_filter))])
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        Ok(Arc::new(Int64Array::from(emit_to.take_needed(&mut self.totals))))
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        Ok(vec![self.evaluate(emit_to)?])
+    }
+
+    fn size(&self) -> usize {
+        self.totals.capacity() * size_of::<i64>()
     }
 }
 

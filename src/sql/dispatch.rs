@@ -11,8 +11,8 @@ use futures::StreamExt;
 
 use super::commands::{
     add_columns, analyze_table, copy, create_table, describe_column, describe_table, drop_table, explain, insert,
-    optimize, query, refresh_table, repair_table, show_buckets, show_create_table, show_partitions, show_tables,
-    table_properties, transaction, truncate_table, variables,
+    optimize, query, refresh_table, repair_table, set_location, show_buckets, show_create_table, show_partitions,
+    show_tables, table_properties, transaction, truncate_table, variables,
 };
 use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode};
 use super::names::{schema_of, table_name};
@@ -132,6 +132,7 @@ pub(crate) async fn run(
             table_properties::set_table_properties(session, table, properties)?
         }
         Bucket::AddColumns { table, columns } => add_columns::add_columns(session, table, columns)?,
+        Bucket::SetLocation { table, location } => set_location::set_location(session, table, location)?,
         Bucket::UnsetTableProperties { table, keys, if_exists } => {
             table_properties::unset_table_properties(session, table, keys, *if_exists)?
         }
@@ -217,9 +218,10 @@ fn writes(statement: &BucketSqlStatement) -> Option<&'static str> {
     match statement {
         Bucket::Sql(stmt) => transaction::writes(stmt),
         Bucket::AnalyzeTable { .. } => Some("ANALYZE"),
-        Bucket::SetTableProperties { .. } | Bucket::UnsetTableProperties { .. } | Bucket::AddColumns { .. } => {
-            Some("ALTER TABLE")
-        }
+        Bucket::SetTableProperties { .. }
+        | Bucket::UnsetTableProperties { .. }
+        | Bucket::AddColumns { .. }
+        | Bucket::SetLocation { .. } => Some("ALTER TABLE"),
         Bucket::RefreshTable { .. } => Some("REFRESH TABLE"),
         _ => None,
     }

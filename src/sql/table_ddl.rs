@@ -35,9 +35,8 @@ fn table_ddl(meta: &TableMeta, registering: bool) -> String {
         .map(|c| {
             let comment = c.comment.as_deref().map_or_else(String::new, |text| format!(" COMMENT {}", literal(text)));
             // Spark 4 prints a string's collation; a registration leaves it to the cluster's default.
-            let ty = c.ty.ddl_name();
-            let collation = if ty == "STRING" && !registering { " COLLATE UTF8_BINARY" } else { "" };
-            format!("  {} {ty}{collation}{comment}", name(&c.name))
+            let ty = if registering { c.ty.ddl_name() } else { c.ty.collated_ddl_name() };
+            format!("  {} {ty}{comment}", name(&c.name))
         })
         .collect();
     let mut ddl = format!(

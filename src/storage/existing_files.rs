@@ -21,8 +21,9 @@ fn is_hidden(name: &str) -> bool {
 
 /// The table a directory is registered as.
 pub struct ExpectedLayout<'a> {
-    /// Columns stored in the files (not the partition columns), with their declared types.
-    pub data_columns: Vec<(&'a str, &'a SparkType)>,
+    /// Columns stored in the files (not the partition columns): their declared types, and
+    /// whether they may be NULL.
+    pub data_columns: Vec<(&'a str, &'a SparkType, bool)>,
     pub partition_columns: &'a [String],
     pub bucket_spec: Option<&'a BucketSpec>,
 }
@@ -35,8 +36,11 @@ impl<'a> ExpectedLayout<'a> {
         partition_columns: &'a [String],
         bucket_spec: Option<&'a BucketSpec>,
     ) -> Self {
-        let data_columns =
-            columns.iter().filter(|c| !partition_columns.contains(&c.name)).map(|c| (c.name.as_str(), &c.ty)).collect();
+        let data_columns = columns
+            .iter()
+            .filter(|c| !partition_columns.contains(&c.name))
+            .map(|c| (c.name.as_str(), &c.ty, c.nullable))
+            .collect();
         ExpectedLayout { data_columns, partition_columns, bucket_spec }
     }
 }
@@ -121,10 +125,17 @@ fn describe(
     };
     let reader = open(path)?;
     let schema = arrow_schema(&reader)?;
-    for (column, declared) in &expected.data_columns {
-        let field = schema.fields().iter().find(|f| f.name().eq_ignore_ascii_case(column)).ok_or_else(|| {
-            SqlError::undefined_column(format!("column {column} is missing from data file {}", path.display()))
-        })?;
+    for (column, declared, nullable) in &expected.data_columns {
+        // A file written before a column was added reads it as NULL, as Spark's reader does.
+        let Some(field) = schema.fields().iter().find(|f| f.name().eq_ignore_ascii_case(column)) else {
+            if *nullable {
+                continue;
+            }
+            return Err(SqlError::undefined_column(format!(
+                "column {column} is missing from data file {}, and may not be NULL",
+                path.display()
+            )));
+        };
         // A column read as another type than it was written hashes differently, so a shuffled
         // side would no longer meet the rows in the files' buckets.
         let stored = SparkType::from_arrow(field.data_type());

@@ -222,6 +222,18 @@ DDL = [
     "ALTER TABLE ac_b ADD COLUMNS (h INT, h INT)",
     "ALTER TABLE ac_missing ADD COLUMNS (g INT)",
     "DESCRIBE ac_b",
+    "CREATE TABLE cx (id INT, tags ARRAY<STRING>, attrs MAP<STRING, INT>, pt STRUCT<x: INT, y: STRING>, s STRING) "
+    "USING parquet CLUSTERED BY (id) INTO 2 BUCKETS",
+    "DESCRIBE cx",
+    "CREATE TABLE sl_e (k INT, v STRING) USING parquet LOCATION '{dir}/sl_e'",
+    "INSERT INTO sl_e VALUES (1, 'a')",
+    "CREATE TABLE sl_f (k INT, v STRING) USING parquet LOCATION '{dir}/sl_f'",
+    "INSERT INTO sl_f VALUES (2, 'b'), (3, 'c')",
+    "ALTER TABLE sl_e SET LOCATION '{dir}/sl_f'",
+    "SELECT * FROM sl_e",
+    "INSERT INTO sl_e VALUES (4, 'd')",
+    "SELECT * FROM sl_f",
+    "ALTER TABLE sl_missing SET LOCATION '{dir}/sl_f'",
 ]
 for side in ("ours", "spark"):
     os.makedirs(os.path.join(WORKDIR, f"ddl-{side}"))
@@ -239,9 +251,13 @@ for table in ("tr_b", "lk_b", "tr_p", "lk_p", "tr_e", "lk_e"):
 for refused in ("TRUNCATE TABLE tr_b PARTITION (k = 1)", "ALTER TABLE ac_b ADD COLUMNS (e INT NOT NULL)"):
     assert outcome(ours_outcome, refused) == ("error", "0A000"), refused
     assert outcome(spark_rows, refused)[0] == "error", refused
-# The columns added, and their comment, as Spark prints the table.
-ddl = [run("SHOW CREATE TABLE ac_b")[0][0] for run in (ours_rows, spark_rows)]
-assert ddl[0] == ddl[1], f"SHOW CREATE TABLE: bucketsql {ddl[0]}, Spark {ddl[1]}"
+# A managed table keeps its files in the warehouse: bucketsql refuses to point it elsewhere.
+moved = "ALTER TABLE tr_b SET LOCATION '{}'".format(os.path.join(WORKDIR, "ddl-ours", "sl_f"))
+assert outcome(ours_outcome, moved) == ("error", "0A000"), moved
+# The columns added, their comment, and every type, as Spark prints the table.
+for table in ("ac_b", "cx"):
+    ddl = [run(f"SHOW CREATE TABLE {table}")[0][0] for run in (ours_rows, spark_rows)]
+    assert ddl[0] == ddl[1], f"SHOW CREATE TABLE {table}: bucketsql {ddl[0]}, Spark {ddl[1]}"
 
 version = spark.version
 conn.close()

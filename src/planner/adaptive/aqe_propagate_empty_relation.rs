@@ -71,7 +71,7 @@ fn propagate(plan: Plan, order_needed: bool) -> Result<Plan> {
             && !aggregate.group_expr().expr().is_empty();
         if grouped_final && let Some(stage) = empty_stage(aggregate.input()) {
             // The stage stands for the whole aggregate, as Spark's `LogicalQueryStage` does.
-            return Ok(Arc::new(EmptyRelationExec::of_aggregate(plan.schema(), stage_outline(stage))));
+            return Ok(Arc::new(EmptyRelationExec::new(&plan, stage_outline(stage), ran_below(&plan)).of_aggregate()));
         }
         return Ok(plan);
     }
@@ -111,6 +111,7 @@ fn union(plan: Plan, children: Vec<Plan>) -> Result<Plan> {
     if empty_children.is_empty() {
         return with_new_inputs(plan, rest);
     }
+    let interleaves = plan.is::<InterleaveExec>();
     match rest.as_slice() {
         [] => {
             let children = empty_children.iter().flat_map(logical_outline).collect();
@@ -124,7 +125,8 @@ fn union(plan: Plan, children: Vec<Plan>) -> Result<Plan> {
                 .collect();
             Ok(Arc::new(ProjectionExec::try_new(exprs, Arc::clone(only))?))
         }
-        _ => with_new_inputs(plan, rest),
+        _ if interleaves => Ok(Arc::new(InterleaveExec::try_new(rest)?)),
+        _ => UnionExec::try_new(rest),
     }
 }
 
@@ -169,7 +171,18 @@ fn with_nulls(join: &Plan, side: &Plan, offset: usize) -> Result<Plan> {
 }
 
 fn empty(plan: &Plan, logical: LogicalOutline) -> Plan {
-    Arc::new(EmptyRelationExec::new(plan.schema(), logical))
+    Arc::new(EmptyRelationExec::new(plan, logical, ran_below(plan)))
+}
+
+/// The query stages that ran below `plan`, through the empty relations it holds.
+fn ran_below(plan: &Plan) -> Vec<Plan> {
+    if plan.is::<ShuffleQueryStageExec>() || plan.is::<BroadcastQueryStageExec>() {
+        return vec![Arc::clone(plan)];
+    }
+    if let Some(empty) = plan.downcast_ref::<EmptyRelationExec>() {
+        return empty.ran().to_vec();
+    }
+    plan.children().into_iter().flat_map(ran_below).collect()
 }
 
 fn is_empty(plan: &Plan) -> bool {

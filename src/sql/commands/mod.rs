@@ -13,6 +13,7 @@ pub(crate) mod optimize;
 pub(crate) mod query;
 pub(crate) mod refresh_table;
 pub(crate) mod repair_table;
+pub(crate) mod set_location;
 pub(crate) mod show_buckets;
 pub(crate) mod show_create_table;
 pub(crate) mod show_partitions;

@@ -66,7 +66,8 @@ pub(super) fn check_statement(statement: &BucketSqlStatement) -> Result<(), Pars
         | BucketSqlStatement::Reset { .. }
         | BucketSqlStatement::RefreshTable { .. }
         | BucketSqlStatement::UnsetTableProperties { .. }
-        | BucketSqlStatement::DescribeColumn { .. } => ControlFlow::Continue(()),
+        | BucketSqlStatement::DescribeColumn { .. }
+        | BucketSqlStatement::SetLocation { .. } => ControlFlow::Continue(()),
     };
     probe.result()
 }

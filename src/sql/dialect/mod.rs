@@ -21,6 +21,7 @@
 //! | `ALTER TABLE t SET/UNSET TBLPROPERTIES (..)` | [`BucketSqlStatement::SetTableProperties`], [`BucketSqlStatement::UnsetTableProperties`] |
 //! | `DESCRIBE [TABLE] [EXTENDED] t column` | [`BucketSqlStatement::DescribeColumn`] |
 //! | `ALTER TABLE t ADD COLUMN[S] (..)` | [`BucketSqlStatement::AddColumns`] |
+//! | `ALTER TABLE t SET LOCATION '..'` | [`BucketSqlStatement::SetLocation`] |
 //! | `MSCK REPAIR TABLE t [ADD/DROP/SYNC PARTITIONS]` (stock sqlparser) | [`Statement::Msck`] |
 //! | `ALTER TABLE t RECOVER PARTITIONS` | [`Statement::Msck`] as for `MSCK REPAIR TABLE t ADD PARTITIONS` |
 //!
@@ -30,7 +31,7 @@
 //!
 //! [`UtilityOption`]: datafusion::sql::sqlparser::ast::UtilityOption
 
-mod add_columns;
+mod alter_table;
 mod create_table;
 mod depth;
 mod describe;
@@ -55,7 +56,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
-use add_columns::parse_add_columns;
+use alter_table::{parse_add_columns, parse_set_location};
 use create_table::{is_create_table, parse_create_table};
 use describe::parse_describe_table;
 pub use explain::explain_mode;
@@ -354,6 +355,12 @@ fn parse_statement(parser: &mut Parser) -> Result<BucketSqlStatement, ParserErro
         && let Some(add_columns) = parse_add_columns(parser)?
     {
         return Ok(add_columns);
+    }
+    if parser.peek_keyword(Keyword::ALTER)
+        && next_is_keyword(parser, 1, Keyword::TABLE)
+        && let Some(set_location) = parse_set_location(parser)?
+    {
+        return Ok(set_location);
     }
     if (parser.peek_keyword(Keyword::DESCRIBE) || parser.peek_keyword(Keyword::DESC))
         && let Some(describe) = parse_describe_column(parser)?

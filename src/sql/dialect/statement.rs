@@ -50,6 +50,8 @@ pub enum BucketSqlStatement {
     DescribeColumn { table: ObjectName, column: Ident, extended: bool },
     /// `ALTER TABLE table ADD COLUMNS (column type [COMMENT '..'], ...)` (or `ADD COLUMN`).
     AddColumns { table: ObjectName, columns: Vec<ColumnDef> },
+    /// `ALTER TABLE table SET LOCATION 'path'`.
+    SetLocation { table: ObjectName, location: String },
 }
 
 impl fmt::Display for BucketSqlStatement {
@@ -96,6 +98,9 @@ impl fmt::Display for BucketSqlStatement {
             BucketSqlStatement::AddColumns { table, columns } => {
                 let columns: Vec<String> = columns.iter().map(ColumnDef::to_string).collect();
                 write!(f, "ALTER TABLE {table} ADD COLUMNS ({})", columns.join(", "))
+            }
+            BucketSqlStatement::SetLocation { table, location } => {
+                write!(f, "ALTER TABLE {table} SET LOCATION '{}'", location.replace('\'', "''"))
             }
         }
     }
