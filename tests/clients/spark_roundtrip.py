@@ -232,6 +232,8 @@ DDL = [
     "ALTER TABLE sl_e SET LOCATION '{dir}/sl_f'",
     "SELECT * FROM sl_e",
     "INSERT INTO sl_e VALUES (4, 'd')",
+    "SELECT * FROM sl_e",
+    "REFRESH TABLE sl_f",
     "SELECT * FROM sl_f",
     "ALTER TABLE sl_missing SET LOCATION '{dir}/sl_f'",
 ]
