@@ -182,8 +182,6 @@ CASES = [
      "SELECT a, count(*) AS n FROM flat WHERE z < 0 GROUP BY a"),
     ("F1 an empty right side of a left outer join", [ADAPTIVE],
      "SELECT m.v, f.z FROM many_files m LEFT JOIN (SELECT a, z FROM flat WHERE z < 0) f ON m.h = f.a"),
-    ("F1 an empty branch of a union", [ADAPTIVE],
-     "SELECT a, count(*) AS n FROM flat GROUP BY a UNION ALL SELECT h AS a, count(*) AS n FROM many_files WHERE v < 0 GROUP BY h"),
     # Buckets of two files: Spark takes no scan as sorted by default, and under the legacy
     # setting only where every bucket has one file.
     ("F2 sorted buckets of two files joined", [], "SELECT x.r, y.s FROM ks3 x JOIN ks1 y ON x.k = y.k"),
