@@ -279,6 +279,19 @@ mod tests {
         assert!(projection.input().is::<ShuffleQueryStageExec>());
     }
 
+    /// A union drops a child that ran empty; all empty, it is empty itself.
+    #[test]
+    fn a_union_drops_its_empty_children() {
+        let stage = |id: usize, rows: u64| hash_stage(id, "u", &["a"], vec![vec![rows, 0]]);
+        let union = UnionExec::try_new(vec![stage(0, 4), stage(1, 0), stage(2, 3)]).expect("a union");
+        let kept = propagate_empty_relation(union).expect("propagated");
+        assert_eq!(kept.children().len(), 2, "{kept:?}");
+        let one = UnionExec::try_new(vec![stage(0, 0), stage(1, 5)]).expect("a union");
+        assert!(propagate_empty_relation(one).expect("propagated").is::<ProjectionExec>());
+        let none = UnionExec::try_new(vec![stage(0, 0), stage(1, 0)]).expect("a union");
+        assert!(propagate_empty_relation(none).expect("propagated").is::<EmptyRelationExec>());
+    }
+
     #[test]
     fn a_join_keeps_what_an_empty_side_leaves() {
         let join = joined(JoinType::Inner, 10, 3);
