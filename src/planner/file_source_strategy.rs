@@ -331,8 +331,8 @@ pub fn literal_text(value: &ScalarValue) -> String {
 /// `java.sql.Timestamp.toString`: the fraction of a second without its trailing zeros, but
 /// never fewer than one digit.
 fn java_timestamp(micros: i64) -> Option<String> {
-    let time = chrono::DateTime::from_timestamp_micros(micros)?.naive_utc();
-    let fraction = format!("{:06}", time.and_utc().timestamp_subsec_micros());
+    let time = chrono::DateTime::from_timestamp_micros(micros)?;
+    let fraction = format!("{:06}", time.timestamp_subsec_micros());
     let fraction = fraction.trim_end_matches('0');
     let fraction = if fraction.is_empty() { "0" } else { fraction };
     Some(format!("{}.{fraction}", time.format("%Y-%m-%d %H:%M:%S")))

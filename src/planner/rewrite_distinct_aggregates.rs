@@ -115,7 +115,7 @@ fn rewritten(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
         .iter()
         .enumerate()
         .filter(|(_, c)| c.argument.is_none())
-        .map(|(i, c)| Expr::AggregateFunction(c.function.clone()).alias(format!("regular_{i}")))
+        .map(|(i, c)| Expr::AggregateFunction(c.function.clone()).alias(regular_name(i)))
         .collect();
     let inner = Aggregate::try_new(
         Arc::clone(&aggregate.input),
@@ -141,15 +141,14 @@ fn rewritten(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
 
     let outer_keys: Vec<Expr> = (0..key_count).map(column_of).collect();
     let mut outer_aggregates = Vec::with_capacity(calls.len());
-    let mut regular_index = key_count + argument_count + 1;
     for (i, call) in calls.iter().enumerate() {
         let (func, args) = match call.argument {
             Some(position) => (Arc::clone(&call.function.func), vec![column_of(key_count + position)]),
             None => {
-                regular_index += 1;
                 // A count is 0, not NULL, where no row reached its level.
                 let counts = call.function.func.default_value(&DataType::Int64)? == ScalarValue::Int64(Some(0));
-                (if counts { merge_count() } else { first_value_udaf() }, vec![column_of(regular_index - 1)])
+                let computed = Expr::Column(Column::from_name(regular_name(i)));
+                (if counts { merge_count() } else { first_value_udaf() }, vec![computed])
             }
         };
         let filter = Some(grouping_id(call.argument));
@@ -177,6 +176,11 @@ fn rewritten(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
         }
     }
     Ok(Some(LogicalPlan::Projection(projection)))
+}
+
+/// The inner level's name for the aggregate at `position` that is not distinct.
+fn regular_name(position: usize) -> String {
+    format!("regular_{position}")
 }
 
 fn unaliased(expr: &Expr) -> &Expr {

@@ -36,19 +36,11 @@ fn round_to_word(bytes: u64) -> u64 {
 /// The variable-length bytes of every value of `array`, summed.
 fn variable_bytes(array: &dyn Array) -> u64 {
     match array.data_type() {
-        DataType::Utf8
-        | DataType::LargeUtf8
-        | DataType::Utf8View
-        | DataType::Binary
-        | DataType::LargeBinary
-        | DataType::BinaryView => {
-            (0..array.len()).filter(|&row| array.is_valid(row)).map(|row| value_bytes(array, row)).sum()
-        }
         // Null or not, a wide decimal keeps its 16 bytes.
         DataType::Decimal128(precision, _) | DataType::Decimal256(precision, _) if *precision > 18 => {
             2 * WORD * array.len() as u64
         }
-        data_type if is_nested(data_type) => {
+        data_type if !is_fixed_length(data_type) => {
             (0..array.len()).filter(|&row| array.is_valid(row)).map(|row| value_bytes(array, row)).sum()
         }
         _ => 0,

@@ -92,17 +92,11 @@ fn propagate(plan: Plan, order_needed: bool) -> Result<Plan> {
     } else {
         return Ok(plan);
     };
-    let Some(input) = plan.children().first().map(|c| Arc::clone(c)) else { return Ok(plan) };
-    if let Some(stage) = empty_stage(&input) {
-        return Ok(empty(&plan, LogicalOutline::new(name, vec![stage_outline(stage)])));
+    match plan.children().first() {
+        Some(input) if is_empty(input) => Ok(empty(&plan, LogicalOutline::new(name, logical_outline(bare(input))))),
+        _ => Ok(plan),
     }
-    if bare(&input).is::<EmptyRelationExec>() {
-        return Ok(empty(&plan, LogicalOutline::new(name, vec![LogicalOutline::new(EMPTY, Vec::new())])));
-    }
-    Ok(plan)
 }
-
-const EMPTY: &str = "EmptyRelation";
 
 /// A union without its empty children: nothing if all are, the one left under the union's
 /// names if one is.
@@ -240,7 +234,7 @@ fn logical_outline(plan: &Plan) -> Vec<LogicalOutline> {
         None if plan.is::<FileSourceScanExec>() => "LogicalRelation",
         None if plan.is::<SparkJoinExec>() => "Join",
         None if plan.is::<UnionExec>() => "Union",
-        None if plan.is::<EmptyRelationExec>() => EMPTY,
+        None if plan.is::<EmptyRelationExec>() => "EmptyRelation",
         None if plan.children().len() == 1 => return below(),
         None => plan.name(),
     };
