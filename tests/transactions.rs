@@ -267,6 +267,59 @@ async fn columns_added_in_a_block_appear_only_once_committed() {
     );
 }
 
+/// A managed table renamed in a block: the block alone reads it under its new name, its own
+/// writes before and after the rename included; ROLLBACK leaves no new directory; COMMIT moves
+/// every file to the new name's directory, while a REPEATABLE READ block that read the table
+/// before keeps reading it under its old name, and the old directory goes once that block ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renamed_table_moves_its_files_at_commit() {
+    let server = TestServer::start();
+    let schema_dir = server.data_dir().join("warehouse").join("default");
+    let (client, other) = (server.connect().await, server.connect().await);
+    client
+        .batch_execute(
+            "CREATE TABLE named (k INT, d STRING) USING parquet PARTITIONED BY (d) CLUSTERED BY (k) INTO 2 BUCKETS;
+             INSERT INTO named VALUES (1, 'a'), (2, 'b')",
+        )
+        .await
+        .unwrap();
+    let block = "BEGIN; INSERT INTO named VALUES (3, 'a'); ALTER TABLE named RENAME TO renamed;
+                 INSERT INTO renamed VALUES (4, 'c')";
+    let keys = |rows: Vec<Vec<String>>| rows.into_iter().map(|row| row[0].clone()).collect::<Vec<_>>();
+    for end in ["ROLLBACK", "COMMIT"] {
+        client.batch_execute(block).await.unwrap();
+        assert_eq!(keys(text_rows(&client, "SELECT k FROM renamed ORDER BY k").await), ["1", "2", "3", "4"]);
+        client.batch_execute("SAVEPOINT before_error").await.unwrap();
+        assert_eq!(error_code(&client, "SELECT * FROM named").await, "42P01");
+        client.batch_execute("ROLLBACK TO SAVEPOINT before_error").await.unwrap();
+        assert_eq!(
+            keys(text_rows(&client, "SHOW TABLES").await.into_iter().map(|r| r[1..].to_vec()).collect()),
+            ["renamed"]
+        );
+        assert_eq!(keys(text_rows(&other, "SELECT k FROM named ORDER BY k").await), ["1", "2"]);
+        assert_eq!(error_code(&other, "SELECT * FROM renamed").await, "42P01");
+        if end == "COMMIT" {
+            other.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT * FROM named").await.unwrap();
+        }
+        client.batch_execute(end).await.unwrap();
+        if end == "ROLLBACK" {
+            assert!(!schema_dir.join("renamed").exists(), "a rolled-back rename leaves no directory");
+            assert!(staging_dirs(&schema_dir).is_empty());
+        }
+    }
+    assert_eq!(keys(text_rows(&other, "SELECT k FROM named ORDER BY k").await), ["1", "2"], "the block's snapshot");
+    assert!(!parquet_files(&schema_dir.join("named")).is_empty(), "kept while a block may read them");
+    other.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(keys(text_rows(&other, "SELECT k FROM renamed ORDER BY k").await), ["1", "2", "3", "4"]);
+    assert_eq!(error_code(&other, "SELECT * FROM named").await, "42P01");
+    let location = text_rows(&other, "DESCRIBE EXTENDED renamed").await;
+    let location = location.iter().find(|row| row[0] == "Location").map(|row| row[1].clone());
+    assert_eq!(location, Some(format!("file:{}", schema_dir.join("renamed").display())));
+    assert_eq!(parquet_files(&schema_dir.join("renamed")).len(), 4, "one file per bucket and partition written");
+    assert!(staging_dirs(&schema_dir).is_empty());
+    eventually("the old directory goes", || !schema_dir.join("named").exists()).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_committer_wins() {
     let server = TestServer::start();

@@ -139,6 +139,16 @@ pub enum CatalogChange {
         location: PathBuf,
         found: Vec<DataFile>,
     },
+    /// The table takes the name `to` and reads its files at `location`: a managed table's
+    /// new directory in the warehouse, where its files (`files`, relative to it) are linked
+    /// until the commit publishes them; an external table's own directory, unchanged
+    /// (ALTER TABLE … RENAME TO).
+    RenameTable {
+        table: TableRef,
+        to: String,
+        location: PathBuf,
+        files: Vec<DataFile>,
+    },
 }
 
 impl CatalogChange {
@@ -163,7 +173,16 @@ impl CatalogChange {
             | CatalogChange::UnsetProperties { table, .. }
             | CatalogChange::SetStatistics { table, .. }
             | CatalogChange::AddColumns { table, .. }
-            | CatalogChange::SetLocation { table, .. } => Some(table),
+            | CatalogChange::SetLocation { table, .. }
+            | CatalogChange::RenameTable { table, .. } => Some(table),
+        }
+    }
+
+    /// The name a rename gives its table: `(schema, new name)`.
+    pub fn renamed_to(&self) -> Option<(&str, &str)> {
+        match self {
+            CatalogChange::RenameTable { table, to, .. } => Some((&table.schema, to)),
+            _ => None,
         }
     }
 
@@ -179,17 +198,8 @@ impl CatalogChange {
             | CatalogChange::DropTable { .. }
             | CatalogChange::SetProperties { .. }
             | CatalogChange::UnsetProperties { .. }
-            | CatalogChange::AddColumns { .. } => ChangeKind::Definition,
-        }
-    }
-
-    /// The files the change adds to its table.
-    pub fn added_files(&self) -> &[DataFile] {
-        match self {
-            CatalogChange::CreateTable { files, .. }
-            | CatalogChange::Write { files, .. }
-            | CatalogChange::Rewrite { files, .. } => files,
-            _ => &[],
+            | CatalogChange::AddColumns { .. }
+            | CatalogChange::RenameTable { .. } => ChangeKind::Definition,
         }
     }
 
@@ -231,6 +241,13 @@ impl CatalogChange {
             CatalogChange::UnsetProperties { keys, .. } => {
                 for key in keys {
                     meta.properties.remove(key);
+                }
+            }
+            CatalogChange::RenameTable { to, location, files, .. } => {
+                meta.name = to.clone();
+                if *location != meta.location {
+                    meta.location = location.clone();
+                    meta.files = at_staging(files);
                 }
             }
             CatalogChange::AddColumns { columns, .. } => {

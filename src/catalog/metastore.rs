@@ -124,11 +124,16 @@ impl Metastore {
     pub fn commit(&self, changes: &[CatalogChange]) -> Result<(), SqlError> {
         self.in_transaction(|tx| {
             // Conflicts are checked against the other transactions' changes, before this
-            // one's own move the tables' change records on.
+            // one's own move the tables' change records on. A table this transaction renames
+            // is checked under the name it had.
+            let mut renamed = Vec::new();
             for change in changes {
-                if let Some(table) = change.table_ref() {
+                if let Some(table) = change.table_ref()
+                    && !renamed.contains(&(table.schema.as_str(), table.name.as_str()))
+                {
                     check_conflicts(tx, table, change.kind())?;
                 }
+                renamed.extend(change.renamed_to());
             }
             for change in changes {
                 apply(tx, change)?;
@@ -277,6 +282,9 @@ fn apply(tx: &Transaction, change: &CatalogChange) -> Result<(), SqlError> {
             let moved = load_table(tx, schema, name)?.ok_or_else(dropped)?;
             resync_files(tx, &moved, found, PartitionRepair::Sync)?
         }
+        CatalogChange::RenameTable { to, location: new_location, .. } => {
+            rename_table(tx, &load_table(tx, schema, name)?.ok_or_else(dropped)?, to, new_location)?
+        }
         CatalogChange::AddColumns { .. } => {
             let meta = load_table(tx, schema, name)?.ok_or_else(dropped)?;
             let altered = change.apply(Some(meta), "").ok_or_else(dropped)?;
@@ -384,6 +392,29 @@ fn drop_table(tx: &Transaction, meta: &TableMeta) -> Result<(), SqlError> {
         }
     }
     tx.execute("DELETE FROM tables WHERE id = ?1", [meta.id])?;
+    Ok(())
+}
+
+/// Gives the table its new name and location. When the location moves (a managed table),
+/// the files the commit has just published there are the table's from now on, and those at
+/// the old location are retired.
+fn rename_table(tx: &Transaction, meta: &TableMeta, to: &str, location: &Path) -> Result<(), SqlError> {
+    if load_location(tx, &meta.schema, to)?.is_some() {
+        return Err(SqlError::duplicate_table(format!(
+            "[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view `{}`.`{to}` because it already exists.",
+            meta.schema
+        )));
+    }
+    if location != meta.location {
+        for file in &meta.files {
+            retire(tx, meta.id, &meta.file_path(file))?;
+            tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string_lossy()])?;
+        }
+    }
+    tx.execute(
+        "UPDATE tables SET name = ?2, location = ?3 WHERE id = ?1",
+        params![meta.id, to, location.to_string_lossy()],
+    )?;
     Ok(())
 }
 
@@ -698,6 +729,31 @@ mod tests {
         store.commit(&[CatalogChange::DropTable { table: TableRef::of(&t) }]).unwrap();
         assert!(store.table("default", "t").unwrap().is_none());
         assert_eq!(store.retired_files().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_renamed_managed_table_reads_its_files_at_the_new_location_and_retires_the_old() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Metastore::open(&dir.path().join("m.sqlite")).unwrap();
+        store.commit(&[create(new_table("t"), &[file("a.parquet", 2)]), create(new_table("taken"), &[])]).unwrap();
+        let t = store.table("default", "t").unwrap().unwrap();
+        let rename = |to: &str| CatalogChange::RenameTable {
+            table: TableRef::of(&t),
+            to: to.into(),
+            location: PathBuf::from("/warehouse/default").join(to),
+            files: t.files.clone(),
+        };
+        assert_eq!(store.commit(&[rename("taken")]).unwrap_err().code, "42P07");
+        // A change made after the rename in the same commit names the table by its new name.
+        let renamed = TableMeta { name: "u".into(), ..t.clone() };
+        store.commit(&[rename("u"), write(&renamed, WriteMode::Append, &[file("b.parquet", 1)])]).unwrap();
+        assert!(store.table("default", "t").unwrap().is_none());
+        let u = store.table("default", "u").unwrap().unwrap();
+        assert_eq!((u.id, u.location.as_path()), (t.id, Path::new("/warehouse/default/u")));
+        assert_eq!(u.files.len(), 2);
+        assert_eq!(store.retired_files().unwrap(), vec![PathBuf::from("/warehouse/default/t/a.parquet")]);
+        // Seen before the rename, the table is gone under its old name for a later writer.
+        assert_eq!(store.commit(&[write(&t, WriteMode::Append, &[file("c.parquet", 1)])]).unwrap_err().code, "40001");
     }
 
     #[test]

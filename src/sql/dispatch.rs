@@ -6,13 +6,16 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::ScalarValue;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::sql::sqlparser::ast::{DescribeAlias, HiveDescribeFormat, Ident, Set, ShowCreateObject, Statement};
+use datafusion::sql::sqlparser::ast::{
+    DescribeAlias, HiveDescribeFormat, Ident, Set, ShowCreateObject, ShowStatementFilter, ShowStatementFilterPosition,
+    Statement,
+};
 use futures::StreamExt;
 
 use super::commands::{
     add_columns, analyze_table, copy, create_table, describe_column, describe_table, drop_table, explain, insert,
-    optimize, query, refresh_table, repair_table, set_location, show_buckets, show_create_table, show_partitions,
-    show_tables, table_properties, transaction, truncate_table, variables,
+    optimize, query, refresh_table, rename_table, repair_table, set_location, show_buckets, show_create_table,
+    show_partitions, show_tables, table_properties, transaction, truncate_table, variables,
 };
 use super::dialect::{AnalyzedColumns, BucketSqlStatement, explain_mode};
 use super::names::{schema_of, table_name};
@@ -88,7 +91,18 @@ pub(crate) async fn run(
                 Some(show_in) => show_in.parent_name.as_ref().map(schema_of).transpose()?,
                 None => None,
             };
-            show_tables::show_tables(session, schema.as_deref().unwrap_or(DEFAULT_SCHEMA))?
+            let pattern = match &show_options.filter_position {
+                Some(ShowStatementFilterPosition::Infix(filter) | ShowStatementFilterPosition::Suffix(filter)) => {
+                    match filter {
+                        ShowStatementFilter::Like(pattern) | ShowStatementFilter::NoKeyword(pattern) => Some(pattern),
+                        other => {
+                            return Err(SqlError::syntax(format!("SHOW TABLES takes a LIKE pattern, not {other}")));
+                        }
+                    }
+                }
+                None => None,
+            };
+            show_tables::show_tables(session, schema.as_deref().unwrap_or(DEFAULT_SCHEMA), pattern.map(String::as_str))?
         }
         Bucket::Sql(Statement::ExplainTable {
             describe_alias: DescribeAlias::Describe | DescribeAlias::Desc,
@@ -165,6 +179,9 @@ pub(crate) async fn run(
         Bucket::Sql(Statement::ReleaseSavepoint { name }) => transaction::release(session, &savepoint_name(name))?,
         Bucket::Sql(Statement::Set(Set::SetTransaction { modes, session: for_session, .. })) => {
             transaction::set_transaction(session, modes, *for_session)?
+        }
+        Bucket::Sql(Statement::AlterTable(alter)) if rename_table::renames(alter) => {
+            rename_table::rename(session, alter)?
         }
         Bucket::Sql(other) => {
             return Err(SqlError::feature_not_supported(format!("statement not supported: {}", statement_kind(other))));

@@ -129,6 +129,47 @@ impl StagedFiles {
     }
 }
 
+/// The files of `table`, linked into a staging area of `location` under the names they will
+/// have there once published: a managed table's move to the directory of its new name. The
+/// files stay where they were for the statements reading them until the commit retires them;
+/// the links cost no copy. Where the file system has no links, the files are copied.
+pub fn stage_links(table: &TableMeta, location: &Path) -> Result<StagedFiles, SqlError> {
+    let write = StagedWrite::of_new_table(location);
+    let files = table
+        .files
+        .iter()
+        .map(|file| {
+            let relative = published_path(&file.path).unwrap_or_else(|| file.path.clone());
+            let staged = write.staging_dir.join(&relative);
+            if let Some(parent) = staged.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let source = table.file_path(file);
+            if std::fs::hard_link(&source, &staged).is_err() {
+                std::fs::copy(&source, &staged)
+                    .map_err(|e| SqlError::storage(&format!("could not copy {}", source.display()), &e))?;
+            }
+            Ok(StagedFile {
+                relative,
+                partition: file.partition.clone(),
+                bucket: file.bucket,
+                staged,
+                rows: file.row_count,
+                bytes: file.byte_size,
+            })
+        })
+        .collect::<Result<_, SqlError>>()?;
+    Ok(StagedFiles { write, files })
+}
+
+/// Where a file staged at `path` (relative to its table: `_temporary/<write id>/…`) is once
+/// published; `None` for a path that is not staged.
+pub fn published_path(path: &str) -> Option<String> {
+    let mut parts = Path::new(path).strip_prefix(STAGING_DIR).ok()?.components();
+    parts.next()?;
+    Some(parts.as_path().to_string_lossy().into_owned())
+}
+
 /// Moves the files of `writes` into their tables' directories and runs `commit`, which makes
 /// them part of their tables in the metastore; if `commit` fails, the moved files are deleted
 /// and every table is exactly as it was. A crash at any step leaves pending records and

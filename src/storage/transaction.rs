@@ -13,12 +13,10 @@
 //! block's first read and read it until the end; the files it lists are kept until then.
 //! SERIALIZABLE is REPEATABLE READ here: conflicts are between writes only.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::commit::{StagedFiles, prune_empty_dirs, publish};
-use super::file_naming::STAGING_DIR;
+use super::commit::{StagedFiles, prune_empty_dirs, publish, published_path};
 use super::janitor::{FileJanitor, StatementGuard};
 use crate::catalog::change::CatalogChange;
 use crate::catalog::metastore::{Metastore, MetastoreSnapshot};
@@ -88,6 +86,21 @@ impl StagedChange {
     fn apply(&self, table: Option<TableMeta>) -> Option<TableMeta> {
         let staged = self.files.as_ref().map(StagedFiles::staged_prefix).unwrap_or_default();
         self.change.apply(table, &staged)
+    }
+}
+
+/// A block's changes are undone last first, as they were made: a write staged under a table's
+/// new name goes before the rename that made the directory.
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        undo_after(&mut self.staged, 0);
+    }
+}
+
+/// Drops the changes staged after the first `kept`, the latest first.
+fn undo_after(staged: &mut Vec<StagedChange>, kept: usize) {
+    while staged.len() > kept {
+        staged.pop();
     }
 }
 
@@ -198,13 +211,13 @@ impl SessionCatalog {
     /// COMMIT: publishes the block's changes, all or none. A failed block is rolled back
     /// instead, which the answer (`false`) says. Outside a block there is nothing to do.
     pub fn commit(&self) -> Result<bool, SqlError> {
-        let Some(transaction) = self.lock().take() else {
+        let Some(mut transaction) = self.lock().take() else {
             return Ok(true);
         };
         if transaction.failed {
             return Ok(false);
         }
-        self.publish(transaction.staged)?;
+        self.publish(std::mem::take(&mut transaction.staged))?;
         Ok(true)
     }
 
@@ -238,7 +251,7 @@ impl SessionCatalog {
         let position = savepoint_position(transaction, name)?;
         let (_, staged) = transaction.savepoints[position];
         transaction.savepoints.truncate(position + 1);
-        transaction.staged.truncate(staged);
+        undo_after(&mut transaction.staged, staged);
         transaction.failed = false;
         Ok(())
     }
@@ -270,7 +283,8 @@ impl SessionCatalog {
         for change in &mut staged {
             change.published = result.is_ok();
         }
-        drop(writes);
+        // Undone last first, as a block's changes are.
+        writes.into_iter().rev().for_each(drop);
         drop(staged);
         result?;
         self.janitor.files_retired()
@@ -305,7 +319,7 @@ impl SessionCatalog {
         let touched: Vec<String> = transaction
             .staged
             .iter()
-            .map(|s| s.change.target())
+            .flat_map(|s| std::iter::once(s.change.target()).chain(s.change.renamed_to()))
             .filter(|(s, _)| *s == schema)
             .map(|(_, name)| name.to_string())
             .collect();
@@ -323,26 +337,28 @@ impl SessionCatalog {
 
     /// Whether the open block has changed the table without committing yet.
     pub fn changed_in_block(&self, schema: &str, name: &str) -> bool {
-        self.lock().as_ref().is_some_and(|block| block.staged.iter().any(|s| s.change.target() == (schema, name)))
+        self.lock().as_ref().is_some_and(|block| {
+            block
+                .staged
+                .iter()
+                .any(|s| s.change.target() == (schema, name) || s.change.renamed_to() == Some((schema, name)))
+        })
     }
 
     /// The table as this session sees it: committed (as of the block's snapshot, or now),
     /// with the open block's changes applied.
     pub fn table(&self, schema: &str, name: &str) -> Result<Option<TableMeta>, SqlError> {
         let mut block = self.lock();
-        let committed = match self.snapshot(&mut block)? {
-            Some(snapshot) => snapshot.table(schema, name)?,
-            None => self.metastore.table(schema, name)?,
-        };
+        self.snapshot(&mut block)?;
         let Some(transaction) = block.as_mut() else {
-            return Ok(committed);
+            return self.metastore.table(schema, name);
         };
         transaction.used = true;
-        Ok(transaction
-            .staged
-            .iter()
-            .filter(|s| s.change.target() == (schema, name))
-            .fold(committed, |table, staged| staged.apply(table)))
+        let committed = |name: &str| match &transaction.snapshot {
+            Some(pinned) => pinned.snapshot.table(schema, name),
+            None => self.metastore.table(schema, name),
+        };
+        seen_in_block(&transaction.staged, schema, name, &committed)
     }
 
     /// The open block's snapshot, pinned at its first read when its isolation level asks for
@@ -365,6 +381,28 @@ impl SessionCatalog {
     }
 }
 
+/// The table `schema.name` after `staged`, a block's changes: as committed (read by
+/// `committed`) with the block's changes of that name applied in order. A table the block
+/// renamed to `name` is read under its earlier name up to the rename; one renamed away is gone.
+fn seen_in_block(
+    staged: &[StagedChange],
+    schema: &str,
+    name: &str,
+    committed: &dyn Fn(&str) -> Result<Option<TableMeta>, SqlError>,
+) -> Result<Option<TableMeta>, SqlError> {
+    let (start, table) = match staged.iter().rposition(|s| s.change.renamed_to() == Some((schema, name))) {
+        Some(rename) => {
+            let before = seen_in_block(&staged[..rename], schema, staged[rename].change.target().1, committed)?;
+            (rename + 1, staged[rename].apply(before))
+        }
+        None => (0, committed(name)?),
+    };
+    Ok(staged[start..]
+        .iter()
+        .filter(|s| s.change.target() == (schema, name))
+        .fold(table, |table, staged| if staged.change.renamed_to().is_some() { None } else { staged.apply(table) }))
+}
+
 fn in_block<'a>(block: &'a mut Option<Transaction>, command: &str) -> Result<&'a mut Transaction, SqlError> {
     block.as_mut().ok_or_else(|| SqlError::new("25P01", format!("{command} can only be used in transaction blocks")))
 }
@@ -376,12 +414,4 @@ fn savepoint_position(transaction: &Transaction, name: &str) -> Result<usize, Sq
         .iter()
         .rposition(|(n, _)| n == name)
         .ok_or_else(|| SqlError::new("3B001", format!("savepoint \"{name}\" does not exist")))
-}
-
-/// Where a file staged at `path` (relative to its table: `_temporary/<write id>/…`) is once
-/// published; `None` for a path that is not staged.
-fn published_path(path: &str) -> Option<String> {
-    let mut parts = Path::new(path).strip_prefix(STAGING_DIR).ok()?.components();
-    parts.next()?;
-    Some(parts.as_path().to_string_lossy().into_owned())
 }

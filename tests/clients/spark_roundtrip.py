@@ -236,6 +236,29 @@ DDL = [
     "REFRESH TABLE sl_f",
     "SELECT * FROM sl_f",
     "ALTER TABLE sl_missing SET LOCATION '{dir}/sl_f'",
+    "CREATE TABLE rn_a LIKE tr_b",
+    "INSERT INTO rn_a SELECT id, 'r' FROM range(6)",
+    "ALTER TABLE rn_a RENAME TO rn_b",
+    "SELECT k, v FROM rn_b",
+    "SELECT * FROM rn_a",
+    "INSERT INTO rn_b SELECT id, 's' FROM range(2)",
+    "SELECT k, v FROM rn_b WHERE k < 3",
+    "ALTER TABLE rn_b RENAME TO tr_b",
+    "ALTER TABLE rn_b RENAME TO rn_b",
+    "ALTER TABLE rn_missing RENAME TO rn_x",
+    "ALTER TABLE rn_b RENAME TO other_schema.rn_b",
+    "ALTER TABLE rn_b RENAME COLUMN k TO kk",
+    "CREATE TABLE rn_q LIKE tr_p",
+    "INSERT INTO rn_q VALUES (1, 'a', 1), (2, 'b', 2)",
+    "ALTER TABLE default.rn_q RENAME TO default.rn_p",
+    "SHOW PARTITIONS rn_p",
+    "SELECT * FROM rn_p",
+    "CREATE TABLE rn_f (k INT, v STRING) USING parquet LOCATION '{dir}/rn_f'",
+    "INSERT INTO rn_f VALUES (1, 'e')",
+    "ALTER TABLE rn_f RENAME TO RN_E",
+    "SELECT * FROM rn_e",
+    "SHOW TABLES LIKE 'rn_*'",
+    "SHOW TABLES IN default 'TR_*|lk_b'",
 ]
 for side in ("ours", "spark"):
     os.makedirs(os.path.join(WORKDIR, f"ddl-{side}"))
@@ -243,12 +266,18 @@ for sql in DDL:
     ours = outcome(ours_outcome, sql.format(dir=os.path.join(WORKDIR, "ddl-ours")))
     theirs = outcome(spark_rows, sql.format(dir=os.path.join(WORKDIR, "ddl-spark")))
     assert ours == theirs, f"{sql}: bucketsql {ours}, Spark {theirs}"
-for table in ("tr_b", "lk_b", "tr_p", "lk_p", "tr_e", "lk_e"):
+for table in ("tr_b", "lk_b", "tr_p", "lk_p", "tr_e", "lk_e", "rn_b", "rn_p", "rn_e"):
     layouts = [
         {row[0]: row[1] for row in run(f"DESCRIBE EXTENDED {table}") if row[0] in LAYOUT}
         for run in (ours_rows, spark_rows)
     ]
     assert layouts[0] == layouts[1], f"DESCRIBE EXTENDED {table}: bucketsql {layouts[0]}, Spark {layouts[1]}"
+# A renamed managed table's files are in its new name's directory, an external one's where they were.
+for table, directory in (("rn_b", "rn_b"), ("rn_p", "rn_p"), ("rn_e", "rn_f")):
+    for run in (ours_rows, spark_rows):
+        location = next(row[1] for row in run(f"DESCRIBE EXTENDED {table}") if row[0] == "Location")
+        assert os.path.basename(location) == directory, f"{table} is at {location}"
+assert not os.path.exists(os.path.join(os.path.dirname(ours_location("rn_b")), "rn_a")), "rn_a's directory is gone"
 # Spark gives these refusals no SQLSTATE; bucketsql's is 0A000, as for other operations not allowed.
 for refused in ("TRUNCATE TABLE tr_b PARTITION (k = 1)", "ALTER TABLE ac_b ADD COLUMNS (e INT NOT NULL)"):
     assert outcome(ours_outcome, refused) == ("error", "0A000"), refused

@@ -12,6 +12,7 @@ pub(crate) mod insert;
 pub(crate) mod optimize;
 pub(crate) mod query;
 pub(crate) mod refresh_table;
+pub(crate) mod rename_table;
 pub(crate) mod repair_table;
 pub(crate) mod set_location;
 pub(crate) mod show_buckets;

@@ -127,6 +127,7 @@ pub(crate) fn writes(statement: &Statement) -> Option<&'static str> {
         Statement::OptimizeTable { .. } => "OPTIMIZE",
         Statement::Analyze(_) => "ANALYZE",
         Statement::Msck(_) => "MSCK REPAIR TABLE",
+        Statement::AlterTable(_) => "ALTER TABLE",
         Statement::Copy { to: false, .. } => "COPY FROM",
         _ => return None,
     })
