@@ -538,7 +538,12 @@ async fn a_commit_killed_at_any_step_publishes_all_of_its_block_or_nothing() {
     let data_dir = temp.path().join("data");
     {
         let server = TestServer::start_on(&data_dir);
-        server.connect().await.batch_execute(TABLES).await.unwrap();
+        let client = server.connect().await;
+        client.batch_execute(TABLES).await.unwrap();
+        for round in 0..COMMIT_STEPS.len() {
+            let moved = format!("CREATE TABLE moved_{round} (k BIGINT); INSERT INTO moved_{round} VALUES ({round})");
+            client.batch_execute(&moved).await.unwrap();
+        }
     }
     for (round, step) in COMMIT_STEPS.iter().enumerate() {
         let log_path = temp.path().join(format!("{step}.log"));
@@ -548,7 +553,8 @@ async fn a_commit_killed_at_any_step_publishes_all_of_its_block_or_nothing() {
         client
             .batch_execute(&format!(
                 "BEGIN; INSERT INTO t SELECT id, '{marker}' FROM range(100);
-                 INSERT INTO p VALUES ({round}, '{marker}'); CREATE TABLE made_{round} (k BIGINT)"
+                 INSERT INTO p VALUES ({round}, '{marker}'); CREATE TABLE made_{round} (k BIGINT);
+                 ALTER TABLE moved_{round} RENAME TO renamed_{round}"
             ))
             .await
             .unwrap();
@@ -572,6 +578,9 @@ async fn a_commit_killed_at_any_step_publishes_all_of_its_block_or_nothing() {
         assert_eq!(seen("p", "d").await, i64::from(published), "p after a kill at {step}");
         let made = client.batch_execute(&format!("SELECT * FROM made_{round}")).await;
         assert_eq!(made.is_ok(), published, "the created table after a kill at {step}");
+        let renamed = if published { format!("renamed_{round}") } else { format!("moved_{round}") };
+        let rows = text_rows(&client, &format!("SELECT k FROM {renamed}")).await;
+        assert_eq!(rows, [[round.to_string()]], "the renamed table after a kill at {step}");
         assert_eq!(unlisted_files(&data_dir), (Vec::new(), 0), "files left after a kill at {step}");
         assert_eq!(staging_dirs(&data_dir.join("warehouse")), Vec::<PathBuf>::new(), "after a kill at {step}");
     }
