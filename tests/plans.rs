@@ -301,12 +301,12 @@ async fn spark_rule_plans_and_rows_are_reproduced() {
     let header = sections.next().unwrap_or_default();
     let server = TestServer::start();
     let client = server.connect().await;
-    let setup = header.lines().filter_map(|line| line.strip_prefix("#   "));
-    for statement in setup.filter(|s| s.starts_with("CREATE ") || s.starts_with("INSERT ")) {
+    // The header's indented lines: the settings every case runs under, then the setup.
+    let (base, setup): (Vec<&str>, Vec<&str>) =
+        header.lines().filter_map(|line| line.strip_prefix("#   ")).partition(|l| l.starts_with("SET "));
+    for statement in setup {
         client.batch_execute(statement).await.unwrap();
     }
-    let base: Vec<&str> =
-        header.lines().filter_map(|line| line.strip_prefix("#   ")).filter(|l| l.starts_with("SET ")).collect();
     let mut mismatches = BTreeMap::new();
     let mut wrong_rows = Vec::new();
     let (mut cases, mut adaptive_cases) = (0, 0);

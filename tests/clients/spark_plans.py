@@ -53,6 +53,16 @@ SETUP = [
     "SELECT date_add(DATE '2024-01-01', CAST(id % 60 AS INT)) AS d, id AS v FROM range(600)",
     "CREATE TABLE tt USING parquet CLUSTERED BY (ts) INTO 8 BUCKETS AS "
     "SELECT CAST(date_add(DATE '2024-01-01', CAST(id % 48 AS INT)) AS TIMESTAMP) AS ts, id AS v FROM range(480)",
+    # Tables after DDL: made LIKE a bucketed one, renamed with a column added, truncated and filled again.
+    "CREATE TABLE kl LIKE k4",
+    "INSERT INTO kl SELECT id AS k, id % 5 AS p FROM range(200)",
+    "CREATE TABLE kr USING parquet CLUSTERED BY (k) INTO 4 BUCKETS AS SELECT id AS k, id % 9 AS e FROM range(300)",
+    "ALTER TABLE kr RENAME TO kn",
+    "ALTER TABLE kn ADD COLUMNS (f BIGINT)",
+    "INSERT INTO kn SELECT id AS k, id % 9 AS e, id AS f FROM range(300, 400)",
+    "CREATE TABLE kt USING parquet CLUSTERED BY (k) INTO 4 BUCKETS AS SELECT id AS k, id AS o FROM range(100)",
+    "TRUNCATE TABLE kt",
+    "INSERT INTO kt SELECT id AS k, id * 3 AS o FROM range(50)",
 ]
 
 # (name, settings, query): joins and aggregates over keys listed in another order than the
@@ -243,6 +253,13 @@ CASES = [
      "SELECT x.p, s.w FROM k4 x FULL JOIN small s ON x.k < s.g"),
     ("F6 a full outer non-equi join with a broadcast hint", [],
      "SELECT /*+ BROADCAST(x) */ x.p, s.w FROM k4 x FULL JOIN small s ON x.k < s.g"),
+    # Tables after DDL keep their bucketing.
+    ("F7 a table made LIKE a bucketed one joins it", [], "SELECT x.p, y.p AS p2 FROM k4 x JOIN kl y ON x.k = y.k"),
+    ("F7 a renamed table with an added column joins on its bucket key", [],
+     "SELECT n.e, n.f, x.p FROM kn n JOIN k4 x ON n.k = x.k"),
+    ("F7 an added column aggregated by the bucket key", [],
+     "SELECT k, count(f) AS nf, max(e) AS me FROM kn GROUP BY k"),
+    ("F7 a truncated table filled again joins", [], "SELECT t.o, x.p FROM kt t JOIN k4 x ON t.k = x.k"),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.
