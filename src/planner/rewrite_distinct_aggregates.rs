@@ -13,8 +13,8 @@
 //! aggregate does, under our `Expand`; `gid` is DataFusion's grouping id, and the other
 //! aggregates are computed for every set, only the keys' set's being read. A column argument is
 //! named as Spark names it (`spark_catalog.default.t.a`), another as DataFusion prints it. Only
-//! aggregates of one argument, none also a key, without `FILTER` or `ORDER BY`, are rewritten,
-//! and none beside a `max` or `min` of a FLOAT or DOUBLE; others stay DataFusion's.
+//! aggregates of one argument, none also a key, without `FILTER` or `ORDER BY`, are rewritten;
+//! others stay DataFusion's.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -81,12 +81,6 @@ fn rewritten(aggregate: &Aggregate) -> Result<Option<LogicalPlan>> {
             return Ok(None);
         }
         if !*distinct {
-            // DataFusion's grouped `max` and `min` of a FLOAT or DOUBLE keep a NaN only if it
-            // comes last, which the inner level would make of any of them: they stay ungrouped.
-            let float = |arg: &Expr| arg.get_type(aggregate.input.schema()).is_ok_and(|t| t.is_floating());
-            if ["max", "min"].contains(&function.func.name()) && args.iter().any(float) {
-                return Ok(None);
-            }
             calls.push(Call { function, argument: None });
             continue;
         }

@@ -21,6 +21,7 @@ pub mod datetime_pattern;
 mod initcap;
 mod integral_divide;
 mod locate;
+mod max_min;
 mod months_between;
 mod overridden;
 mod percentile_approx;
@@ -94,6 +95,11 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     }
     if let Some(avg) = avg::spark_avg(aggregate("avg")) {
         ctx.register_udaf(avg);
+    }
+    for extremum in ["max", "min"] {
+        if let Some(extremum) = max_min::spark_extremum(aggregate(extremum)) {
+            ctx.register_udaf(extremum);
+        }
     }
     ctx.register_udtf("range", Arc::new(range::SparkRange));
     ctx.register_relation_planner(Arc::new(GeneratorRelations))?;
