@@ -52,7 +52,7 @@ use datafusion::sql::sqlparser::ast::{
     ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
     GroupByExpr, Ident, LimitClause, ObjectName, OrderBy, OrderByKind, Query, Select, SelectItem, SetExpr, Statement,
     Subscript, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value, VisitMut, VisitorMut, WindowFrameBound,
-    WindowType, visit_expressions,
+    WindowType, visit_expressions, visit_expressions_mut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -773,10 +773,26 @@ fn name_select_items(query: &mut Query) {
         if let SelectItem::UnnamedExpr(expr) = item
             && !matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
         {
-            let name = Ident::with_quote('"', expr.to_string());
+            let name = Ident::with_quote('"', spark_column_name(expr));
             *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: name };
         }
     }
+}
+
+/// The name a select item without an alias gets: its text, with `count(*)` read as Spark's
+/// parser reads it, `count(1)`.
+fn spark_column_name(expr: &Expr) -> String {
+    let mut named = expr.clone();
+    let _ = visit_expressions_mut(&mut named, |expr| {
+        if let Expr::Function(Function { name, args: FunctionArguments::List(list), .. }) = expr
+            && name.to_string().eq_ignore_ascii_case("count")
+            && let [FunctionArg::Unnamed(argument @ FunctionArgExpr::Wildcard)] = list.args.as_mut_slice()
+        {
+            *argument = FunctionArgExpr::Expr(number("1"));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    named.to_string()
 }
 
 /// An INSERT's source columns go to the table by position, so their names do not matter;
@@ -830,6 +846,14 @@ mod tests {
         assert_eq!(
             rewritten("SELECT hash(1), 3000000000 AS big FROM t GROUP BY 1 ORDER BY 1 LIMIT 5"),
             "SELECT hash(1::INT) AS \"hash(1)\", 3000000000 AS big FROM t GROUP BY 1 ORDER BY 1 LIMIT 5"
+        );
+    }
+
+    #[test]
+    fn count_star_is_named_count_1_as_in_spark() {
+        assert_eq!(
+            rewritten("SELECT count(*), count(*) + 1, count(*) AS n FROM t"),
+            "SELECT count(*) AS \"count(1)\", count(*) + 1::INT AS \"count(1) + 1\", count(*) AS n FROM t"
         );
     }
 

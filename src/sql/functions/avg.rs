@@ -4,7 +4,8 @@
 //! makes every input a DOUBLE. Other inputs go to that `avg`. The partial state is Spark's: the
 //! total as `decimal(min(38, p + 10), s)` and the count. A total past 38 digits fails with
 //! NUMERIC_VALUE_OUT_OF_RANGE (22003); rows leaving a sliding window frame are taken back out,
-//! of a DOUBLE total too, which that `avg` cannot do.
+//! of a DOUBLE total too, which that `avg` cannot do. `avg(DISTINCT …)`, which that `avg`
+//! refuses, is DataFusion's own, which averages a DECIMAL's distinct values as Spark does.
 
 use std::sync::Arc;
 
@@ -19,6 +20,8 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
 };
 
+use datafusion::functions_aggregate::average::avg_udaf;
+
 use crate::error::SqlError;
 use crate::planner::decimal_division::divide_half_up;
 
@@ -28,12 +31,15 @@ const MAX_PRECISION: u8 = 38;
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct SparkAvg {
     inner: AggregateUDF,
+    /// DataFusion's own `avg`, which averages distinct values, where the inner one cannot.
+    distinct: AggregateUDF,
     signature: Signature,
 }
 
 pub fn spark_avg(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
     Some(AggregateUDF::new_from_impl(SparkAvg {
         inner: inner?.as_ref().clone(),
+        distinct: avg_udaf().as_ref().clone(),
         signature: Signature::user_defined(Volatility::Immutable),
     }))
 }
@@ -84,6 +90,7 @@ impl AggregateUDFImpl for SparkAvg {
                     Arc::new(Field::new(format_state_name(self.name(), "count"), DataType::Int64, true)),
                 ])
             }
+            _ if args.is_distinct => self.distinct.state_fields(args),
             _ => self.inner.state_fields(args),
         }
     }
@@ -91,6 +98,7 @@ impl AggregateUDFImpl for SparkAvg {
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         match decimal_input(&args)? {
             Some(averaging) => Ok(Box::new(DecimalAverage { averaging, total: 0, count: 0 })),
+            None if args.is_distinct => self.distinct.accumulator(args),
             None => self.inner.accumulator(args),
         }
     }
