@@ -285,6 +285,12 @@ impl ScalarUDFImpl for CheckedArithmetic {
             DataType::Int16 => self.integral::<Int16Type>(&left, &right),
             DataType::Int32 => self.integral::<Int32Type>(&left, &right),
             DataType::Int64 => self.integral::<Int64Type>(&left, &right),
+            DataType::Decimal128(..) => match (right.data_type(), args.return_field.data_type()) {
+                (DataType::Decimal128(..), DataType::Decimal128(precision, scale)) => {
+                    self.decimal(&left, &right, *precision, *scale)
+                }
+                _ => Err(DataFusionError::Internal(format!("{} of a DECIMAL and another type", self.name()))),
+            },
             _ => match self.arithmetic {
                 Arithmetic::Add => numeric::add(&left, &right),
                 Arithmetic::Subtract => numeric::sub(&left, &right),
@@ -298,6 +304,45 @@ impl ScalarUDFImpl for CheckedArithmetic {
 }
 
 impl CheckedArithmetic {
+    /// DECIMALs added, subtracted or multiplied exactly, in 256 bits, then brought to the
+    /// result's scale rounding half up, as Spark's `Decimal` arithmetic: a value past the
+    /// result's precision fails with NUMERIC_VALUE_OUT_OF_RANGE, or is NULL for the `try_`
+    /// functions. Arrow's kernels would first rescale an operand in 128 bits, and fail there.
+    fn decimal(&self, left: &ArrayRef, right: &ArrayRef, precision: u8, scale: i8) -> Result<ArrayRef> {
+        let (DataType::Decimal128(_, left_scale), DataType::Decimal128(_, right_scale)) =
+            (left.data_type(), right.data_type())
+        else {
+            return Err(DataFusionError::Internal(format!("{} takes two DECIMALs", self.name())));
+        };
+        let (left_scale, right_scale) = (*left_scale, *right_scale);
+        let bound = DecimalBound::of(precision, scale);
+        let (left, right) = (left.as_primitive::<Decimal128Type>(), right.as_primitive::<Decimal128Type>());
+        let exact = |a: i128, b: i128| -> i256 {
+            let (a, b) = (i256::from_i128(a), i256::from_i128(b));
+            let common = left_scale.max(right_scale);
+            let (a_up, b_up) = (rescale(a, left_scale, common), rescale(b, right_scale, common));
+            match self.arithmetic {
+                Arithmetic::Add => rescale(a_up.wrapping_add(b_up), common, scale),
+                Arithmetic::Subtract => rescale(a_up.wrapping_sub(b_up), common, scale),
+                Arithmetic::Multiply => rescale(a.wrapping_mul(b), left_scale + right_scale, scale),
+            }
+        };
+        let values = left
+            .iter()
+            .zip(right.iter())
+            .map(|(a, b)| {
+                let (Some(a), Some(b)) = (a, b) else { return Ok(None) };
+                let value = exact(a, b);
+                match (bound.check(value), self.overflow) {
+                    (Ok(()), _) => Ok(Some(value.as_i128())),
+                    (Err(_), OnOverflow::Null) => Ok(None),
+                    (Err(e), OnOverflow::Fail) => Err(DataFusionError::External(Box::new(e))),
+                }
+            })
+            .collect::<Result<Decimal128Array>>()?;
+        Ok(Arc::new(values.with_precision_and_scale(precision, scale)?))
+    }
+
     /// A DECIMAL `result` whose values all fit its precision; where one does not, Spark's
     /// NUMERIC_VALUE_OUT_OF_RANGE, or NULL in its place for the `try_` functions.
     fn in_precision(&self, result: ArrayRef) -> Result<ArrayRef> {
@@ -365,6 +410,22 @@ impl CheckedArithmetic {
             )
         };
         SqlError::new("22003", message)
+    }
+}
+
+/// `value`, a DECIMAL of scale `from`, at scale `to`: multiplied up, or divided down rounding
+/// half up (away from zero on a half), as Spark's `Decimal.changePrecision`.
+fn rescale(value: i256, from: i8, to: i8) -> i256 {
+    let ten = i256::from_i128(10);
+    if to >= from {
+        return value.wrapping_mul(ten.wrapping_pow((to - from) as u32));
+    }
+    let divisor = ten.wrapping_pow((from - to) as u32);
+    let (quotient, remainder) = (value.wrapping_div(divisor), value.wrapping_rem(divisor));
+    if remainder.wrapping_abs().wrapping_mul(i256::from_i128(2)) >= divisor {
+        quotient.wrapping_add(if value < i256::ZERO { i256::MINUS_ONE } else { i256::ONE })
+    } else {
+        quotient
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod adaptive;
 pub mod ansi_arithmetic;
 pub mod bucketing;
+pub mod constant_folding;
 pub mod cooperative_joins;
 pub mod decimal_division;
 pub mod decimal_precision;
@@ -67,6 +68,7 @@ use adaptive::insert_adaptive_spark_plan::insert_adaptive_spark_plan;
 use ansi_arithmetic::AnsiArithmetic;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
+use constant_folding::ConstantFolding;
 use cooperative_joins::cooperative_joins;
 use decimal_precision::DecimalPrecision;
 use division::Division;
@@ -119,7 +121,7 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
 /// DataFusion's logical rules, with Spark's rewrite of several distinct aggregates before its
 /// single-distinct rewrite, which keeps Spark's result types, its
 /// cross-join elimination keeping NULL-safe joins apart and its sorts keeping their keys; then Spark's shape for EXCEPT and
-/// INTERSECT, and its inferred `isnotnull` filters last.
+/// INTERSECT, its inferred `isnotnull` filters, and the errors of its constant folding last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let (single_distinct, cross_join, sort_keys, simplify) = (
         SingleDistinctAggregate::default(),
@@ -146,6 +148,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     rules.push(Arc::new(ReplaceExceptIntersectWithJoins));
     rules.push(Arc::new(InferFiltersFromConstraints));
     rules.push(Arc::new(UnionOutputNullability));
+    rules.push(Arc::new(ConstantFolding));
     rules
 }
 
