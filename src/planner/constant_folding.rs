@@ -8,8 +8,10 @@
 //!
 //! DataFusion's simplifier folds constants too, but keeps one whose evaluation fails, and the
 //! query then fails only if a row evaluates it. This rule evaluates and raises; the folding
-//! itself stays DataFusion's. It runs after DataFusion's optimizer, as Spark's runs among its
-//! own simplifications, so a constant that a simplification removed is not evaluated. Where we differ: `coalesce` and its kin are
+//! itself stays DataFusion's. It runs last among the analyzer rules, once the expressions are
+//! Spark's (ANSI arithmetic, division, casts), and before DataFusion's optimizer, which would
+//! drop a projection over no rows with its constants. A function that must be simplified
+//! before it runs is left alone. Where we differ: `coalesce` and its kin are
 //! never evaluated whole, so a failing first argument fails only with a row, where Spark
 //! evaluates it first.
 
@@ -18,36 +20,33 @@ use std::sync::{Arc, LazyLock};
 use datafusion::arrow::array::{RecordBatch, new_null_array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::DFSchema;
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
-use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
+use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_expr::create_physical_expr;
 
 #[derive(Debug, Default)]
 pub struct ConstantFolding;
 
-impl OptimizerRule for ConstantFolding {
+impl AnalyzerRule for ConstantFolding {
     fn name(&self) -> &str {
         "constant_folding"
     }
 
-    fn supports_rewrite(&self) -> bool {
-        true
-    }
-
-    fn rewrite(&self, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Result<Transformed<LogicalPlan>> {
+    fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
         let mut props = ExecutionProps::new();
-        props.config_options = Some(Arc::new(config.options().as_ref().clone()));
+        props.config_options = Some(Arc::new(options.clone()));
         plan.apply_with_subqueries(|node| {
             node.apply_expressions(|expr| {
                 raise_failing_constants(expr, false, &props)?;
                 Ok(TreeNodeRecursion::Continue)
             })
         })?;
-        Ok(Transformed::no(plan))
+        Ok(plan)
     }
 }
 

@@ -99,7 +99,9 @@ use widen_set_operation_types::WidenSetOperationTypes;
 /// `RewriteIntersectAll`: Spark runs them first in its optimizer, and only before
 /// DataFusion's optimizer is an EXCEPT ALL's join told from a user's (see
 /// [`rewrite_except_intersect_all`]); after type coercion, which gives both sides' columns one
-/// type. `NormalizeNaNAndZero` comes last, once set operations are told by their plain keys.
+/// type. `NormalizeNaNAndZero` comes once set operations are told by their plain keys, and
+/// the errors of Spark's `ConstantFolding` last, before any of DataFusion's simplifications can
+/// remove a failing constant that Spark evaluates first (a projection over no rows).
 pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     let mut rules = Analyzer::new().rules;
     rules.insert(0, Arc::new(Generate));
@@ -115,13 +117,14 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     rules.push(Arc::new(WidenSetOperationTypes));
     rules.push(Arc::new(RewriteExceptIntersectAll));
     rules.push(Arc::new(NormalizeNaNAndZero));
+    rules.push(Arc::new(ConstantFolding));
     rules
 }
 
 /// DataFusion's logical rules, with Spark's rewrite of several distinct aggregates before its
 /// single-distinct rewrite, which keeps Spark's result types, its
 /// cross-join elimination keeping NULL-safe joins apart and its sorts keeping their keys; then Spark's shape for EXCEPT and
-/// INTERSECT, its inferred `isnotnull` filters, and the errors of its constant folding last.
+/// INTERSECT, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let (single_distinct, cross_join, sort_keys, simplify) = (
         SingleDistinctAggregate::default(),
@@ -148,7 +151,6 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     rules.push(Arc::new(ReplaceExceptIntersectWithJoins));
     rules.push(Arc::new(InferFiltersFromConstraints));
     rules.push(Arc::new(UnionOutputNullability));
-    rules.push(Arc::new(ConstantFolding));
     rules
 }
 
