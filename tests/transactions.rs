@@ -318,6 +318,11 @@ async fn a_renamed_table_moves_its_files_at_commit() {
     assert_eq!(parquet_files(&schema_dir.join("renamed")).len(), 4, "one file per bucket and partition written");
     assert!(staging_dirs(&schema_dir).is_empty());
     eventually("the old directory goes", || !schema_dir.join("named").exists()).await;
+    // A managed table cannot take the name of a directory the warehouse holds already.
+    std::fs::create_dir_all(schema_dir.join("stray")).unwrap();
+    std::fs::write(schema_dir.join("stray").join("notes.txt"), "not a table").unwrap();
+    assert_eq!(error_code(&other, "ALTER TABLE renamed RENAME TO stray").await, "42710");
+    assert_eq!(keys(text_rows(&other, "SELECT k FROM renamed ORDER BY k").await), ["1", "2", "3", "4"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
