@@ -178,6 +178,11 @@ impl CatalogChange {
         }
     }
 
+    /// Every `(schema, name)` the change affects: its table's, and a rename's new one.
+    pub fn names(&self) -> impl Iterator<Item = (&str, &str)> {
+        std::iter::once(self.target()).chain(self.renamed_to())
+    }
+
     /// The name a rename gives its table: `(schema, new name)`.
     pub fn renamed_to(&self) -> Option<(&str, &str)> {
         match self {
@@ -260,7 +265,6 @@ impl CatalogChange {
     }
 }
 
-/// A table as CREATE TABLE describes it, before it has an id or files.
 /// The table's files become those `found` in its directory, and its partitions those `repair`
 /// keeps.
 fn resync(meta: &mut TableMeta, found: &[DataFile], repair: PartitionRepair) {
@@ -273,6 +277,7 @@ fn resync(meta: &mut TableMeta, found: &[DataFile], repair: PartitionRepair) {
     files_changed(meta);
 }
 
+/// A table as CREATE TABLE describes it, before it has an id or files.
 pub fn new_table_meta(table: &NewTable) -> TableMeta {
     TableMeta {
         id: UNCOMMITTED_TABLE_ID,

@@ -395,15 +395,19 @@ fn drop_table(tx: &Transaction, meta: &TableMeta) -> Result<(), SqlError> {
     Ok(())
 }
 
+/// Spark's error for a table renamed to a name another table has.
+pub fn name_taken(schema: &str, name: &str) -> SqlError {
+    SqlError::duplicate_table(format!(
+        "[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view `{schema}`.`{name}` because it already exists."
+    ))
+}
+
 /// Gives the table its new name and location. When the location moves (a managed table),
 /// the files the commit has just published there are the table's from now on, and those at
 /// the old location are retired.
 fn rename_table(tx: &Transaction, meta: &TableMeta, to: &str, location: &Path) -> Result<(), SqlError> {
     if load_location(tx, &meta.schema, to)?.is_some() {
-        return Err(SqlError::duplicate_table(format!(
-            "[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view `{}`.`{to}` because it already exists.",
-            meta.schema
-        )));
+        return Err(name_taken(&meta.schema, to));
     }
     if location != meta.location {
         for file in &meta.files {

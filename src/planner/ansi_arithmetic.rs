@@ -32,7 +32,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound};
+use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound, quotient_half_up};
 use super::division::{ANSI_DIVIDE, ANSI_REMAINDER};
 use super::expression_rule::rewrite_expressions;
 use crate::error::SqlError;
@@ -420,13 +420,7 @@ fn rescale(value: i256, from: i8, to: i8) -> i256 {
     if to >= from {
         return value.wrapping_mul(ten.wrapping_pow((to - from) as u32));
     }
-    let divisor = ten.wrapping_pow((from - to) as u32);
-    let (quotient, remainder) = (value.wrapping_div(divisor), value.wrapping_rem(divisor));
-    if remainder.wrapping_abs().wrapping_mul(i256::from_i128(2)) >= divisor {
-        quotient.wrapping_add(if value < i256::ZERO { i256::MINUS_ONE } else { i256::ONE })
-    } else {
-        quotient
-    }
+    quotient_half_up(value, ten.wrapping_pow((from - to) as u32))
 }
 
 #[cfg(test)]

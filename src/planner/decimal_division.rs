@@ -165,6 +165,11 @@ pub fn divide_half_up(a: i128, b: i128, shift: i32) -> i256 {
     } else {
         denominator = denominator.wrapping_mul(ten.wrapping_pow(shift.unsigned_abs()));
     }
+    quotient_half_up(numerator, denominator)
+}
+
+/// `numerator / denominator` rounded half up (away from zero on a half).
+pub fn quotient_half_up(numerator: i256, denominator: i256) -> i256 {
     let quotient = numerator.wrapping_div(denominator);
     let remainder = numerator.wrapping_rem(denominator);
     let twice = remainder.wrapping_abs().wrapping_mul(i256::from_i128(2));

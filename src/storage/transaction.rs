@@ -319,7 +319,7 @@ impl SessionCatalog {
         let touched: Vec<String> = transaction
             .staged
             .iter()
-            .flat_map(|s| std::iter::once(s.change.target()).chain(s.change.renamed_to()))
+            .flat_map(|s| s.change.names())
             .filter(|(s, _)| *s == schema)
             .map(|(_, name)| name.to_string())
             .collect();
@@ -337,12 +337,9 @@ impl SessionCatalog {
 
     /// Whether the open block has changed the table without committing yet.
     pub fn changed_in_block(&self, schema: &str, name: &str) -> bool {
-        self.lock().as_ref().is_some_and(|block| {
-            block
-                .staged
-                .iter()
-                .any(|s| s.change.target() == (schema, name) || s.change.renamed_to() == Some((schema, name)))
-        })
+        self.lock()
+            .as_ref()
+            .is_some_and(|block| block.staged.iter().any(|s| s.change.names().any(|n| n == (schema, name))))
     }
 
     /// The table as this session sees it: committed (as of the block's snapshot, or now),

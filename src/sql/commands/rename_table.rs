@@ -13,6 +13,7 @@
 use datafusion::sql::sqlparser::ast::{AlterTable, AlterTableOperation, ObjectName, RenameTableNameKind};
 
 use crate::catalog::change::{CatalogChange, TableRef};
+use crate::catalog::metastore::name_taken;
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
 use crate::sql::engine::valid_name;
@@ -55,9 +56,7 @@ fn rename_table(session: &Session, table: &ObjectName, to: &ObjectName) -> Resul
     let meta = described_table(session, &schema, &name)?;
     valid_name(&to_name)?;
     if session.tables.table(&schema, &to_name)?.is_some() {
-        return Err(SqlError::duplicate_table(format!(
-            "[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view `{schema}`.`{to_name}` because it already exists."
-        )));
+        return Err(name_taken(&schema, &to_name));
     }
     let (location, staged) = if meta.external {
         (meta.location.clone(), None)

@@ -14,13 +14,12 @@ use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Float64Type, Int64Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::functions_aggregate::average::avg_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
 };
-
-use datafusion::functions_aggregate::average::avg_udaf;
 
 use crate::error::SqlError;
 use crate::planner::decimal_division::divide_half_up;
