@@ -5,9 +5,10 @@
 //!
 //! The rule runs after DataFusion's type coercion, when both operands of an integral operator
 //! have one type, and makes the operator a function of ours that computes with Arrow's checked
-//! kernels (EXPLAIN prints it as the operator). DECIMAL operands go through the same function:
-//! a result with more digits than its type's precision fails with NUMERIC_VALUE_OUT_OF_RANGE
-//! (22003), as in Spark, where Arrow keeps it. Spark's `UnaryMinus` of an integer fails the same
+//! kernels (EXPLAIN prints it as the operator). DECIMAL operands go through the same function,
+//! typed as Spark types them (past 38 digits, scale gives way to integral digits): a result with
+//! more digits than its type's precision fails with NUMERIC_VALUE_OUT_OF_RANGE (22003), as in
+//! Spark, where Arrow keeps it. Spark's `UnaryMinus` of an integer fails the same
 //! way on the type's least value, which has no negation (`abs` shares the check, as Spark's
 //! `Abs`). Where we differ: there is no legacy mode (`ansi.enabled = false`, where Spark wraps
 //! around).
@@ -32,7 +33,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound, quotient_half_up};
+use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound, adjust_precision_scale, quotient_half_up};
 use super::division::{ANSI_DIVIDE, ANSI_REMAINDER};
 use super::expression_rule::rewrite_expressions;
 use crate::error::SqlError;
@@ -117,6 +118,22 @@ impl Arithmetic {
             Arithmetic::Subtract => "ansi_subtract",
             Arithmetic::Multiply => "ansi_multiply",
         }
+    }
+
+    /// Spark's result type of two DECIMALs (`resultDecimalType` of `Add`, `Subtract` and
+    /// `Multiply`): past 38 digits it keeps the integral digits and gives up scale, where
+    /// DataFusion keeps the scale and fails on large values.
+    fn decimal_type(self, (p1, s1): (u8, i8), (p2, s2): (u8, i8)) -> DataType {
+        let (p1, s1, p2, s2) = (i32::from(p1), i32::from(s1), i32::from(p2), i32::from(s2));
+        let (precision, scale) = match self {
+            Arithmetic::Add | Arithmetic::Subtract => {
+                let scale = s1.max(s2);
+                ((p1 - s1).max(p2 - s2) + scale + 1, scale)
+            }
+            Arithmetic::Multiply => (p1 + p2 + 1, s1 + s2),
+        };
+        let (precision, scale) = adjust_precision_scale(precision, scale);
+        DataType::Decimal128(precision, scale)
     }
 
     fn checked<T: ArrowNativeTypeOp>(self, a: T, b: T) -> Option<T> {
@@ -273,7 +290,12 @@ impl ScalarUDFImpl for CheckedArithmetic {
         let [left, right] = arg_types else {
             return Err(DataFusionError::Plan(format!("{} takes two numbers", self.name())));
         };
-        BinaryTypeCoercer::new(left, &self.arithmetic.operator(), right).get_result_type()
+        match (left, right) {
+            (DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)) => {
+                Ok(self.arithmetic.decimal_type((*p1, *s1), (*p2, *s2)))
+            }
+            _ => BinaryTypeCoercer::new(left, &self.arithmetic.operator(), right).get_result_type(),
+        }
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

@@ -43,37 +43,53 @@ pub fn decimal_division(left: &Expr, right: &Expr, schema: &DFSchema) -> Result<
     Ok(Some(DECIMAL_DIVIDE_UDF.call(args)))
 }
 
-/// The DECIMAL an operand divides as: its own, its integer type's, or its literal's digits.
+/// The DECIMAL an operand divides as: its own, or an integer's as `integer_decimal` gives it.
 fn operand_type(expr: &Expr, data_type: &DataType) -> Option<DataType> {
-    let digits = |n: i128| n.unsigned_abs().checked_ilog10().map_or(1, |log| log as u8 + 1);
-    // Integer literals reach here as INT casts of themselves (`sql::rewrite` types them as
-    // Spark does), so an INT cast of an integer literal counts as the literal.
-    fn literal(expr: &Expr) -> Option<i128> {
-        match expr {
-            Expr::Literal(value, _) => integer(value),
-            Expr::Negative(inner) => literal(inner).map(|v| -v),
-            Expr::Cast(cast) if cast.field.data_type() == &DataType::Int32 => literal(&cast.expr),
-            _ => None,
-        }
-    }
-    let literal = literal(expr);
-    match (data_type, literal) {
-        (DataType::Decimal128(..), _) => Some(data_type.clone()),
-        (_, Some(value)) => Some(DataType::Decimal128(digits(value), 0)),
-        (DataType::Int8, _) => Some(DataType::Decimal128(3, 0)),
-        (DataType::Int16, _) => Some(DataType::Decimal128(5, 0)),
-        (DataType::Int32, _) => Some(DataType::Decimal128(10, 0)),
-        (DataType::Int64, _) => Some(DataType::Decimal128(20, 0)),
+    match data_type {
+        DataType::Decimal128(..) => Some(data_type.clone()),
+        t if t.is_integer() => integer_decimal(expr, t),
         _ => None,
     }
 }
 
-fn integer(value: &ScalarValue) -> Option<i128> {
-    match value {
-        ScalarValue::Int8(Some(v)) => Some((*v).into()),
-        ScalarValue::Int16(Some(v)) => Some((*v).into()),
-        ScalarValue::Int32(Some(v)) => Some((*v).into()),
-        ScalarValue::Int64(Some(v)) => Some((*v).into()),
+/// The DECIMAL an integer operand meets a DECIMAL as, as Spark's `DecimalPrecision` gives it:
+/// an INT, SMALLINT or BIGINT literal the narrowest DECIMAL holding it
+/// (`DecimalType.fromLiteral`: 3 is DECIMAL(1, 0)), any other integer its type's
+/// (`DecimalType.forType`: an INT is DECIMAL(10, 0)).
+pub(super) fn integer_decimal(expr: &Expr, data_type: &DataType) -> Option<DataType> {
+    let precision = match integer_literal(expr) {
+        Some(value) => value.unsigned_abs().checked_ilog10().map_or(1, |digits| digits as u8 + 1),
+        None => integer_type_precision(data_type),
+    };
+    Some(DataType::Decimal128(precision, 0))
+}
+
+/// The digits of an integer type's DECIMAL (`DecimalType.forType`).
+pub(super) fn integer_type_precision(data_type: &DataType) -> u8 {
+    match data_type {
+        DataType::Int8 | DataType::UInt8 => 3,
+        DataType::Int16 | DataType::UInt16 => 5,
+        DataType::Int32 | DataType::UInt32 => 10,
+        _ => 20,
+    }
+}
+
+/// The value of an INT, SMALLINT or BIGINT literal, perhaps negated; not a TINYINT's, which
+/// Spark gives its type's DECIMAL. The SQL rewrite makes a number an INT cast of itself, and
+/// the dialect a typed literal (`7S`, `10L`) a TRY_CAST of its number.
+pub(super) fn integer_literal(expr: &Expr) -> Option<i64> {
+    match expr {
+        Expr::Literal(value, _) => match value {
+            ScalarValue::Int16(Some(v)) => Some(i64::from(*v)),
+            ScalarValue::Int32(Some(v)) => Some(i64::from(*v)),
+            ScalarValue::Int64(Some(v)) => Some(*v),
+            _ => None,
+        },
+        Expr::Cast(cast) if cast.field.data_type() == &DataType::Int32 => integer_literal(&cast.expr),
+        Expr::TryCast(cast) if matches!(cast.field.data_type(), DataType::Int16 | DataType::Int64) => {
+            integer_literal(&cast.expr)
+        }
+        Expr::Negative(inner) => integer_literal(inner).and_then(i64::checked_neg),
         _ => None,
     }
 }
@@ -82,11 +98,16 @@ fn integer(value: &ScalarValue) -> Option<i128> {
 fn quotient_type(p1: u8, s1: i8, p2: u8, s2: i8) -> (u8, i8) {
     let int_digits = i32::from(p1) - i32::from(s1) + i32::from(s2);
     let scale = i32::from(MINIMUM_ADJUSTED_SCALE).max(i32::from(s1) + i32::from(p2) + 1);
-    let precision = int_digits + scale;
+    adjust_precision_scale(int_digits + scale, scale)
+}
+
+/// Spark's `DecimalType.adjustPrecisionScale`, the type of an arithmetic result with precision
+/// loss allowed (the default): past 38 digits, keep the integral digits and give up scale, down
+/// to 6 digits of it.
+pub fn adjust_precision_scale(precision: i32, scale: i32) -> (u8, i8) {
     if precision <= i32::from(MAX_PRECISION) {
         return (precision as u8, scale as i8);
     }
-    // `DecimalType.adjustPrecisionScale`: keep the integer digits, give up scale down to 6.
     let int_digits = precision - scale;
     let min_scale = scale.min(i32::from(MINIMUM_ADJUSTED_SCALE));
     let scale = (i32::from(MAX_PRECISION) - int_digits).max(min_scale);

@@ -5,8 +5,10 @@
 //! 10^15 (`d > 1.5`, with `1.5` a decimal literal as Spark reads it, errors once a row holds
 //! 1e20), and rounds away digits past the fifteenth. The same goes for the results of a CASE,
 //! the arguments of `coalesce`, `greatest`, `least` and their kind, and the columns of a set
-//! operation (Spark's `findWiderTypeForDecimal`). An integer literal beside a DECIMAL in
-//! `+ - * %` and `pmod` becomes the narrowest DECIMAL that holds it, as in Spark (the type
+//! operation (Spark's `findWiderTypeForDecimal`). Where DECIMALs meet there or in a comparison
+//! and need more than 38 digits, they meet in Spark 4's wider DECIMAL, which keeps the integral
+//! digits; DataFusion's keeps the scale. An integer literal beside a DECIMAL in
+//! `+ - * %`, their `try_` forms and `pmod` becomes the narrowest DECIMAL that holds it, as in Spark (the type
 //! coercion that follows gives an integer column its type's DECIMAL, as Spark's does), so
 //! `CAST(3 AS DECIMAL(12,2)) * 3` is a DECIMAL(14, 2); `pmod` of DECIMALs has Spark's remainder
 //! type. With them goes `AnsiTypeCoercion`'s widening of a FLOAT beside an integer: both become
@@ -16,14 +18,16 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::common::DFSchema;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::{InList, ScalarFunction};
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Union};
 use datafusion::optimizer::AnalyzerRule;
 
+use super::decimal_division::{integer_decimal, integer_literal, integer_type_precision};
+use super::division::fractional_division;
 use super::expression_rule::is_comparison;
 use super::expression_rule::rewrite_expressions;
 use super::widen_set_operation_types::{is_set_operation, project_cast};
@@ -36,42 +40,48 @@ impl AnalyzerRule for DecimalPrecision {
         "decimal_precision"
     }
 
+    /// Each expression once its operands are typed as Spark types them: `/` and `%` become
+    /// Spark's division here, bottom up, so that a quotient is typed as Spark's before the
+    /// expression holding it meets another type. The set operations' columns come last, from
+    /// those types.
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
-        let plan = plan.transform_up_with_subqueries(doubles_over_decimal_columns)?.data;
-        rewrite_expressions(plan, doubles_over_decimals)
+        let plan = rewrite_expressions(plan, |expr, schema| {
+            doubles_over_decimals(expr, schema)?.transform_data(|expr| fractional_division(expr, schema))
+        })?;
+        Ok(plan.transform_up_with_subqueries(doubles_over_decimal_columns)?.data)
     }
 }
 
 /// A set operation's columns: a column some input has as DOUBLE and another as DECIMAL (or as
-/// FLOAT and as an integer) is a DOUBLE in every input (a UNION's inputs, the keys of EXCEPT's and INTERSECT's join).
+/// FLOAT and as an integer) is a DOUBLE in every input, and DECIMALs too wide to meet in 38
+/// digits meet in Spark's wider DECIMAL (a UNION's inputs, the keys of EXCEPT's and
+/// INTERSECT's join).
 fn doubles_over_decimal_columns(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     match plan {
         LogicalPlan::Union(union) => {
             let width = union.schema.fields().len();
-            let mixed: Vec<bool> = (0..width)
+            let meeting: Vec<Option<DataType>> = (0..width)
                 .map(|i| {
                     let types: Vec<DataType> =
                         union.inputs.iter().map(|input| input.schema().field(i).data_type().clone()).collect();
-                    doubles_among(&types)
+                    meeting_type(&types)
                 })
                 .collect();
-            if !mixed.contains(&true) {
+            if meeting.iter().all(Option::is_none) {
                 return Ok(Transformed::no(LogicalPlan::Union(union)));
             }
             let inputs = union
                 .inputs
                 .into_iter()
                 .map(|input| {
-                    let doubles: Vec<Option<DataType>> = input
+                    let casts: Vec<Option<DataType>> = input
                         .schema()
                         .fields()
                         .iter()
-                        .zip(&mixed)
-                        .map(|(field, &mixed)| {
-                            (mixed && becomes_double(field.data_type())).then_some(DataType::Float64)
-                        })
+                        .zip(&meeting)
+                        .map(|(field, meeting)| meeting.clone().filter(|to| is_cast_to(field.data_type(), to)))
                         .collect();
-                    project_cast(Arc::unwrap_or_clone(input), &doubles).map(Arc::new)
+                    project_cast(Arc::unwrap_or_clone(input), &casts).map(Arc::new)
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(Transformed::yes(LogicalPlan::Union(Union::try_new_with_loose_types(inputs)?)))
@@ -80,9 +90,9 @@ fn doubles_over_decimal_columns(plan: LogicalPlan) -> Result<Transformed<Logical
             let (left, right) = (Arc::clone(join.left.schema()), Arc::clone(join.right.schema()));
             let mut changed = false;
             for (l, r) in &mut join.on {
-                if needs_doubles([&*l, &*r], &left.join(&right)?) {
-                    *l = as_double(l.clone(), &left)?;
-                    *r = as_double(r.clone(), &right)?;
+                if let Some(meeting) = meeting_type_of([&*l, &*r], &left.join(&right)?) {
+                    *l = to_meeting_type(l.clone(), &meeting, &left)?;
+                    *r = to_meeting_type(r.clone(), &meeting, &right)?;
                     changed = true;
                 }
             }
@@ -99,17 +109,65 @@ fn is_binary_operator(op: Operator) -> bool {
         || matches!(op, Operator::IsDistinctFrom | Operator::IsNotDistinctFrom)
 }
 
-/// Whether `exprs` meet as DOUBLEs where DataFusion would choose otherwise: some are floating
-/// point and some DECIMAL, or some FLOAT and some integer.
+/// Whether `exprs` meet as DOUBLEs, as `meeting_type` says.
 fn needs_doubles<'a>(exprs: impl IntoIterator<Item = &'a Expr>, schema: &DFSchema) -> bool {
-    let types: Vec<DataType> = exprs.into_iter().filter_map(|e| e.get_type(schema).ok()).collect();
-    doubles_among(&types)
+    meeting_type_of(exprs, schema) == Some(DataType::Float64)
 }
 
-fn doubles_among(types: &[DataType]) -> bool {
+/// The type `exprs` meet in where Spark's differs from DataFusion's, as `meeting_type` says.
+fn meeting_type_of<'a>(exprs: impl IntoIterator<Item = &'a Expr>, schema: &DFSchema) -> Option<DataType> {
+    let types: Vec<DataType> = exprs.into_iter().filter_map(|e| e.get_type(schema).ok()).collect();
+    meeting_type(&types)
+}
+
+/// The type values of `types` meet in, where Spark's differs from DataFusion's: DOUBLE where
+/// some are floating point and some DECIMAL or integer (a DOUBLE beside an integer meets as
+/// DataFusion's does, but a CASE or `coalesce` around them is then typed so before its own
+/// type meets another, as are integers of several types in the widest); Spark's wider
+/// DECIMAL where DECIMALs (and integers, as their type's DECIMAL) need more than 38 digits.
+fn meeting_type(types: &[DataType]) -> Option<DataType> {
     let any = |is: fn(&DataType) -> bool| types.iter().any(is);
-    (any(DataType::is_floating) && any(DataType::is_decimal))
-        || (any(|t| *t == DataType::Float32) && any(DataType::is_integer))
+    if any(DataType::is_floating) && any(|t| t.is_decimal() || t.is_integer()) {
+        return Some(DataType::Float64);
+    }
+    let integers = types.iter().filter(|t| t.is_integer());
+    if types.iter().all(|t| t.is_integer() || t.is_null()) && integers.clone().any(|t| t != &types[0]) {
+        return integers.max_by_key(|t| t.primitive_width()).cloned();
+    }
+    wider_decimal_past_38(types)
+}
+
+/// Spark 4's `widerDecimalType` where it is not DataFusion's: DECIMALs whose integral digits
+/// and scale together pass 38 keep their integral digits and give up scale
+/// (`DecimalType.boundedPreferIntegralDigits`), where DataFusion keeps the scale and fails on
+/// the largest values. DECIMAL(38, 11) and DECIMAL(38, 4) meet as DECIMAL(38, 4).
+fn wider_decimal_past_38(types: &[DataType]) -> Option<DataType> {
+    let (mut integral, mut scale) = (0i16, 0i16);
+    for data_type in types {
+        let (p, s) = match data_type {
+            DataType::Decimal128(p, s) => (i16::from(*p), i16::from(*s)),
+            t if t.is_integer() => (i16::from(integer_type_precision(t)), 0),
+            DataType::Null => continue,
+            _ => return None,
+        };
+        integral = integral.max(p - s);
+        scale = scale.max(s);
+    }
+    let past = integral + scale - 38;
+    (types.iter().any(DataType::is_decimal) && past > 0).then(|| DataType::Decimal128(38, (scale - past).max(0) as i8))
+}
+
+/// Whether a value of `data_type` is cast where values meet in `meeting`.
+fn is_cast_to(data_type: &DataType, meeting: &DataType) -> bool {
+    match meeting {
+        DataType::Float64 => becomes_double(data_type),
+        meeting => data_type != meeting && (data_type.is_decimal() || data_type.is_integer()),
+    }
+}
+
+/// `expr` in the type values meet in, if it is one of those cast there.
+fn to_meeting_type(expr: Expr, meeting: &DataType, schema: &DFSchema) -> Result<Expr> {
+    if expr.get_type(schema).is_ok_and(|t| is_cast_to(&t, meeting)) { expr.cast_to(meeting, schema) } else { Ok(expr) }
 }
 
 /// Whether a value of `data_type` becomes a DOUBLE where values meet as DOUBLEs.
@@ -127,15 +185,16 @@ fn decimal_pmod(mut function: ScalarFunction, schema: &DFSchema) -> Result<Trans
     let scale = s1.max(s2);
     let integral = (i16::from(p1) - i16::from(s1)).min(i16::from(p2) - i16::from(s2));
     let precision = (integral + i16::from(scale)).clamp(1, 38) as u8;
+    // The remainder is exact, as Spark's: both operands at the larger scale, in 76 digits.
+    let exact = DataType::Decimal256(76, scale);
     let [a, b]: [Expr; 2] = std::mem::take(&mut function.args).try_into().expect("two arguments");
-    function.args = vec![a.cast_to(&l, schema)?, b.cast_to(&r, schema)?];
+    function.args =
+        vec![a.cast_to(&l, schema)?.cast_to(&exact, schema)?, b.cast_to(&r, schema)?.cast_to(&exact, schema)?];
     Ok(Transformed::yes(Expr::ScalarFunction(function).cast_to(&DataType::Decimal128(precision, scale), schema)?))
 }
 
 /// The DECIMAL types of two operands, one of them a DECIMAL and the other a DECIMAL or an
-/// integer, as Spark's `DecimalPrecision` gives an integer one: an INT, SMALLINT or BIGINT
-/// literal the narrowest DECIMAL holding it (`DecimalType.fromLiteral`: 3 is DECIMAL(1, 0)), any
-/// other integer its type's (`DecimalType.forType`: an INT is DECIMAL(10, 0)).
+/// integer (which meets it as `integer_decimal` says).
 fn decimal_operands(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(DataType, DataType)> {
     let (l, r) = (left.get_type(schema).ok()?, right.get_type(schema).ok()?);
     if !l.is_decimal() && !r.is_decimal() {
@@ -149,81 +208,56 @@ fn decimal_operands(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(Dat
     Some((as_decimal(left, l)?, as_decimal(right, r)?))
 }
 
-fn integer_decimal(expr: &Expr, data_type: &DataType) -> Option<DataType> {
-    let precision = match integer_literal(expr) {
-        Some(value) => value.unsigned_abs().checked_ilog10().map_or(1, |digits| digits as u8 + 1),
-        None => match data_type {
-            DataType::Int8 | DataType::UInt8 => 3,
-            DataType::Int16 | DataType::UInt16 => 5,
-            DataType::Int32 | DataType::UInt32 => 10,
-            _ => 20,
-        },
-    };
-    Some(DataType::Decimal128(precision, 0))
-}
-
-/// The value of an INT, SMALLINT or BIGINT literal, perhaps negated or cast to one (a number
-/// the SQL rewrite made an INT); not a TINYINT's, which Spark gives its type's DECIMAL.
-fn integer_literal(expr: &Expr) -> Option<i64> {
-    match expr {
-        Expr::Literal(value, _) => match value {
-            ScalarValue::Int16(Some(v)) => Some(i64::from(*v)),
-            ScalarValue::Int32(Some(v)) => Some(i64::from(*v)),
-            ScalarValue::Int64(Some(v)) => Some(*v),
-            _ => None,
-        },
-        Expr::Cast(cast) if matches!(cast.field.data_type(), DataType::Int16 | DataType::Int32 | DataType::Int64) => {
-            integer_literal(&cast.expr)
+/// The type the operands of `op` meet in where Spark's differs from DataFusion's: as
+/// `meeting_type` says for comparisons; arithmetic has its own DECIMAL result types, so it
+/// only meets in DOUBLEs.
+fn operands_meeting_type(op: Operator, left: &Expr, right: &Expr, schema: &DFSchema) -> Option<DataType> {
+    match meeting_type_of([left, right], schema) {
+        Some(DataType::Float64) if is_binary_operator(op) => Some(DataType::Float64),
+        Some(decimal) if is_comparison(op) || matches!(op, Operator::IsDistinctFrom | Operator::IsNotDistinctFrom) => {
+            Some(decimal)
         }
-        Expr::Negative(inner) => integer_literal(inner).and_then(i64::checked_neg),
         _ => None,
     }
 }
 
-/// `expr` as DOUBLE if it is a DECIMAL, an integer or a FLOAT, unchanged otherwise.
-fn as_double(expr: Expr, schema: &DFSchema) -> Result<Expr> {
-    if expr.get_type(schema).is_ok_and(|t| becomes_double(&t)) {
-        expr.cast_to(&DataType::Float64, schema)
-    } else {
-        Ok(expr)
-    }
-}
-
 fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    let double = |expr: Box<Expr>| as_double(*expr, schema).map(Box::new);
+    let meet = |expr: Box<Expr>, to: &DataType| to_meeting_type(*expr, to, schema).map(Box::new);
+    let meet_all = |exprs: Vec<Expr>, to: &DataType| {
+        exprs.into_iter().map(|e| to_meeting_type(e, to, schema)).collect::<Result<Vec<_>>>()
+    };
     Ok(match expr {
         Expr::BinaryExpr(BinaryExpr { left, op, right })
-            if is_binary_operator(op) && needs_doubles([left.as_ref(), right.as_ref()], schema) =>
+            if let Some(to) = operands_meeting_type(op, &left, &right, schema) =>
         {
-            Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: double(left)?, op, right: double(right)? }))
+            Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: meet(left, &to)?, op, right: meet(right, &to)? }))
         }
         Expr::InList(InList { expr, list, negated })
-            if needs_doubles(std::iter::once(expr.as_ref()).chain(&list), schema) =>
+            if let Some(to) = meeting_type_of(std::iter::once(expr.as_ref()).chain(&list), schema) =>
         {
-            let list = list.into_iter().map(|item| as_double(item, schema)).collect::<Result<_>>()?;
-            Transformed::yes(Expr::InList(InList { expr: double(expr)?, list, negated }))
+            Transformed::yes(Expr::InList(InList { expr: meet(expr, &to)?, list: meet_all(list, &to)?, negated }))
         }
         Expr::Between(Between { expr, negated, low, high })
-            if needs_doubles([expr.as_ref(), low.as_ref(), high.as_ref()], schema) =>
+            if let Some(to) = meeting_type_of([expr.as_ref(), low.as_ref(), high.as_ref()], schema) =>
         {
             Transformed::yes(Expr::Between(Between {
-                expr: double(expr)?,
+                expr: meet(expr, &to)?,
                 negated,
-                low: double(low)?,
-                high: double(high)?,
+                low: meet(low, &to)?,
+                high: meet(high, &to)?,
             }))
         }
         // CASE's results, and the arguments of the functions that return one of them.
         Expr::Case(mut case)
-            if needs_doubles(
+            if let Some(to) = meeting_type_of(
                 case.when_then_expr.iter().map(|(_, then)| then.as_ref()).chain(case.else_expr.as_deref()),
                 schema,
             ) =>
         {
             for (_, then) in &mut case.when_then_expr {
-                *then = double(then.clone())?;
+                *then = meet(then.clone(), &to)?;
             }
-            case.else_expr = case.else_expr.map(double).transpose()?;
+            case.else_expr = case.else_expr.map(|e| meet(e, &to)).transpose()?;
             Transformed::yes(Expr::Case(case))
         }
         Expr::BinaryExpr(BinaryExpr { left, op, right })
@@ -234,16 +268,33 @@ fn doubles_over_decimals(expr: Expr, schema: &DFSchema) -> Result<Transformed<Ex
             let (left, right) = (left.cast_to(&l, schema)?, right.cast_to(&r, schema)?);
             Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op, right: Box::new(right) }))
         }
+        // The `try_` forms of `+ - *` take an integer literal as the operators do.
+        Expr::ScalarFunction(mut function)
+            if ["try_add", "try_subtract", "try_multiply"].contains(&function.name())
+                && function.args.len() == 2
+                && function.args.iter().any(|arg| integer_literal(arg).is_some())
+                && let Some((l, r)) = decimal_operands(&function.args[0], &function.args[1], schema) =>
+        {
+            let [a, b]: [Expr; 2] = std::mem::take(&mut function.args).try_into().expect("two arguments");
+            function.args = vec![a.cast_to(&l, schema)?, b.cast_to(&r, schema)?];
+            Transformed::yes(Expr::ScalarFunction(function))
+        }
         Expr::ScalarFunction(function)
             if function.name() == "pmod" && function.args.len() == 2 && !needs_doubles(&function.args, schema) =>
         {
             decimal_pmod(function, schema)?
         }
         Expr::ScalarFunction(mut function)
-            if ["coalesce", "greatest", "least", "nvl", "ifnull", "nullif", "pmod"].contains(&function.name())
-                && needs_doubles(&function.args, schema) =>
+            if ["nullif", "pmod"].contains(&function.name()) && needs_doubles(&function.args, schema) =>
         {
-            function.args = function.args.into_iter().map(|arg| as_double(arg, schema)).collect::<Result<_>>()?;
+            function.args = meet_all(std::mem::take(&mut function.args), &DataType::Float64)?;
+            Transformed::yes(Expr::ScalarFunction(function))
+        }
+        Expr::ScalarFunction(mut function)
+            if ["coalesce", "greatest", "least", "nvl", "ifnull"].contains(&function.name())
+                && let Some(to) = meeting_type_of(&function.args, schema) =>
+        {
+            function.args = meet_all(std::mem::take(&mut function.args), &to)?;
             Transformed::yes(Expr::ScalarFunction(function))
         }
         other => Transformed::no(other),

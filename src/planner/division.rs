@@ -8,10 +8,10 @@
 //! Spark's do: [`decimal_division`](super::decimal_division). A FLOAT or DOUBLE `%` by zero
 //! fails with REMAINDER_BY_ZERO (22012), as an integer's does, where DataFusion gives NaN. Where
 //! we differ: there is no legacy mode (`ansi.enabled = false`, where Spark gives NULL for a
-//! zero divisor). Runs
-//! before DataFusion's type coercion,
-//! after [`DecimalPrecision`](super::decimal_precision), which makes a DECIMAL divided by a
-//! DOUBLE two DOUBLEs.
+//! zero divisor). Runs before DataFusion's type coercion, in the pass of
+//! [`DecimalPrecision`](super::decimal_precision) over each expression, bottom up: after it has
+//! made a DECIMAL divided by a DOUBLE two DOUBLEs, and before the expression holding the
+//! quotient is typed.
 
 use std::sync::{Arc, LazyLock};
 
@@ -21,17 +21,14 @@ use datafusion::arrow::compute::kernels::numeric::{div, rem};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::DFSchema;
-use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
-    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, TypeSignature, Volatility,
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    TypeSignature, Volatility,
 };
-use datafusion::optimizer::AnalyzerRule;
 
 use super::decimal_division::decimal_division;
-use super::expression_rule::rewrite_expressions;
 use crate::error::SqlError;
 
 /// The function `/` becomes over DOUBLE operands.
@@ -40,20 +37,8 @@ pub const ANSI_DIVIDE: &str = "ansi_divide";
 /// The function `%` becomes over FLOAT and DOUBLE operands.
 pub const ANSI_REMAINDER: &str = "ansi_remainder";
 
-#[derive(Debug, Default)]
-pub struct Division;
-
-impl AnalyzerRule for Division {
-    fn name(&self) -> &str {
-        "division"
-    }
-
-    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
-        rewrite_expressions(plan, fractional_division)
-    }
-}
-
-fn fractional_division(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+/// `/` and `%` as Spark's, once their operands have Spark's types.
+pub(super) fn fractional_division(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     let expr = match expr {
         Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right }) => {
             return fractional_remainder(left, right, schema);
@@ -186,6 +171,7 @@ impl ScalarUDFImpl for AnsiDivide {
 mod tests {
     use datafusion::arrow::array::Float64Array;
     use datafusion::arrow::datatypes::Field;
+    use datafusion::common::config::ConfigOptions;
 
     use super::*;
 

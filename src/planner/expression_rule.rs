@@ -12,14 +12,14 @@ use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{Expr, LogicalPlan, Operator};
 
 /// `plan` with `rewrite` applied to each expression, bottom up, against the schema of the
-/// node's inputs.
+/// node's inputs; each node's schema is then its expressions' own.
 pub fn rewrite_expressions(
     plan: LogicalPlan,
     rewrite: impl Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
 ) -> Result<LogicalPlan> {
     plan.transform_up_with_subqueries(|plan| {
         let schema = merge_schema(&plan.inputs());
-        map_expressions_keeping_names(plan, |expr| {
+        let rewritten = map_expressions_keeping_names(plan, |expr| {
             expr.transform_down_up(
                 |expr| match expr {
                     Expr::GroupingSet(_) => Ok(Transformed::new(expr, false, TreeNodeRecursion::Jump)),
@@ -27,7 +27,9 @@ pub fn rewrite_expressions(
                 },
                 |expr| rewrite(expr, &schema),
             )
-        })
+        })?;
+        // A rewritten expression may have another type, and so may the columns above it.
+        rewritten.map_data(LogicalPlan::recompute_schema)
     })
     .map(|transformed| transformed.data)
 }

@@ -71,7 +71,6 @@ use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_s
 use constant_folding::ConstantFolding;
 use cooperative_joins::cooperative_joins;
 use decimal_precision::DecimalPrecision;
-use division::Division;
 use ensure_requirements::ensure_requirements;
 use generate::Generate;
 use hints::QueryHints;
@@ -93,8 +92,8 @@ use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 use widen_set_operation_types::WidenSetOperationTypes;
 
 /// DataFusion's analyzer rules, after Spark's `Generate` (which replaces a join DataFusion
-/// cannot run), with Spark's choice of DOUBLE over DECIMAL, then its
-/// fractional `/`, made before its type coercion, ANSI mode's checked integral arithmetic
+/// cannot run), with Spark's choice of DOUBLE over DECIMAL and its fractional `/` (one pass),
+/// made before its type coercion, ANSI mode's checked integral arithmetic
 /// after it (when both operands have one type), then Spark's `RewriteExceptAll` and
 /// `RewriteIntersectAll`: Spark runs them first in its optimizer, and only before
 /// DataFusion's optimizer is an EXCEPT ALL's join told from a user's (see
@@ -109,7 +108,6 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
         rules.iter().position(|rule| rule.name() == "type_coercion").unwrap_or(rules.len())
     };
     let before = coercion(&rules);
-    rules.insert(before, Arc::new(Division));
     rules.insert(before, Arc::new(DecimalPrecision));
     let after = (coercion(&rules) + 1).min(rules.len());
     rules.insert(after, Arc::new(AnsiArithmetic));

@@ -89,7 +89,7 @@ use variables::{parse_set_variable, reset_variable, set_time_zone, show_variable
 ///   [`Statement::Reset`] with [`Reset::ALL`].
 /// * `LONG` is a column type (`BIGINT`), as in Spark, and so is `MAP<K, V>`.
 /// * Spark's typed literals (`3Y`, `7S`, `10L`, `2.5F`, `2.5D`, `1.5BD`) are casts of the
-///   number (see [`typed_literals`]), `a div b` is [`BinaryOperator::MyIntegerDivide`] and
+///   number, `TRY_CAST`s for the integers (see [`typed_literals`]), `a div b` is [`BinaryOperator::MyIntegerDivide`] and
 ///   `MINUS` is `EXCEPT`.
 ///
 /// The resulting `CREATE TABLE` AST:

@@ -273,7 +273,7 @@ fn typed_literals_are_casts() {
     for (sql, expected) in [
         (
             "SELECT 3Y, 7s, 10L, 10l",
-            "SELECT CAST(3 AS TINYINT), CAST(7 AS SMALLINT), CAST(10 AS BIGINT), CAST(10 AS BIGINT)",
+            "SELECT TRY_CAST(3 AS TINYINT), TRY_CAST(7 AS SMALLINT), TRY_CAST(10 AS BIGINT), TRY_CAST(10 AS BIGINT)",
         ),
         (
             "SELECT 2.5D, .5d, 1e2D, 1.5F",
@@ -287,9 +287,13 @@ fn typed_literals_are_casts() {
         // A sign that is not a subtraction belongs to the literal, so the type's minimum is in range.
         (
             "SELECT -128Y, - 128Y, 2 * -128Y, 1 - -128Y",
-            "SELECT CAST(-128 AS TINYINT), CAST(-128 AS TINYINT), 2 * CAST(-128 AS TINYINT), 1 - CAST(-128 AS TINYINT)",
+            "SELECT TRY_CAST(-128 AS TINYINT), TRY_CAST(-128 AS TINYINT), 2 * TRY_CAST(-128 AS TINYINT), \
+             1 - TRY_CAST(-128 AS TINYINT)",
         ),
-        ("SELECT x - 1Y FROM t WHERE -1L < x", "SELECT x - CAST(1 AS TINYINT) FROM t WHERE CAST(-1 AS BIGINT) < x"),
+        (
+            "SELECT x - 1Y FROM t WHERE -1L < x",
+            "SELECT x - TRY_CAST(1 AS TINYINT) FROM t WHERE TRY_CAST(-1 AS BIGINT) < x",
+        ),
         // Apart, or quoted, the letter is an alias.
         ("SELECT 10 L, 10 \"Y\"", "SELECT 10 AS L, 10 AS \"Y\""),
         ("SELECT 10\"Y\"", "SELECT 10 AS \"Y\""),

@@ -1,7 +1,7 @@
 //! Spark's typed numeric literals: `3Y` TINYINT, `7S` SMALLINT, `10L` BIGINT, `2.5F` FLOAT,
 //! `2.5D` DOUBLE and `1.5BD` DECIMAL, the suffix in either case. sqlparser reads `3Y` as the
 //! number `3` aliased `Y` (and `10L` as a plain number), so each becomes the tokens of
-//! `CAST(value AS type)` before parsing. A minus sign in front that is not a subtraction is
+//! `CAST(value AS type)` before parsing (`TRY_CAST` for the integers). A minus sign in front that is not a subtraction is
 //! part of the literal, as in Spark's grammar, so `-128Y` is in range. A value outside its
 //! type's range is refused as Spark refuses it (`INVALID_NUMERIC_LITERAL_RANGE`, 22003), not
 //! wrapped; `BD` keeps the digits as written: `1.50BD` is DECIMAL(3,2).
@@ -135,7 +135,10 @@ fn cast_tokens(digits: &str, suffix: &str, negative: bool) -> Result<Vec<Token>,
         },
         _ => decimal(digits, negative)?,
     };
-    let mut tokens = words(&["CAST"]);
+    // An integer's cast is a TRY_CAST, the same for a value in range, so that the planner can
+    // tell a typed literal from a user's CAST: Spark gives a literal beside a DECIMAL the
+    // narrowest DECIMAL holding it, and a CAST its type's.
+    let mut tokens = words(&[if ["Y", "S", "L"].contains(&suffix) { "TRY_CAST" } else { "CAST" }]);
     tokens.push(Token::LParen);
     tokens.extend(value);
     tokens.extend(words(&["AS"]));

@@ -3,15 +3,16 @@
 //! count rounded half up, where Spark's `avg` of `datafusion-spark` (which the session has)
 //! makes every input a DOUBLE. Other inputs go to that `avg`. The partial state is Spark's: the
 //! total as `decimal(min(38, p + 10), s)` and the count. A total past 38 digits fails with
-//! NUMERIC_VALUE_OUT_OF_RANGE (22003); rows leaving a sliding window frame are taken back out,
-//! of a DOUBLE total too, which that `avg` cannot do. `avg(DISTINCT …)`, which that `avg`
-//! refuses, is DataFusion's own, which averages a DECIMAL's distinct values as Spark does.
+//! NUMERIC_VALUE_OUT_OF_RANGE (22003); rows leaving a sliding window frame are taken back out.
+//! A sliding frame of DOUBLEs, which that `avg` cannot take, is averaged as `frame_doubles`
+//! says. `avg(DISTINCT …)`, which that `avg` refuses, is DataFusion's own, which averages a
+//! DECIMAL's distinct values as Spark does.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array};
 use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::average::avg_udaf;
@@ -21,6 +22,7 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
 };
 
+use super::frame_doubles::{FrameDoubles, FrameResult};
 use crate::error::SqlError;
 use crate::planner::decimal_division::divide_half_up;
 
@@ -117,7 +119,7 @@ impl AggregateUDFImpl for SparkAvg {
         match decimal_input(&args)? {
             Some(_) => self.accumulator(args),
             // The inner `avg` cannot take rows back out of a frame.
-            None => Ok(Box::new(DoubleAverage::default())),
+            None => Ok(Box::new(FrameDoubles::new(FrameResult::Average))),
         }
     }
 
@@ -221,74 +223,6 @@ impl Accumulator for DecimalAverage {
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let Averaging { precision, scale, .. } = self.averaging;
         Ok(ScalarValue::Decimal128(self.averaging.average(self.total, self.count), precision, scale))
-    }
-
-    fn size(&self) -> usize {
-        size_of::<Self>()
-    }
-}
-
-/// A sliding window frame's DOUBLE total and count. NaN and infinities are counted apart from
-/// the finite total, so that a frame they have left averages as Spark's, which totals each
-/// frame afresh: taking an infinity back out of a total leaves NaN.
-#[derive(Debug, Default)]
-struct DoubleAverage {
-    total: f64,
-    count: i64,
-    nans: i64,
-    positive_infinities: i64,
-    negative_infinities: i64,
-}
-
-impl DoubleAverage {
-    /// The frame's total, its NaN and infinities included.
-    fn frame_total(&self) -> f64 {
-        match (self.nans, self.positive_infinities, self.negative_infinities) {
-            (0, 0, 0) => self.total,
-            (0, p, 0) if p > 0 => f64::INFINITY,
-            (0, 0, n) if n > 0 => f64::NEG_INFINITY,
-            _ => f64::NAN,
-        }
-    }
-
-    fn add(&mut self, values: &ArrayRef, sign: i64) -> Result<()> {
-        let values = datafusion::arrow::compute::cast(values, &DataType::Float64)?;
-        for value in values.as_primitive::<Float64Type>().iter().flatten() {
-            self.count += sign;
-            match value {
-                v if v.is_nan() => self.nans += sign,
-                v if v == f64::INFINITY => self.positive_infinities += sign,
-                v if v == f64::NEG_INFINITY => self.negative_infinities += sign,
-                v => self.total += sign as f64 * v,
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Accumulator for DoubleAverage {
-    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(&values[0], 1)
-    }
-
-    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(&values[0], -1)
-    }
-
-    fn supports_retract_batch(&self) -> bool {
-        true
-    }
-
-    fn merge_batch(&mut self, _: &[ArrayRef]) -> Result<()> {
-        Err(DataFusionError::Internal("a window frame's average is not merged".to_string()))
-    }
-
-    fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::Float64(Some(self.frame_total())), ScalarValue::Int64(Some(self.count))])
-    }
-
-    fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(ScalarValue::Float64((self.count > 0).then(|| self.frame_total() / self.count as f64)))
     }
 
     fn size(&self) -> usize {

@@ -3,11 +3,16 @@
 //! 2147483648; a DECIMAL operand makes it a decimal division whose quotient is truncated
 //! (`7.5 div 2` is 3); other types are refused, as Spark refuses `2.5D div 2`. Division by zero
 //! fails with 22012 and `-9223372036854775808L div -1` with 22003, as under Spark's ANSI mode.
-//! Where Spark wraps a decimal quotient past BIGINT's range, this fails with 22003.
+//! A decimal quotient past BIGINT's range wraps around, as Spark's does.
 
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, AsArray, Int64Array};
+use datafusion::arrow::compute::kernels::arity::try_binary;
 use datafusion::arrow::compute::kernels::numeric::div;
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, i256};
+use datafusion::arrow::error::ArrowError;
 use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
@@ -61,14 +66,40 @@ impl ScalarUDFImpl for IntegralDivide {
         let [left, right] = ColumnarValue::values_to_arrays(&args.args)?
             .try_into()
             .map_err(|_| datafusion::error::DataFusionError::Plan("div takes two arguments".to_string()))?;
-        // Checked: a zero divisor and `i64::MIN div -1` are errors, not wrapped or NULL.
-        let quotient = div(&left, &right)?;
-        let truncated =
-            cast_with_options(&quotient, &DataType::Int64, &CastOptions { safe: false, ..Default::default() })?;
+        let truncated = match (left.data_type(), right.data_type()) {
+            (DataType::Decimal128(_, left_scale), DataType::Decimal128(_, right_scale)) => {
+                decimal_quotients(&left, *left_scale, &right, *right_scale)?
+            }
+            // Checked: a zero divisor and `i64::MIN div -1` are errors, not wrapped or NULL.
+            _ => {
+                let quotient = div(&left, &right)?;
+                cast_with_options(&quotient, &DataType::Int64, &CastOptions { safe: false, ..Default::default() })?
+            }
+        };
         Ok(if scalars {
             ColumnarValue::Scalar(ScalarValue::try_from_array(&truncated, 0)?)
         } else {
             ColumnarValue::Array(truncated)
         })
     }
+}
+
+/// DECIMAL quotients truncated toward zero, exactly, then taken to 64 bits as Spark's
+/// `Decimal.toLong` takes them: a quotient past BIGINT's range wraps around.
+fn decimal_quotients(left: &ArrayRef, left_scale: i8, right: &ArrayRef, right_scale: i8) -> Result<ArrayRef> {
+    let ten = i256::from_i128(10);
+    // a / 10^sa ÷ b / 10^sb is (a · 10^sb) ÷ (b · 10^sa), which 256 bits hold for 38 digits.
+    let (left_up, right_up) = (ten.wrapping_pow(right_scale as u32), ten.wrapping_pow(left_scale as u32));
+    let quotients: Int64Array = try_binary(
+        left.as_primitive::<Decimal128Type>(),
+        right.as_primitive::<Decimal128Type>(),
+        |a: i128, b: i128| {
+            if b == 0 {
+                return Err(ArrowError::DivideByZero);
+            }
+            let quotient = i256::from_i128(a).wrapping_mul(left_up) / i256::from_i128(b).wrapping_mul(right_up);
+            Ok(quotient.as_i128() as i64)
+        },
+    )?;
+    Ok(Arc::new(quotients))
 }

@@ -17,6 +17,7 @@ mod ceil_floor;
 mod central_moments;
 mod date_format;
 pub mod element_at;
+mod frame_doubles;
 pub mod datetime_pattern;
 mod initcap;
 mod integral_divide;

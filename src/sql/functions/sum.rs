@@ -9,10 +9,10 @@
 //!   ARITHMETIC_OVERFLOW, a result past its precision as NUMERIC_VALUE_OUT_OF_RANGE, as Spark's.
 //! - `try_sum` gives NULL where `sum` fails.
 //!
-//! Other types (DOUBLE totals) are DataFusion's `sum`. Its name, types and state are kept, so a
-//! query plans exactly as before. Where we differ: Spark adds up a sliding window frame afresh
-//! for every row and so also fails when a running total inside the frame passes BIGINT; we
-//! check each frame's total.
+//! Other types (DOUBLE totals) are DataFusion's `sum`, but over a sliding window frame as
+//! `frame_doubles` says. Its name, types and state are kept, so a query plans exactly as before.
+//! Where we differ: Spark adds up a sliding window frame afresh for every row and so also fails
+//! when a running total inside the frame passes BIGINT; we check each frame's total.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,6 +27,7 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, SetMonotonicity, Signature,
 };
 
+use super::frame_doubles::{FrameDoubles, FrameResult};
 use crate::error::SqlError;
 use crate::planner::decimal_division::DecimalBound;
 
@@ -244,9 +245,12 @@ impl AggregateUDFImpl for SparkSum {
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         match Totals::of(&args) {
             Some(totals) if !args.is_distinct => {
-                Ok(Box::new(Total { sliding: true, ..Total::new(totals, self.on_overflow) }))
+                Ok(Box::new(Total { only_total_checked: true, ..Total::new(totals, self.on_overflow) }))
             }
             Some(_) => self.accumulator(args),
+            None if !args.is_distinct && args.return_field.data_type() == &DataType::Float64 => {
+                Ok(Box::new(FrameDoubles::new(FrameResult::Sum)))
+            }
             None => self.inner.create_sliding_accumulator(args),
         }
     }
@@ -273,9 +277,10 @@ impl AggregateUDFImpl for SparkSum {
 struct Total {
     totals: Totals,
     on_overflow: OnOverflow,
-    /// Over a sliding frame, which adds rows before it retracts others, only each frame's
-    /// total is checked.
-    sliding: bool,
+    /// Only the total is checked, not each step: over a sliding frame, which adds rows before
+    /// it retracts others, and over DISTINCT values, whose order is not the rows' (Spark's
+    /// depends on its partitions; where it answers, its answer is the exact total).
+    only_total_checked: bool,
     total: i256,
     count: i64,
     overflowed: bool,
@@ -283,7 +288,7 @@ struct Total {
 
 impl Total {
     fn new(totals: Totals, on_overflow: OnOverflow) -> Self {
-        Total { totals, on_overflow, sliding: false, total: i256::ZERO, count: 0, overflowed: false }
+        Total { totals, on_overflow, only_total_checked: false, total: i256::ZERO, count: 0, overflowed: false }
     }
 
     fn add(&mut self, values: &ArrayRef, sign: i64) -> Result<()> {
@@ -291,7 +296,7 @@ impl Total {
         for value in (0..values.len()).filter_map(|row| values.get(row)) {
             self.count += sign;
             let value = if sign < 0 { value.wrapping_neg() } else { value };
-            if self.sliding {
+            if self.only_total_checked {
                 self.total = self.total.wrapping_add(value);
                 continue;
             }
@@ -527,7 +532,7 @@ impl Accumulator for DistinctTotal {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let mut total = Total::new(self.totals, self.on_overflow);
+        let mut total = Total { only_total_checked: true, ..Total::new(self.totals, self.on_overflow) };
         let values = self.totals.array(self.counts.keys().map(|v| Some(*v)).collect())?;
         total.add(&values, 1)?;
         Ok(self.totals.scalar(total.result(true)?))
