@@ -204,14 +204,19 @@ fn cast_invalid_input(message: &str) -> SqlError {
         Some((value, target))
     });
     match spark {
-        Some((value, target)) => SqlError::new(
-            "22018",
-            format!(
-                "[CAST_INVALID_INPUT] The value '{value}' of the type \"STRING\" cannot be cast to \"{target}\" because it is malformed. Correct the value as per the syntax, or change its target type. Use `try_cast` to tolerate malformed input and return NULL instead."
-            ),
-        ),
+        Some((value, target)) => malformed_string(&value, &target),
         None => SqlError::new("22018", format!("invalid input: {message}")),
     }
+}
+
+/// Spark's CAST_INVALID_INPUT (22018): the string `value` is no `target` (Spark's type name).
+pub fn malformed_string(value: &str, target: &str) -> SqlError {
+    SqlError::new(
+        "22018",
+        format!(
+            "[CAST_INVALID_INPUT] The value '{value}' of the type \"STRING\" cannot be cast to \"{target}\" because it is malformed. Correct the value as per the syntax, or change its target type. Use `try_cast` to tolerate malformed input and return NULL instead."
+        ),
+    )
 }
 
 /// Spark's DATATYPE_MISMATCH (42K09) for a cast between types no value of which converts,

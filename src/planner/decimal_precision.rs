@@ -120,11 +120,11 @@ fn meeting_type_of<'a>(exprs: impl IntoIterator<Item = &'a Expr>, schema: &DFSch
     meeting_type(&types)
 }
 
-/// The type values of `types` meet in, where Spark's differs from DataFusion's: DOUBLE where
-/// some are floating point and some DECIMAL or integer (a DOUBLE beside an integer meets as
-/// DataFusion's does, but a CASE or `coalesce` around them is then typed so before its own
-/// type meets another, as are integers of several types in the widest); Spark's wider
-/// DECIMAL where DECIMALs (and integers, as their type's DECIMAL) need more than 38 digits.
+/// The type values of `types` meet in, decided here where Spark's differs from DataFusion's,
+/// or where the type of a CASE or `coalesce` around them must be known before its own type
+/// meets another (DataFusion types a CASE as its first branch until its coercion): DOUBLE where
+/// some are floating point and some DECIMAL or integer; the widest of several integer types;
+/// Spark's wider DECIMAL of DECIMALs and integers of several types.
 fn meeting_type(types: &[DataType]) -> Option<DataType> {
     let any = |is: fn(&DataType) -> bool| types.iter().any(is);
     if any(DataType::is_floating) && any(|t| t.is_decimal() || t.is_integer()) {
@@ -134,14 +134,15 @@ fn meeting_type(types: &[DataType]) -> Option<DataType> {
     if types.iter().all(|t| t.is_integer() || t.is_null()) && integers.clone().any(|t| t != &types[0]) {
         return integers.max_by_key(|t| t.primitive_width()).cloned();
     }
-    wider_decimal_past_38(types)
+    wider_decimal(types)
 }
 
-/// Spark 4's `widerDecimalType` where it is not DataFusion's: DECIMALs whose integral digits
-/// and scale together pass 38 keep their integral digits and give up scale
-/// (`DecimalType.boundedPreferIntegralDigits`), where DataFusion keeps the scale and fails on
-/// the largest values. DECIMAL(38, 11) and DECIMAL(38, 4) meet as DECIMAL(38, 4).
-fn wider_decimal_past_38(types: &[DataType]) -> Option<DataType> {
+/// Spark 4's `widerDecimalType` of DECIMALs (and integers, as their type's DECIMAL) of more
+/// than one type: the most integral digits and the largest scale. Past 38 digits it keeps the
+/// integral digits and gives up scale (`DecimalType.boundedPreferIntegralDigits`), where
+/// DataFusion keeps the scale and fails on the largest values: DECIMAL(38, 11) and
+/// DECIMAL(38, 4) meet as DECIMAL(38, 4).
+fn wider_decimal(types: &[DataType]) -> Option<DataType> {
     let (mut integral, mut scale) = (0i16, 0i16);
     for data_type in types {
         let (p, s) = match data_type {
@@ -153,8 +154,10 @@ fn wider_decimal_past_38(types: &[DataType]) -> Option<DataType> {
         integral = integral.max(p - s);
         scale = scale.max(s);
     }
-    let past = integral + scale - 38;
-    (types.iter().any(DataType::is_decimal) && past > 0).then(|| DataType::Decimal128(38, (scale - past).max(0) as i8))
+    let mixed = types.iter().filter(|t| !t.is_null()).any(|t| Some(t) != types.iter().find(|t| !t.is_null()));
+    let past = (integral + scale - 38).max(0);
+    (types.iter().any(DataType::is_decimal) && mixed)
+        .then(|| DataType::Decimal128((integral + scale - past) as u8, (scale - past).max(0) as i8))
 }
 
 /// Whether a value of `data_type` is cast where values meet in `meeting`.

@@ -11,6 +11,7 @@
 pub mod adaptive;
 pub mod ansi_arithmetic;
 pub mod bucketing;
+pub mod cast_from_string;
 pub mod constant_folding;
 pub mod cooperative_joins;
 pub mod decimal_division;

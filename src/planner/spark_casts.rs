@@ -13,6 +13,8 @@
 //!   multiplies in binary and fails on NaN;
 //! - a DECIMAL cast to BOOLEAN is whether it is not 0, and a BOOLEAN cast to DECIMAL is 1 or 0,
 //!   where Arrow has no such casts;
+//! - a string cast to a DATE, TIMESTAMP or DECIMAL is read as Spark reads one
+//!   ([`cast_from_string`](super::cast_from_string));
 //! - a DATE cast to a number or back, and a DATE or TIMESTAMP cast to BOOLEAN or back, are
 //!   refused (`42K09`), `try_cast` too, where Arrow gives the days since 1970 or a BOOLEAN.
 //!
@@ -39,6 +41,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
+use super::cast_from_string::cast_from_string;
 use super::expression_rule::rewrite_expressions;
 use crate::error::{SqlError, cast_type_mismatch};
 use crate::exec::columnar::{input_column, shaped_like};
@@ -70,6 +73,12 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         false => Expr::Cast(Cast::new(Box::new(value), to)),
     };
     let conversion = |conversion: Conversion| conversion.udf(tolerant).call(vec![operand.clone()]);
+    let string = |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    if string(&from)
+        && let Some(read) = cast_from_string(operand.clone(), &to, tolerant)
+    {
+        return Ok(Transformed::yes(read));
+    }
     Ok(Transformed::yes(match (&from, &to) {
         (DataType::Timestamp(..), t) if t.is_numeric() => {
             let seconds = match t {

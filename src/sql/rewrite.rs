@@ -36,8 +36,8 @@
 //!   microseconds, as a table's TIMESTAMP column is; `TIMESTAMP_NTZ` one without a time zone.
 //! - `chr` of a negative number is `''`, of others the character of `n` modulo 256; `ln`,
 //!   `log`, `log2` and `log10` are NULL for 0 and below, as Spark's.
-//! - `median` and `percentile` (DataFusion's `percentile_cont`, `median` at 0.5) are of DOUBLEs, as Spark's;
-//!   `max_by` and `min_by` are `first_value` in order.
+//! - `median` is `percentile(x, 0.5)` (see `functions::percentile`); `max_by` and `min_by` are
+//!   `first_value` in order.
 //! - `to_date`, `to_timestamp` and `unix_timestamp` (DataFusion's `to_unixtime`) read Spark's
 //!   datetime patterns, as chrono's; `to_timestamp` gives Spark's TIMESTAMP.
 //! - `regexp_extract` is built from DataFusion's `regexp_match` (see [`regexp_extract`]).
@@ -363,21 +363,11 @@ impl VisitorMut for SparkOperators {
                     };
                 }
             }
-            // Spark's `median` is `percentile(x, 0.5)`, and `percentile` DataFusion's
-            // `percentile_cont`; a DOUBLE whatever `x` is. Both interpolate between the middle
-            // values as `lower + (upper - lower) * fraction`, where DataFusion's `median` takes
-            // their mean, another value past DOUBLE's range.
-            Expr::Function(function) if is_function(function, "median") || is_function(function, "percentile") => {
-                let median = is_function(function, "median");
-                function.name = ObjectName::from(vec![Ident::new("percentile_cont")]);
-                // Of DOUBLEs, as Spark's: the mean of two middle DECIMALs is not cut to their scale.
-                if let FunctionArguments::List(list) = &mut function.args
-                    && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(value))) = list.args.first_mut()
-                {
-                    *value = cast(value.clone(), DataType::Double(ExactNumberInfo::None));
-                    if median {
-                        list.args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(number("0.5"))));
-                    }
+            // Spark's `median` is `percentile(x, 0.5)`.
+            Expr::Function(function) if is_function(function, "median") => {
+                function.name = ObjectName::from(vec![Ident::new("percentile")]);
+                if let FunctionArguments::List(list) = &mut function.args {
+                    list.args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(number("0.5"))));
                 }
             }
             // Spark's `max_by(x, y)` and `min_by(x, y)`: `x` of the row with the largest or

@@ -3,7 +3,7 @@
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `abs` failing on overflow,
 //! `ceil` and `floor` of floats as checked BIGINTs, `typeof`, `months_between`,
 //! `element_at`, `try_element_at`, `get` and subscripts counted as Spark counts them,
-//! `percentile_approx`, `skewness`, `kurtosis` and the variance family, `initcap`, `div` and
+//! `percentile` and `percentile_approx`, `skewness`, `kurtosis` and the variance family, `initcap`, `div` and
 //! `try_add`/`try_subtract`/`try_multiply`, `sum` and `try_sum` with checked BIGINT and DECIMAL
 //! totals, `avg` of DECIMALs as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod`
 //! failing on a zero divisor, `locate`, `split`, `date_format` and `from_unixtime` with Spark's datetime
@@ -25,6 +25,7 @@ mod locate;
 mod max_min;
 mod months_between;
 mod overridden;
+mod percentile;
 mod percentile_approx;
 mod pmod;
 pub mod range;
@@ -58,6 +59,7 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     }
     ctx.register_udf(months_between::spark_months_between());
     ctx.register_udaf(percentile_approx::spark_percentile_approx());
+    ctx.register_udaf(percentile::spark_percentile());
     for moment in central_moments::spark_central_moments() {
         ctx.register_udaf(moment);
     }

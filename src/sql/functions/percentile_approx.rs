@@ -40,16 +40,25 @@ pub fn spark_percentile_approx() -> AggregateUDF {
     })
 }
 
-/// A constant argument as a number, or a planning error naming it.
-fn constant(expr: Option<&Arc<dyn PhysicalExpr>>, what: &str) -> Result<Option<f64>> {
+/// A constant argument of `function` as a number, or a planning error naming it.
+pub(super) fn constant(expr: Option<&Arc<dyn PhysicalExpr>>, function: &str, what: &str) -> Result<Option<f64>> {
     let Some(expr) = expr else { return Ok(None) };
     let literal = expr
         .downcast_ref::<Literal>()
-        .ok_or_else(|| DataFusionError::Plan(format!("the {what} of percentile_approx must be a constant")))?;
+        .ok_or_else(|| DataFusionError::Plan(format!("the {what} of {function} must be a constant")))?;
     match literal.value().cast_to(&DataType::Float64)? {
         ScalarValue::Float64(Some(value)) => Ok(Some(value)),
-        _ => Err(DataFusionError::Plan(format!("the {what} of percentile_approx must be a number"))),
+        _ => Err(DataFusionError::Plan(format!("the {what} of {function} must be a number"))),
     }
+}
+
+/// The percentage of `function`, a constant from 0 to 1.
+pub(super) fn percentage(expr: Option<&Arc<dyn PhysicalExpr>>, function: &str) -> Result<f64> {
+    let percentage = constant(expr, function, "percentage")?.unwrap_or(f64::NAN);
+    if !(0.0..=1.0).contains(&percentage) {
+        return Err(DataFusionError::Plan(format!("the percentage of {function} must be between 0.0 and 1.0")));
+    }
+    Ok(percentage)
 }
 
 impl AggregateUDFImpl for PercentileApprox {
@@ -75,19 +84,29 @@ impl AggregateUDFImpl for PercentileApprox {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let percentage = constant(args.exprs.get(1), "percentage")?.unwrap_or(f64::NAN);
-        if !(0.0..=1.0).contains(&percentage) {
-            return Err(DataFusionError::Plan(
-                "the percentage of percentile_approx must be between 0.0 and 1.0".to_string(),
-            ));
-        }
-        let accuracy = constant(args.exprs.get(2), "accuracy")?.unwrap_or(DEFAULT_ACCURACY);
+        let percentage = percentage(args.exprs.get(1), "percentile_approx")?;
+        let accuracy = constant(args.exprs.get(2), "percentile_approx", "accuracy")?.unwrap_or(DEFAULT_ACCURACY);
         if accuracy <= 0.0 {
             return Err(DataFusionError::Plan("the accuracy of percentile_approx must be positive".to_string()));
         }
         let data_type = args.expr_fields[0].data_type().clone();
-        Ok(Box::new(Values { percentage, relative_error: 1.0 / accuracy, data_type, values: Vec::new(), bytes: 0 }))
+        Ok(Box::new(Values::new(data_type, move |values: &ArrayRef| ranked(values, percentage, 1.0 / accuracy))))
     }
+}
+
+/// The value of the group at `percentage`, as `QuantileSummaries.query` finds it.
+fn ranked(values: &ArrayRef, percentage: f64, relative_error: f64) -> Result<ScalarValue> {
+    let count = values.len();
+    let order = sort_to_indices(values, None, None)?;
+    let rank = if percentage <= relative_error {
+        1
+    } else if percentage >= 1.0 - relative_error {
+        count
+    } else {
+        ((percentage * count as f64).ceil() as usize).clamp(1, count)
+    };
+    let value = values.slice(order.value(rank - 1) as usize, 1);
+    ScalarValue::try_from_array(&through_double(&value)?, 0)
 }
 
 /// `value` as Spark gives it back: its summary holds DOUBLEs, so a DECIMAL comes back rounded
@@ -105,17 +124,26 @@ fn through_double(value: &ArrayRef) -> Result<ArrayRef> {
     })
 }
 
-/// A group's values, kept to be ranked at the end.
-#[derive(Debug)]
-struct Values {
-    percentage: f64,
-    relative_error: f64,
+/// A group's non-NULL values, kept to be ranked at the end by `rank`, which takes at least
+/// one value.
+pub(super) struct Values<Rank> {
+    rank: Rank,
     data_type: DataType,
     values: Vec<ArrayRef>,
     bytes: usize,
 }
 
-impl Values {
+impl<Rank> std::fmt::Debug for Values<Rank> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Values").field("data_type", &self.data_type).field("bytes", &self.bytes).finish()
+    }
+}
+
+impl<Rank: Fn(&ArrayRef) -> Result<ScalarValue>> Values<Rank> {
+    pub(super) fn new(data_type: DataType, rank: Rank) -> Self {
+        Values { rank, data_type, values: Vec::new(), bytes: 0 }
+    }
+
     fn keep(&mut self, values: &ArrayRef) {
         let non_null = is_not_null(values).and_then(|valid| filter(values, &valid));
         if let Ok(values) = non_null
@@ -135,7 +163,7 @@ impl Values {
     }
 }
 
-impl Accumulator for Values {
+impl<Rank: Fn(&ArrayRef) -> Result<ScalarValue> + Send + Sync + 'static> Accumulator for Values<Rank> {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         self.keep(&values[0]);
         Ok(())
@@ -158,20 +186,10 @@ impl Accumulator for Values {
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let values = self.all()?;
-        let count = values.len();
-        if count == 0 {
-            return ScalarValue::try_from(&self.data_type);
+        match values.is_empty() {
+            true => ScalarValue::try_from(&self.data_type),
+            false => (self.rank)(&values),
         }
-        let order = sort_to_indices(&values, None, None)?;
-        let rank = if self.percentage <= self.relative_error {
-            1
-        } else if self.percentage >= 1.0 - self.relative_error {
-            count
-        } else {
-            ((self.percentage * count as f64).ceil() as usize).clamp(1, count)
-        };
-        let value = values.slice(order.value(rank - 1) as usize, 1);
-        ScalarValue::try_from_array(&through_double(&value)?, 0)
     }
 
     fn size(&self) -> usize {
@@ -185,9 +203,8 @@ mod tests {
 
     use super::*;
 
-    fn ranked(percentage: f64, values: &[Option<i32>]) -> ScalarValue {
-        let mut group =
-            Values { percentage, relative_error: 1e-4, data_type: DataType::Int32, values: Vec::new(), bytes: 0 };
+    fn rank_of(percentage: f64, values: &[Option<i32>]) -> ScalarValue {
+        let mut group = Values::new(DataType::Int32, move |values: &ArrayRef| ranked(values, percentage, 1e-4));
         group.update_batch(&[Arc::new(Int32Array::from(values.to_vec()))]).unwrap();
         group.evaluate().unwrap()
     }
@@ -198,8 +215,8 @@ mod tests {
     fn the_value_at_the_percentages_rank() {
         let values = [Some(40), None, Some(10), Some(30), Some(20)];
         for (percentage, expected) in [(0.0, 10), (0.25, 10), (0.5, 20), (0.51, 30), (1.0, 40)] {
-            assert_eq!(ranked(percentage, &values), ScalarValue::Int32(Some(expected)), "{percentage}");
+            assert_eq!(rank_of(percentage, &values), ScalarValue::Int32(Some(expected)), "{percentage}");
         }
-        assert_eq!(ranked(0.5, &[None]), ScalarValue::Int32(None));
+        assert_eq!(rank_of(0.5, &[None]), ScalarValue::Int32(None));
     }
 }
