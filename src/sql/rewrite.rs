@@ -382,27 +382,6 @@ impl VisitorMut for SparkOperators {
                     }
                 }
             }
-            // Spark's `corr(x, y)`: the pairs' covariance over the product of their standard
-            // deviations; NULL for fewer than two pairs or a side that does not vary (whatever
-            // the other holds), else NaN where a value is NaN or infinite. DataFusion's `corr`
-            // is NULL where one side holds a NaN.
-            Expr::Function(function)
-                if is_function(function, "corr") && function.over.is_none() && function.filter.is_none() =>
-            {
-                if let Some([x, y]) = arguments(function).and_then(|args| <[Expr; 2]>::try_from(args).ok())
-                    && let FunctionArguments::List(FunctionArgumentList { duplicate_treatment: None, .. }) =
-                        &function.args
-                    && let (sx, sy) = (
-                        format!("stddev_samp(CASE WHEN ({y}) IS NOT NULL THEN {x} END)"),
-                        format!("stddev_samp(CASE WHEN ({x}) IS NOT NULL THEN {y} END)"),
-                    )
-                    && let Some(corr) = parsed(&format!(
-                        "CASE WHEN {sx} = 0 OR {sy} = 0 THEN NULL ELSE covar_samp({x}, {y}) / ({sx} * {sy}) END"
-                    ))
-                {
-                    *expr = corr;
-                }
-            }
             // Spark's `approx_count_distinct` counted exactly, which is within any error bound:
             // DataFusion's `approx_distinct` is unsigned and refuses DOUBLEs.
             Expr::Function(function) if is_function(function, "approx_count_distinct") => {

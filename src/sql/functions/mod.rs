@@ -3,7 +3,7 @@
 //! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `abs` failing on overflow,
 //! `ceil` and `floor` of floats as checked BIGINTs, `typeof`, `months_between`,
 //! `element_at`, `try_element_at`, `get` and subscripts counted as Spark counts them,
-//! `percentile` and `percentile_approx`, `skewness`, `kurtosis` and the variance family, `initcap`, `div` and
+//! `percentile` and `percentile_approx`, `skewness`, `kurtosis`, the variance family, covariances and `corr`, `initcap`, `div` and
 //! `try_add`/`try_subtract`/`try_multiply`, `sum` and `try_sum` with checked BIGINT and DECIMAL
 //! totals, `avg` of DECIMALs as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod`
 //! failing on a zero divisor, `locate`, `split`, `date_format` and `from_unixtime` with Spark's datetime
@@ -15,6 +15,7 @@ mod avg;
 pub mod bounded_strings;
 mod ceil_floor;
 mod central_moments;
+mod covariance;
 mod date_format;
 pub mod element_at;
 mod frame_doubles;
@@ -62,6 +63,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     ctx.register_udaf(percentile::spark_percentile());
     for moment in central_moments::spark_central_moments() {
         ctx.register_udaf(moment);
+    }
+    for covariance in covariance::spark_covariances() {
+        ctx.register_udaf(covariance);
     }
     ctx.register_udf(date_format::spark_date_format());
     ctx.register_udf(date_format::spark_from_unixtime());
