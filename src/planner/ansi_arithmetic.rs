@@ -53,7 +53,7 @@ impl AnalyzerRule for AnsiArithmetic {
 
 fn checked_arithmetic(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     if let Expr::Negative(operand) = &expr
-        && operand.get_type(schema).is_ok_and(|t| t.is_integer())
+        && operand.get_type(schema).is_ok_and(|t| t.is_integer() || t.is_decimal())
     {
         let Expr::Negative(operand) = expr else { unreachable!("matched above") };
         return Ok(Transformed::yes(ANSI_NEGATE_UDF.call(vec![*operand])));
@@ -213,8 +213,52 @@ impl ScalarUDFImpl for AnsiNegate {
             .try_into()
             .map_err(|_| DataFusionError::Internal(format!("{ANSI_NEGATE} takes one argument")))?;
         fail_on_least_integer(&operand)?;
-        Ok(ColumnarValue::Array(numeric::neg(&operand)?))
+        match operand.data_type() {
+            DataType::Decimal128(..) => Ok(ColumnarValue::Array(negate_decimals(&operand, |_| true)?)),
+            _ => Ok(ColumnarValue::Array(numeric::neg(&operand)?)),
+        }
     }
+}
+
+/// DECIMALs negated where `negate` says, as Spark's `Decimal.unary_-` negates them: in Scala's
+/// default 34 significant digits (`MathContext.DECIMAL128`, half even), then at the type's
+/// scale again, so that `-x` of a value of more than 34 digits loses its last digits, and fails
+/// with NUMERIC_VALUE_OUT_OF_RANGE (22003) where rounding passes the type's precision (the
+/// largest DECIMAL(38, 4)). Spark's `abs` negates the same way.
+pub fn negate_decimals(values: &ArrayRef, negate: impl Fn(i128) -> bool) -> Result<ArrayRef> {
+    let DataType::Decimal128(precision, scale) = *values.data_type() else {
+        return Err(DataFusionError::Internal(format!("{ANSI_NEGATE} of a DECIMAL took {}", values.data_type())));
+    };
+    let bound = DecimalBound::of(precision, scale);
+    let negated = values
+        .as_primitive::<Decimal128Type>()
+        .iter()
+        .map(|value| {
+            let Some(value) = value.filter(|v| negate(*v)) else { return Ok(value) };
+            let negated = in_34_digits(i256::from_i128(value)).wrapping_neg();
+            bound.check(negated).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            Ok(Some(negated.as_i128()))
+        })
+        .collect::<Result<Decimal128Array>>()?;
+    Ok(Arc::new(negated.with_precision_and_scale(precision, scale)?))
+}
+
+/// An unscaled `value` rounded half even to its 34 most significant digits, at its scale.
+fn in_34_digits(value: i256) -> i256 {
+    let digits = value.wrapping_abs().to_string().len() as u32;
+    if digits <= 34 {
+        return value;
+    }
+    let unit = i256::from_i128(10).wrapping_pow(digits - 34);
+    let (quotient, remainder) = (value.wrapping_div(unit), value.wrapping_rem(unit));
+    let twice = remainder.wrapping_abs().wrapping_mul(i256::from_i128(2));
+    let away = twice > unit || (twice == unit && quotient.wrapping_rem(i256::from_i128(2)) != i256::ZERO);
+    let rounded = match (away, value < i256::ZERO) {
+        (false, _) => quotient,
+        (true, false) => quotient.wrapping_add(i256::ONE),
+        (true, true) => quotient.wrapping_sub(i256::ONE),
+    };
+    rounded.wrapping_mul(unit)
 }
 
 /// Spark's ARITHMETIC_OVERFLOW where `values` (integers) hold their type's least value, which
@@ -459,6 +503,21 @@ mod tests {
     }
 
     /// Integral operands of one type become the checked function; others keep the operator.
+    /// Spark 4.3: `-x` of 1234567890123456789012345678901234.5678, of
+    /// 12345678901234567890123456789012.345 and of -12345678901234567890123456789012.355.
+    #[test]
+    fn decimals_of_more_than_34_digits_round_half_even_when_negated() {
+        let value = |s: &str| i256::from_string(s).unwrap();
+        for (unscaled, expected) in [
+            ("12345678901234567890123456789012345678", "12345678901234567890123456789012350000"),
+            ("12345678901234567890123456789012345", "12345678901234567890123456789012340"),
+            ("-12345678901234567890123456789012355", "-12345678901234567890123456789012360"),
+            ("1234567890123456789012345678901234", "1234567890123456789012345678901234"),
+        ] {
+            assert_eq!(in_34_digits(value(unscaled)), value(expected), "{unscaled}");
+        }
+    }
+
     #[test]
     fn only_integral_operators_of_one_type_are_checked() {
         let cases = [

@@ -1,14 +1,16 @@
 //! Spark's `abs` under ANSI mode: the absolute value of an integer type's least value does not
 //! fit the type and fails with ARITHMETIC_OVERFLOW (22003), as `-x` does; DataFusion's `abs`
-//! returns the value itself. Everything else is DataFusion's `abs`.
+//! returns the value itself. A negative DECIMAL is negated as `-x` negates it, in 34
+//! significant digits. Everything else is DataFusion's `abs`.
 
 use std::sync::Arc;
 
+use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
 
 use super::overridden::{Invoke, overridden};
-use crate::planner::ansi_arithmetic::fail_on_least_integer;
+use crate::planner::ansi_arithmetic::{fail_on_least_integer, negate_decimals};
 
 /// DataFusion's `abs`, checked.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -25,6 +27,13 @@ impl Invoke for CheckedAbs {
             .try_into()
             .map_err(|_| DataFusionError::Plan("abs takes one argument".to_string()))?;
         fail_on_least_integer(&value)?;
+        if value.data_type().is_decimal() {
+            let absolute = negate_decimals(&value, |v| v < 0)?;
+            return match &args.args[0] {
+                ColumnarValue::Scalar(_) => Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&absolute, 0)?)),
+                ColumnarValue::Array(_) => Ok(ColumnarValue::Array(absolute)),
+            };
+        }
         inner.invoke_with_args(args)
     }
 }
