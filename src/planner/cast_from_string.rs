@@ -399,7 +399,7 @@ pub fn string_to_timestamp(text: &str, session_zone: Option<&Tz>) -> Option<i64>
 
 /// The instant of a wall-clock time in `zone`, as Java's `ZonedDateTime.of` resolves it: the
 /// earlier of two in an overlap, and in a gap the time moved later by the gap's length.
-fn in_zone(local: NaiveDateTime, zone: &Tz) -> Option<DateTime<Utc>> {
+pub fn in_zone(local: NaiveDateTime, zone: &Tz) -> Option<DateTime<Utc>> {
     match zone.from_local_datetime(&local) {
         LocalResult::Single(time) | LocalResult::Ambiguous(time, _) => Some(time.with_timezone(&Utc)),
         LocalResult::None => {

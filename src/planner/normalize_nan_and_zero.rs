@@ -7,7 +7,8 @@
 //!   DISTINCT aggregate, or of SELECT DISTINCT) is made the one NaN, and 0.0 for -0.0, before it
 //!   is hashed or compared:
 //!   NaN and -NaN form one group, -0.0 and 0.0 another, whose key is 0.0;
-//! - a computed FLOAT or DOUBLE compared in a condition is normalised the same way;
+//! - a computed FLOAT or DOUBLE compared in a condition is normalised the same way, and its NaN
+//!   made the one NaN where `greatest` or `least` compares it;
 //! - a NaN a projection, an aggregate's argument or a sort key computes is made the one NaN (a
 //!   -0.0 stays), as Spark's rows hold only that NaN: a -NaN sorts above every number.
 //!
@@ -142,8 +143,20 @@ fn normalized_keys(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
 }
 
 fn normalized_comparison(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else { return Ok(Transformed::no(expr)) };
     let computed_float = |e: &Expr| !is_stored(e) && e.get_type(schema).is_ok_and(|t| t.is_floating());
+    // `greatest` and `least` compare their arguments too: a computed -NaN is NaN, the largest.
+    if let Expr::ScalarFunction(mut function) = expr {
+        if !["greatest", "least"].contains(&function.name()) || !function.args.iter().any(computed_float) {
+            return Ok(Transformed::no(Expr::ScalarFunction(function)));
+        }
+        for arg in &mut function.args {
+            if computed_float(arg) {
+                *arg = NORMALIZE_NAN_ONLY.call(vec![arg.clone()]);
+            }
+        }
+        return Ok(Transformed::yes(Expr::ScalarFunction(function)));
+    }
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else { return Ok(Transformed::no(expr)) };
     if !is_comparison(op) || !(computed_float(&left) || computed_float(&right)) {
         return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right })));
     }

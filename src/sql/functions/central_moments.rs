@@ -116,8 +116,14 @@ impl Moments {
         *self = Moments { n, avg: self.avg + delta_n, m2, m3, m4, ..*self };
     }
 
-    /// Spark's `mergeExpressions`.
+    /// Spark's `mergeExpressions`; into no rows, the other state as it is, where Spark's
+    /// formula gives the other's mean as `mean / n · n`, which may lose its last bit (and then
+    /// the variance of equal values is not 0) depending on how the rows were split.
     fn merge(&mut self, other: Moments) {
+        if self.n == 0.0 {
+            *self = Moments { statistic: self.statistic, ..other };
+            return;
+        }
         let (n1, n2) = (self.n, other.n);
         let n = n1 + n2;
         let delta = other.avg - self.avg;

@@ -121,8 +121,13 @@ impl CoMoments {
         };
     }
 
-    /// Spark's `mergeExpressions`.
+    /// Spark's `mergeExpressions`; into no pairs, the other state as it is (see
+    /// `central_moments`).
     fn merge(&mut self, other: CoMoments) {
+        if self.n == 0.0 {
+            *self = CoMoments { statistic: self.statistic, ..other };
+            return;
+        }
         let (n1, n2) = (self.n, other.n);
         let n = n1 + n2;
         let (dx, dy) = (other.x_avg - self.x_avg, other.y_avg - self.y_avg);

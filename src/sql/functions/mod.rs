@@ -6,7 +6,7 @@
 //! `percentile` and `percentile_approx`, `skewness`, `kurtosis`, the variance family, covariances and `corr`, `initcap`, `div` and
 //! `try_add`/`try_subtract`/`try_multiply`, `sum` and `try_sum` with checked BIGINT and DECIMAL
 //! totals, `avg` of DECIMALs as DECIMALs, `round` and `bround` with Spark's DECIMAL types, `pmod`
-//! failing on a zero divisor, `locate`, `split`, `date_format` and `from_unixtime` with Spark's datetime
+//! failing on a zero divisor, `locate`, `split`, `date_trunc` and `trunc` in microseconds, `date_format` and `from_unixtime` with Spark's datetime
 //! patterns, string builders bounded by the memory limit, and the generators (`explode`,
 //! `posexplode`, `inline`, `stack`) where a FROM names them.
 
@@ -17,6 +17,7 @@ mod ceil_floor;
 mod central_moments;
 mod covariance;
 mod date_format;
+mod date_trunc;
 pub mod element_at;
 mod frame_doubles;
 pub mod datetime_pattern;
@@ -68,6 +69,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
         ctx.register_udaf(covariance);
     }
     ctx.register_udf(date_format::spark_date_format());
+    for truncate in date_trunc::spark_date_truncs() {
+        ctx.register_udf(truncate);
+    }
     ctx.register_udf(date_format::spark_from_unixtime());
     for arithmetic in Arithmetic::ALL {
         ctx.register_udf(arithmetic.try_udf());
