@@ -34,8 +34,7 @@
 //!   truncates it as a TIMESTAMP, as Spark's does.
 //! - `TIMESTAMP` in a cast or literal is Spark's, a TIMESTAMP with the session's time zone in
 //!   microseconds, as a table's TIMESTAMP column is; `TIMESTAMP_NTZ` one without a time zone.
-//! - `chr` of a negative number is `''`, of others the character of `n` modulo 256; `ln`,
-//!   `log`, `log2` and `log10` are NULL for 0 and below, as Spark's.
+//! - `chr` of a negative number is `''`, of others the character of `n` modulo 256.
 //! - `median` is `percentile(x, 0.5)` (see `functions::percentile`); `max_by` and `min_by` are
 //!   `first_value` in order.
 //! - `to_date`, `to_timestamp` and `unix_timestamp` (DataFusion's `to_unixtime`) read Spark's
@@ -275,21 +274,6 @@ impl VisitorMut for SparkOperators {
                         Expr::value(Value::SingleQuotedString(String::new())),
                         Some(function_call("chr", vec![byte])),
                     );
-                }
-            }
-            // Spark's logarithms are NULL for 0 and below.
-            Expr::Function(function)
-                if ["ln", "log", "log2", "log10"].iter().any(|name| is_function(function, name)) =>
-            {
-                if let Some(x) = single_argument(function)
-                    && let FunctionArguments::List(list) = &mut function.args
-                {
-                    let positive = Expr::BinaryOp {
-                        left: Box::new(x.clone()),
-                        op: BinaryOperator::Gt,
-                        right: Box::new(number("0")),
-                    };
-                    list.args[0] = FunctionArg::Unnamed(FunctionArgExpr::Expr(case_when(positive, x, None)));
                 }
             }
             // Spark's subscript `c[k]` counts an array from 0 and fails past its end.

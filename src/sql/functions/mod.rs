@@ -1,6 +1,6 @@
 //! Functions Spark users expect, registered on every session: Spark's scalar, aggregate and
 //! window functions where they differ from DataFusion's (`datafusion-spark`), Spark's
-//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, `abs` failing on overflow,
+//! Murmur3 `hash`, Spark's `range` table function, Spark's `sqrt`, logarithms, `exp` and `pow`, `abs` failing on overflow,
 //! `ceil` and `floor` of floats as checked BIGINTs, `typeof`, `months_between`,
 //! `element_at`, `try_element_at`, `get` and subscripts counted as Spark counts them,
 //! `percentile` and `percentile_approx`, `skewness`, `kurtosis`, the variance family, covariances and `corr`, `initcap`, `div` and
@@ -36,6 +36,7 @@ mod scalar_arguments;
 pub mod spark_hash;
 mod split;
 pub mod sqrt;
+mod strict_math;
 mod sum;
 mod type_of;
 
@@ -69,6 +70,9 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
         ctx.register_udaf(covariance);
     }
     ctx.register_udf(date_format::spark_date_format());
+    for function in strict_math::spark_strict_math() {
+        ctx.register_udf(function);
+    }
     for truncate in date_trunc::spark_date_truncs() {
         ctx.register_udf(truncate);
     }
