@@ -65,6 +65,9 @@ spark_settings! {
     /// Spark 4's default, ANSI mode, is the only one offered: `false` is refused rather than
     /// ignored, as its answers (wrapping arithmetic, NULL for x / 0) would silently differ.
     ansi_enabled: bool = "spark.sql.ansi.enabled", "true", parse_ansi_enabled;
+    /// Spark's default DECIMAL result types (past 38 digits, scale gives way) are the only ones
+    /// offered, for the same reason.
+    allow_precision_loss: bool = "spark.sql.decimalOperations.allowPrecisionLoss", "true", parse_allow_precision_loss;
     /// `spark.sql.sources.partitionOverwriteMode=dynamic`: INSERT OVERWRITE replaces only
     /// the partitions it writes.
     dynamic_partition_overwrite: bool = "spark.sql.sources.partitionOverwriteMode", "static", parse_overwrite_mode;
@@ -181,11 +184,18 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, SqlError> {
 }
 
 fn parse_ansi_enabled(key: &str, value: &str) -> Result<bool, SqlError> {
+    only_true(key, value, "Spark's legacy arithmetic", "statements run under ANSI mode")
+}
+
+fn parse_allow_precision_loss(key: &str, value: &str) -> Result<bool, SqlError> {
+    only_true(key, value, "DECIMAL results that keep their scale", "DECIMAL results past 38 digits give up scale")
+}
+
+/// `true`, the one setting offered; `false` refused (0A000), naming what it would mean.
+fn only_true(key: &str, value: &str, legacy: &str, instead: &str) -> Result<bool, SqlError> {
     match parse_bool(key, value)? {
         true => Ok(true),
-        false => Err(SqlError::feature_not_supported(format!(
-            "{key} = false (Spark's legacy arithmetic) is not supported; statements run under ANSI mode"
-        ))),
+        false => Err(SqlError::feature_not_supported(format!("{key} = false ({legacy}) is not supported; {instead}"))),
     }
 }
 
