@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use datafusion::common::config::{ConfigExtension, ConfigOptions};
+use datafusion::common::extensions_options;
 use datafusion::prelude::SessionConfig;
 
 use crate::error::SqlError;
@@ -62,9 +64,10 @@ spark_settings! {
     v2_bucketing_enabled: bool = "spark.sql.sources.v2.bucketing.enabled", "false", parse_bool;
     shuffled_hash_join_factor: i64 = "spark.sql.shuffledHashJoinFactor", "3", parse_positive;
     max_buckets: u32 = "spark.sql.sources.bucketing.maxBuckets", "100000", parse_positive;
-    /// Spark 4's default, ANSI mode, is the only one offered: `false` is refused rather than
-    /// ignored, as its answers (wrapping arithmetic, NULL for x / 0) would silently differ.
-    ansi_enabled: bool = "spark.sql.ansi.enabled", "true", parse_ansi_enabled;
+    /// ANSI mode, Spark 4's default. Off, Spark's legacy answers: integers wrap around, and a
+    /// zero divisor, a cast that fails or a DECIMAL past its precision give NULL
+    /// ([`EvalMode`]).
+    ansi_enabled: bool = "spark.sql.ansi.enabled", "true", parse_bool;
     /// Spark's default DECIMAL result types (past 38 digits, scale gives way) are the only ones
     /// offered, for the same reason.
     allow_precision_loss: bool = "spark.sql.decimalOperations.allowPrecisionLoss", "true", parse_allow_precision_loss;
@@ -181,10 +184,6 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, SqlError> {
         "false" => Ok(false),
         _ => Err(SqlError::invalid_parameter(format!("{key} should be boolean, but was {value}"))),
     }
-}
-
-fn parse_ansi_enabled(key: &str, value: &str) -> Result<bool, SqlError> {
-    only_true(key, value, "Spark's legacy arithmetic", "statements run under ANSI mode")
 }
 
 fn parse_allow_precision_loss(key: &str, value: &str) -> Result<bool, SqlError> {
@@ -399,7 +398,53 @@ fn parse_millis(parameter: &str, value: &str, minimum: f64) -> Result<f64, SqlEr
     Ok(millis)
 }
 
+extensions_options! {
+    /// The settings that change what an expression computes, kept in DataFusion's options: the
+    /// analyzer rules and functions see those, not the session's [`SparkConf`].
+    pub struct ExpressionSettings {
+        pub ansi_enabled: bool, default = true
+    }
+}
+
+impl ConfigExtension for ExpressionSettings {
+    const PREFIX: &'static str = "bucketsql_expressions";
+}
+
+/// How an expression answers where ANSI mode would fail, as Spark's expressions take it from
+/// `spark.sql.ansi.enabled` when they are built (`EvalMode.fromSQLConf`). The `try_` functions
+/// are Spark's `TRY` mode whatever the setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EvalMode {
+    /// An error: overflow is 22003, a zero divisor 22012, a bad cast 22018.
+    Ansi,
+    /// Spark's legacy answers: integers wrap around, the rest is NULL.
+    Legacy,
+}
+
+impl EvalMode {
+    /// The mode of the session whose DataFusion options are `options`; ANSI where none was
+    /// installed.
+    pub fn of(options: &ConfigOptions) -> EvalMode {
+        match options.extensions.get::<ExpressionSettings>() {
+            Some(settings) if !settings.ansi_enabled => EvalMode::Legacy,
+            _ => EvalMode::Ansi,
+        }
+    }
+}
+
 impl SparkConf {
+    pub fn eval_mode(&self) -> EvalMode {
+        match self.ansi_enabled {
+            true => EvalMode::Ansi,
+            false => EvalMode::Legacy,
+        }
+    }
+
+    /// This session's [`ExpressionSettings`], to install in its DataFusion options.
+    pub fn expression_settings(&self) -> ExpressionSettings {
+        ExpressionSettings { ansi_enabled: self.ansi_enabled }
+    }
+
     /// The settings a session installed in its DataFusion config before planning, where the
     /// planner, scans, sorts and writes read them. Missing settings are an error, not Spark's
     /// defaults: a plan made or run without its session's settings would follow other rules

@@ -10,8 +10,9 @@
 //! more digits than its type's precision fails with NUMERIC_VALUE_OUT_OF_RANGE (22003), as in
 //! Spark, where Arrow keeps it. Spark's `UnaryMinus` of an integer fails the same
 //! way on the type's least value, which has no negation (`abs` shares the check, as Spark's
-//! `Abs`). Where we differ: there is no legacy mode (`ansi.enabled = false`, where Spark wraps
-//! around).
+//! `Abs`). With `spark.sql.ansi.enabled = false` ([`EvalMode::Legacy`], read when the
+//! function runs) integers wrap around as DataFusion's do, and a DECIMAL past its precision is
+//! NULL, as in Spark.
 
 use std::sync::{Arc, LazyLock};
 
@@ -36,6 +37,7 @@ use datafusion::optimizer::AnalyzerRule;
 use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound, adjust_precision_scale, quotient_half_up};
 use super::division::{ANSI_DIVIDE, ANSI_REMAINDER};
 use super::expression_rule::rewrite_expressions;
+use crate::config::EvalMode;
 use crate::error::SqlError;
 
 #[derive(Debug, Default)]
@@ -212,11 +214,15 @@ impl ScalarUDFImpl for AnsiNegate {
         let [operand] = ColumnarValue::values_to_arrays(&args.args)?
             .try_into()
             .map_err(|_| DataFusionError::Internal(format!("{ANSI_NEGATE} takes one argument")))?;
-        fail_on_least_integer(&operand)?;
-        match operand.data_type() {
-            DataType::Decimal128(..) => Ok(ColumnarValue::Array(negate_decimals(&operand, |_| true)?)),
-            _ => Ok(ColumnarValue::Array(numeric::neg(&operand)?)),
-        }
+        let mode = EvalMode::of(&args.config_options);
+        Ok(ColumnarValue::Array(match (operand.data_type(), mode) {
+            (DataType::Decimal128(..), _) => negate_decimals(&operand, |_| true, mode)?,
+            (_, EvalMode::Legacy) => numeric::neg_wrapping(&operand)?,
+            (_, EvalMode::Ansi) => {
+                fail_on_least_integer(&operand)?;
+                numeric::neg(&operand)?
+            }
+        }))
     }
 }
 
@@ -224,8 +230,8 @@ impl ScalarUDFImpl for AnsiNegate {
 /// default 34 significant digits (`MathContext.DECIMAL128`, half even), then at the type's
 /// scale again, so that `-x` of a value of more than 34 digits loses its last digits, and fails
 /// with NUMERIC_VALUE_OUT_OF_RANGE (22003) where rounding passes the type's precision (the
-/// largest DECIMAL(38, 4)). Spark's `abs` negates the same way.
-pub fn negate_decimals(values: &ArrayRef, negate: impl Fn(i128) -> bool) -> Result<ArrayRef> {
+/// largest DECIMAL(38, 4)), or is NULL under legacy mode. Spark's `abs` negates the same way.
+pub fn negate_decimals(values: &ArrayRef, negate: impl Fn(i128) -> bool, mode: EvalMode) -> Result<ArrayRef> {
     let DataType::Decimal128(precision, scale) = *values.data_type() else {
         return Err(DataFusionError::Internal(format!("{ANSI_NEGATE} of a DECIMAL took {}", values.data_type())));
     };
@@ -236,8 +242,11 @@ pub fn negate_decimals(values: &ArrayRef, negate: impl Fn(i128) -> bool) -> Resu
         .map(|value| {
             let Some(value) = value.filter(|v| negate(*v)) else { return Ok(value) };
             let negated = in_34_digits(i256::from_i128(value)).wrapping_neg();
-            bound.check(negated).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            Ok(Some(negated.as_i128()))
+            match (bound.check(negated), mode) {
+                (Ok(()), _) => Ok(Some(negated.as_i128())),
+                (Err(_), EvalMode::Legacy) => Ok(None),
+                (Err(e), EvalMode::Ansi) => Err(DataFusionError::External(Box::new(e))),
+            }
         })
         .collect::<Result<Decimal128Array>>()?;
     Ok(Arc::new(negated.with_precision_and_scale(precision, scale)?))
@@ -289,6 +298,8 @@ enum OnOverflow {
     Fail,
     /// NULL for the row, as the `try_` functions.
     Null,
+    /// The operators under legacy mode: integers wrap around, DECIMALs are NULL.
+    Wrap,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -301,7 +312,7 @@ struct CheckedArithmetic {
 impl CheckedArithmetic {
     fn new(arithmetic: Arithmetic, overflow: OnOverflow) -> Self {
         let signature = match overflow {
-            OnOverflow::Fail => Signature::any(2, Volatility::Immutable),
+            OnOverflow::Fail | OnOverflow::Wrap => Signature::any(2, Volatility::Immutable),
             OnOverflow::Null => Signature::user_defined(Volatility::Immutable),
         };
         CheckedArithmetic { arithmetic, overflow, signature }
@@ -311,7 +322,7 @@ impl CheckedArithmetic {
 impl ScalarUDFImpl for CheckedArithmetic {
     fn name(&self) -> &str {
         match self.overflow {
-            OnOverflow::Fail => self.arithmetic.ansi_name(),
+            OnOverflow::Fail | OnOverflow::Wrap => self.arithmetic.ansi_name(),
             OnOverflow::Null => self.arithmetic.try_name(),
         }
     }
@@ -346,14 +357,19 @@ impl ScalarUDFImpl for CheckedArithmetic {
         let [left, right]: [ArrayRef; 2] = ColumnarValue::values_to_arrays(&args.args)?
             .try_into()
             .map_err(|_| DataFusionError::Internal(format!("{} takes two arguments", self.name())))?;
+        let overflow = match (self.overflow, EvalMode::of(&args.config_options)) {
+            (OnOverflow::Fail, EvalMode::Legacy) => OnOverflow::Wrap,
+            (overflow, _) => overflow,
+        };
         let result = match left.data_type() {
-            DataType::Int8 => self.integral::<Int8Type>(&left, &right),
-            DataType::Int16 => self.integral::<Int16Type>(&left, &right),
-            DataType::Int32 => self.integral::<Int32Type>(&left, &right),
-            DataType::Int64 => self.integral::<Int64Type>(&left, &right),
+            _ if overflow == OnOverflow::Wrap && left.data_type().is_integer() => self.wrapping(&left, &right),
+            DataType::Int8 => self.integral::<Int8Type>(&left, &right, overflow),
+            DataType::Int16 => self.integral::<Int16Type>(&left, &right, overflow),
+            DataType::Int32 => self.integral::<Int32Type>(&left, &right, overflow),
+            DataType::Int64 => self.integral::<Int64Type>(&left, &right, overflow),
             DataType::Decimal128(..) => match (right.data_type(), args.return_field.data_type()) {
                 (DataType::Decimal128(..), DataType::Decimal128(precision, scale)) => {
-                    self.decimal(&left, &right, *precision, *scale)
+                    self.decimal(&left, &right, *precision, *scale, overflow)
                 }
                 _ => Err(DataFusionError::Internal(format!("{} of a DECIMAL and another type", self.name()))),
             },
@@ -363,7 +379,7 @@ impl ScalarUDFImpl for CheckedArithmetic {
                 Arithmetic::Multiply => numeric::mul(&left, &right),
             }
             .map_err(DataFusionError::from)
-            .and_then(|result| self.in_precision(result)),
+            .and_then(|result| in_precision(result, overflow)),
         };
         result.map(ColumnarValue::Array)
     }
@@ -374,7 +390,14 @@ impl CheckedArithmetic {
     /// result's scale rounding half up, as Spark's `Decimal` arithmetic: a value past the
     /// result's precision fails with NUMERIC_VALUE_OUT_OF_RANGE, or is NULL for the `try_`
     /// functions. Arrow's kernels would first rescale an operand in 128 bits, and fail there.
-    fn decimal(&self, left: &ArrayRef, right: &ArrayRef, precision: u8, scale: i8) -> Result<ArrayRef> {
+    fn decimal(
+        &self,
+        left: &ArrayRef,
+        right: &ArrayRef,
+        precision: u8,
+        scale: i8,
+        overflow: OnOverflow,
+    ) -> Result<ArrayRef> {
         let (DataType::Decimal128(_, left_scale), DataType::Decimal128(_, right_scale)) =
             (left.data_type(), right.data_type())
         else {
@@ -399,9 +422,9 @@ impl CheckedArithmetic {
             .map(|(a, b)| {
                 let (Some(a), Some(b)) = (a, b) else { return Ok(None) };
                 let value = exact(a, b);
-                match (bound.check(value), self.overflow) {
+                match (bound.check(value), overflow) {
                     (Ok(()), _) => Ok(Some(value.as_i128())),
-                    (Err(_), OnOverflow::Null) => Ok(None),
+                    (Err(_), OnOverflow::Null | OnOverflow::Wrap) => Ok(None),
                     (Err(e), OnOverflow::Fail) => Err(DataFusionError::External(Box::new(e))),
                 }
             })
@@ -409,33 +432,26 @@ impl CheckedArithmetic {
         Ok(Arc::new(values.with_precision_and_scale(precision, scale)?))
     }
 
-    /// A DECIMAL `result` whose values all fit its precision; where one does not, Spark's
-    /// NUMERIC_VALUE_OUT_OF_RANGE, or NULL in its place for the `try_` functions.
-    fn in_precision(&self, result: ArrayRef) -> Result<ArrayRef> {
-        let DataType::Decimal128(precision, scale) = *result.data_type() else { return Ok(result) };
-        let bound = DecimalBound::of(precision, scale);
-        let decimals = result.as_primitive::<Decimal128Type>();
-        let fits = |v: i128| bound.check(i256::from_i128(v));
-        match self.overflow {
-            OnOverflow::Fail => {
-                for v in decimals.iter().flatten() {
-                    fits(v).map_err(|e| DataFusionError::External(Box::new(e)))?;
-                }
-                Ok(result)
-            }
-            OnOverflow::Null => {
-                let kept: Decimal128Array = decimals.iter().map(|v| v.filter(|v| fits(*v).is_ok())).collect();
-                Ok(Arc::new(kept.with_precision_and_scale(precision, scale)?))
-            }
-        }
+    /// Integers added, subtracted or multiplied as Java's operators do, wrapping around.
+    fn wrapping(&self, left: &ArrayRef, right: &ArrayRef) -> Result<ArrayRef> {
+        Ok(match self.arithmetic {
+            Arithmetic::Add => numeric::add_wrapping(left, right),
+            Arithmetic::Subtract => numeric::sub_wrapping(left, right),
+            Arithmetic::Multiply => numeric::mul_wrapping(left, right),
+        }?)
     }
 
-    fn integral<T: ArrowPrimitiveType>(&self, left: &ArrayRef, right: &ArrayRef) -> Result<ArrayRef> {
+    fn integral<T: ArrowPrimitiveType>(
+        &self,
+        left: &ArrayRef,
+        right: &ArrayRef,
+        overflow: OnOverflow,
+    ) -> Result<ArrayRef> {
         let (left, right) = (left.as_primitive::<T>(), right.as_primitive::<T>());
         let arithmetic = self.arithmetic;
         let pairs = || left.iter().zip(right.iter());
-        match self.overflow {
-            OnOverflow::Null => {
+        match overflow {
+            OnOverflow::Null | OnOverflow::Wrap => {
                 let result: PrimitiveArray<T> = pairs().map(|(a, b)| arithmetic.checked(a?, b?)).collect();
                 Ok(Arc::new(result))
             }
@@ -476,6 +492,27 @@ impl CheckedArithmetic {
             )
         };
         SqlError::new("22003", message)
+    }
+}
+
+/// A DECIMAL `result` whose values all fit its precision; where one does not, Spark's
+/// NUMERIC_VALUE_OUT_OF_RANGE, or NULL in its place for the `try_` functions and legacy mode.
+fn in_precision(result: ArrayRef, overflow: OnOverflow) -> Result<ArrayRef> {
+    let DataType::Decimal128(precision, scale) = *result.data_type() else { return Ok(result) };
+    let bound = DecimalBound::of(precision, scale);
+    let decimals = result.as_primitive::<Decimal128Type>();
+    let fits = |v: i128| bound.check(i256::from_i128(v));
+    match overflow {
+        OnOverflow::Fail => {
+            for v in decimals.iter().flatten() {
+                fits(v).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            }
+            Ok(result)
+        }
+        OnOverflow::Null | OnOverflow::Wrap => {
+            let kept: Decimal128Array = decimals.iter().map(|v| v.filter(|v| fits(*v).is_ok())).collect();
+            Ok(Arc::new(kept.with_precision_and_scale(precision, scale)?))
+        }
     }
 }
 

@@ -8,7 +8,8 @@
 //! DECIMAL(1, 0)), as Spark's `DecimalPrecision` takes them (where we differ: so does an
 //! integer literal cast to INT, which Spark takes as an INT). A zero divisor fails with
 //! DIVIDE_BY_ZERO (22012), and a quotient past its precision with NUMERIC_VALUE_OUT_OF_RANGE
-//! (22003), as under ANSI mode. [`Division`](super::division) calls it for `/`.
+//! (22003), as under ANSI mode; under legacy mode (`spark.sql.ansi.enabled = false`) both are
+//! NULL. [`Division`](super::division) calls it for `/`.
 
 use std::sync::{Arc, LazyLock};
 
@@ -20,6 +21,7 @@ use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use crate::config::EvalMode;
 use crate::error::SqlError;
 
 /// The function a DECIMAL `/` becomes.
@@ -158,6 +160,7 @@ impl ScalarUDFImpl for DecimalDivide {
         // a / 10^s1 divided by b / 10^s2, at scale s: a * 10^(s - s1 + s2) / b.
         let shift = i32::from(scale) - i32::from(*s1) + i32::from(*s2);
         let bound = DecimalBound::of(precision, scale);
+        let legacy = EvalMode::of(&args.config_options) == EvalMode::Legacy;
         let mut quotients = Vec::with_capacity(dividends.len());
         for (a, b) in dividends.iter().zip(divisors.iter()) {
             let (Some(a), Some(b)) = (a, b) else {
@@ -165,11 +168,18 @@ impl ScalarUDFImpl for DecimalDivide {
                 continue;
             };
             if b == 0 {
-                return Err(SqlError::divide_by_zero().into());
+                match legacy {
+                    true => quotients.push(None),
+                    false => return Err(SqlError::divide_by_zero().into()),
+                }
+                continue;
             }
             let quotient = divide_half_up(a, b, shift);
-            bound.check(quotient).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            quotients.push(Some(quotient.as_i128()));
+            match bound.check(quotient) {
+                Ok(()) => quotients.push(Some(quotient.as_i128())),
+                Err(_) if legacy => quotients.push(None),
+                Err(e) => return Err(DataFusionError::External(Box::new(e))),
+            }
         }
         let array = Decimal128Array::from(quotients).with_precision_and_scale(precision, scale)?;
         Ok(ColumnarValue::Array(Arc::new(array)))

@@ -31,6 +31,7 @@ use super::division::fractional_division;
 use super::expression_rule::is_comparison;
 use super::expression_rule::rewrite_expressions;
 use super::widen_set_operation_types::{is_set_operation, project_cast};
+use crate::config::EvalMode;
 
 #[derive(Debug, Default)]
 pub struct DecimalPrecision;
@@ -44,9 +45,10 @@ impl AnalyzerRule for DecimalPrecision {
     /// Spark's division here, bottom up, so that a quotient is typed as Spark's before the
     /// expression holding it meets another type. The set operations' columns come last, from
     /// those types.
-    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+    fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
+        let mode = EvalMode::of(options);
         let plan = rewrite_expressions(plan, |expr, schema| {
-            doubles_over_decimals(expr, schema)?.transform_data(|expr| fractional_division(expr, schema))
+            doubles_over_decimals(expr, schema)?.transform_data(|expr| fractional_division(expr, schema, mode))
         })?;
         Ok(plan.transform_up_with_subqueries(doubles_over_decimal_columns)?.data)
     }

@@ -6,18 +6,20 @@
 //! DOUBLE divided by zero (or -0.0) fails with DIVIDE_BY_ZERO (22012) instead of giving an
 //! infinity or NaN; a NULL dividend gives NULL, whatever the divisor. DECIMALs divide as
 //! Spark's do: [`decimal_division`](super::decimal_division). A FLOAT or DOUBLE `%` by zero
-//! fails with REMAINDER_BY_ZERO (22012), as an integer's does, where DataFusion gives NaN. Where
-//! we differ: there is no legacy mode (`ansi.enabled = false`, where Spark gives NULL for a
-//! zero divisor). Runs before DataFusion's type coercion, in the pass of
+//! fails with REMAINDER_BY_ZERO (22012), as an integer's does, where DataFusion gives NaN.
+//! Under legacy mode (`spark.sql.ansi.enabled = false`) a zero divisor gives NULL instead, for
+//! every type: the functions read the mode when they run, and an integer or DECIMAL `%`, which
+//! stays DataFusion's operator, takes its divisor through [`null_where_zero`]'s function.
+//! Runs before DataFusion's type coercion, in the pass of
 //! [`DecimalPrecision`](super::decimal_precision) over each expression, bottom up: after it has
 //! made a DECIMAL divided by a DOUBLE two DOUBLEs, and before the expression holding the
 //! quotient is typed.
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::kernels::numeric::{div, rem};
+use datafusion::arrow::compute::{cast, nullif};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::DFSchema;
@@ -29,7 +31,9 @@ use datafusion::logical_expr::{
 };
 
 use super::decimal_division::decimal_division;
+use crate::config::EvalMode;
 use crate::error::SqlError;
+use crate::exec::columnar::shaped_like;
 
 /// The function `/` becomes over DOUBLE operands.
 pub const ANSI_DIVIDE: &str = "ansi_divide";
@@ -37,11 +41,11 @@ pub const ANSI_DIVIDE: &str = "ansi_divide";
 /// The function `%` becomes over FLOAT and DOUBLE operands.
 pub const ANSI_REMAINDER: &str = "ansi_remainder";
 
-/// `/` and `%` as Spark's, once their operands have Spark's types.
-pub(super) fn fractional_division(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+/// `/` and `%` as Spark's in `mode`, once their operands have Spark's types.
+pub(super) fn fractional_division(expr: Expr, schema: &DFSchema, mode: EvalMode) -> Result<Transformed<Expr>> {
     let expr = match expr {
         Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right }) => {
-            return fractional_remainder(left, right, schema);
+            return fractional_remainder(left, right, schema, mode);
         }
         expr => expr,
     };
@@ -64,8 +68,13 @@ pub(super) fn fractional_division(expr: Expr, schema: &DFSchema) -> Result<Trans
 
 /// `left % right` checked for a zero divisor when either is a FLOAT or DOUBLE (and the other an
 /// integer or float): both are taken as the wider of the two float types, as Spark's coercion
-/// takes them.
-fn fractional_remainder(left: Box<Expr>, right: Box<Expr>, schema: &DFSchema) -> Result<Transformed<Expr>> {
+/// takes them. Under legacy mode, an integer or DECIMAL divisor is NULL where it is zero.
+fn fractional_remainder(
+    left: Box<Expr>,
+    right: Box<Expr>,
+    schema: &DFSchema,
+    mode: EvalMode,
+) -> Result<Transformed<Expr>> {
     let unchanged =
         |left, right| Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right })));
     let (Ok(left_type), Ok(right_type)) = (left.get_type(schema), right.get_type(schema)) else {
@@ -73,6 +82,10 @@ fn fractional_remainder(left: Box<Expr>, right: Box<Expr>, schema: &DFSchema) ->
     };
     let float_pair = left_type.is_floating() || right_type.is_floating();
     let numbers = [&left_type, &right_type].iter().all(|t| t.is_integer() || t.is_floating() || t.is_null());
+    if !float_pair && mode == EvalMode::Legacy && right_type.is_numeric() {
+        let right = Box::new(NULL_WHERE_ZERO_UDF.call(vec![*right]));
+        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right })));
+    }
     if !float_pair || !numbers {
         return unchanged(left, right);
     }
@@ -113,6 +126,9 @@ impl ScalarUDFImpl for AnsiRemainder {
         let [dividend, divisor]: [ArrayRef; 2] = ColumnarValue::values_to_arrays(&args.args)?
             .try_into()
             .map_err(|_| DataFusionError::Internal(format!("{ANSI_REMAINDER} takes two arguments")))?;
+        if EvalMode::of(&args.config_options) == EvalMode::Legacy {
+            return Ok(ColumnarValue::Array(rem(&dividend, &null_where_zero(&divisor)?)?));
+        }
         let divisors = cast(&divisor, &DataType::Float64)?;
         let divisors = divisors.as_primitive::<Float64Type>();
         let zero_divisor =
@@ -124,6 +140,47 @@ impl ScalarUDFImpl for AnsiRemainder {
             ).into());
         }
         Ok(ColumnarValue::Array(rem(&dividend, &divisor)?))
+    }
+}
+
+/// `divisors` with NULL where one is zero (or -0.0): what Spark's legacy mode divides by.
+pub fn null_where_zero(divisors: &ArrayRef) -> Result<ArrayRef> {
+    let doubles = cast(divisors, &DataType::Float64)?;
+    let zero: BooleanArray = doubles.as_primitive::<Float64Type>().iter().map(|d| Some(d == Some(0.0))).collect();
+    Ok(nullif(divisors, &zero)?)
+}
+
+/// The function an integer or DECIMAL divisor of `%` is taken through under legacy mode.
+const NULL_WHERE_ZERO: &str = "null_where_zero";
+
+static NULL_WHERE_ZERO_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
+    Arc::new(ScalarUDF::new_from_impl(NullWhereZero { signature: Signature::any(1, Volatility::Immutable) }))
+});
+
+/// A number, or NULL where it is zero.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct NullWhereZero {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for NullWhereZero {
+    fn name(&self) -> &str {
+        NULL_WHERE_ZERO
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [divisor] = ColumnarValue::values_to_arrays(&args.args)?
+            .try_into()
+            .map_err(|_| DataFusionError::Internal(format!("{NULL_WHERE_ZERO} takes one argument")))?;
+        shaped_like(&args.args[0], null_where_zero(&divisor)?)
     }
 }
 
@@ -157,6 +214,9 @@ impl ScalarUDFImpl for AnsiDivide {
         let [dividend, divisor]: [ArrayRef; 2] = ColumnarValue::values_to_arrays(&args.args)?
             .try_into()
             .map_err(|_| DataFusionError::Internal(format!("{ANSI_DIVIDE} takes two arguments")))?;
+        if EvalMode::of(&args.config_options) == EvalMode::Legacy {
+            return Ok(ColumnarValue::Array(div(&dividend, &null_where_zero(&divisor)?)?));
+        }
         let (dividends, divisors) = (dividend.as_primitive::<Float64Type>(), divisor.as_primitive::<Float64Type>());
         let zero_divisor =
             (0..dividends.len()).any(|i| dividends.is_valid(i) && divisors.is_valid(i) && divisors.value(i) == 0.0);

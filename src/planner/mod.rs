@@ -39,6 +39,7 @@ pub mod rewrite_distinct_aggregates;
 pub mod rewrite_except_intersect_all;
 pub mod scan_lineage;
 pub mod single_distinct_aggregate;
+pub mod legacy_casts;
 pub mod spark_casts;
 pub mod statistics;
 pub mod table_provider;

@@ -18,6 +18,10 @@
 //! - a DATE cast to a number or back, and a DATE or TIMESTAMP cast to BOOLEAN or back, are
 //!   refused (`42K09`), `try_cast` too, where Arrow gives the days since 1970 or a BOOLEAN.
 //!
+//! Under legacy mode (`spark.sql.ansi.enabled = false`) a cast that fails gives NULL, as
+//! `try_cast` does, except a cast to an integer type, which converts as Java does
+//! ([`legacy_casts`](super::legacy_casts)).
+//!
 //! Runs after DataFusion's type coercion, which has made implicit conversions casts too: those
 //! are Spark's casts as well. A TIMESTAMP past a BIGINT's seconds, or seconds past a
 //! TIMESTAMP's range, fail with `22003` (NULL in `try_cast`).
@@ -43,6 +47,8 @@ use datafusion::optimizer::AnalyzerRule;
 
 use super::cast_from_string::cast_from_string;
 use super::expression_rule::rewrite_expressions;
+use super::legacy_casts::{is_legacy_integral_cast, legacy_integral_cast, never_fails};
+use crate::config::EvalMode;
 use crate::error::{SqlError, cast_type_mismatch};
 use crate::exec::columnar::{input_column, shaped_like};
 
@@ -56,18 +62,24 @@ impl AnalyzerRule for SparkCasts {
         "spark_casts"
     }
 
-    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
-        rewrite_expressions(plan, spark_cast)
+    fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
+        let mode = EvalMode::of(options);
+        rewrite_expressions(plan, |expr, schema| spark_cast(expr, schema, mode))
     }
 }
 
-fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+fn spark_cast(expr: Expr, schema: &DFSchema, mode: EvalMode) -> Result<Transformed<Expr>> {
     let (operand, to, tolerant) = match &expr {
         Expr::Cast(Cast { expr, field }) => (expr.as_ref(), field.data_type().clone(), false),
         Expr::TryCast(TryCast { expr, field }) => (expr.as_ref(), field.data_type().clone(), true),
         _ => return Ok(Transformed::no(expr)),
     };
     let Ok(from) = operand.get_type(schema) else { return Ok(Transformed::no(expr)) };
+    let legacy = mode == EvalMode::Legacy && !tolerant && !never_fails(&from, &to);
+    if legacy && is_legacy_integral_cast(&from, &to) {
+        return Ok(Transformed::yes(legacy_integral_cast(operand.clone(), &to)?));
+    }
+    let tolerant = tolerant || legacy;
     let recast = |value: Expr, to: DataType| match tolerant {
         true => Expr::TryCast(TryCast::new(Box::new(value), to)),
         false => Expr::Cast(Cast::new(Box::new(value), to)),
@@ -116,6 +128,7 @@ fn spark_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
             let mismatch = cast_type_mismatch(subclass, &f.to_string(), &t.to_string());
             return Err(DataFusionError::External(Box::new(mismatch)));
         }
+        _ if legacy => Expr::TryCast(TryCast::new(Box::new(operand.clone()), to)),
         _ => return Ok(Transformed::no(expr)),
     }))
 }

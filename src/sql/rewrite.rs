@@ -58,8 +58,10 @@ use datafusion::sql::sqlparser::parser::Parser;
 
 use super::functions::datetime_pattern::chrono_format;
 use super::functions::element_at::SUBSCRIPT;
+use crate::config::EvalMode;
 
-pub fn rewrite(statement: &mut Statement) {
+/// `statement` as DataFusion must read it to answer as Spark does in `mode`.
+pub fn rewrite(statement: &mut Statement, mode: EvalMode) {
     match statement {
         Statement::Query(query) => name_select_items(query),
         Statement::Insert(insert) => insert.source.iter_mut().for_each(|q| {
@@ -71,7 +73,7 @@ pub fn rewrite(statement: &mut Statement) {
     let _ = statement.visit(&mut SortAboveCastGroupKeys);
     let _ = statement.visit(&mut NarrowIntegerLiterals);
     let _ = statement.visit(&mut IntRankingFunctions);
-    let _ = statement.visit(&mut SparkOperators);
+    let _ = statement.visit(&mut SparkOperators { mode });
     let _ = statement.visit(&mut ExponentLiteralsAreDouble);
     let _ = statement.visit(&mut LocalTimestamps);
 }
@@ -180,7 +182,9 @@ impl VisitorMut for ExponentLiteralsAreDouble {
 }
 
 /// Spark's operators DataFusion has no plan for.
-struct SparkOperators;
+struct SparkOperators {
+    mode: EvalMode,
+}
 
 impl VisitorMut for SparkOperators {
     type Break = ();
@@ -238,11 +242,15 @@ impl VisitorMut for SparkOperators {
                     }
                 }
             }
-            // Spark's `size` of NULL is NULL under ANSI mode (datafusion-spark's is -1).
+            // Spark's `size` of NULL is NULL under ANSI mode (datafusion-spark's is -1, as
+            // Spark's is under legacy mode).
             Expr::Function(function) if is_function(function, "size") || is_function(function, "cardinality") => {
                 if let Some(collection) = single_argument(function) {
                     let call = function_call("size", vec![collection.clone()]);
-                    *expr = case_when(Expr::IsNotNull(Box::new(collection)), call, None);
+                    *expr = match self.mode {
+                        EvalMode::Ansi => case_when(Expr::IsNotNull(Box::new(collection)), call, None),
+                        EvalMode::Legacy => call,
+                    };
                 }
             }
             // Spark's replaces every match; DataFusion's only the first, unless told `g`.
@@ -798,7 +806,7 @@ mod tests {
 
     fn rewritten(sql: &str) -> String {
         let mut statement = parse_one(sql);
-        rewrite(&mut statement);
+        rewrite(&mut statement, EvalMode::Ansi);
         statement.to_string()
     }
 

@@ -27,7 +27,7 @@ use super::{
     tuple_in_subquery,
 };
 use crate::catalog::metastore::DEFAULT_SCHEMA;
-use crate::config::{self, Isolation, SparkConf};
+use crate::config::{self, EvalMode, Isolation, SparkConf};
 use crate::error::SqlError;
 use crate::explain::LogicalStages;
 use crate::planner::table_provider::{CATALOG_NAME, MetastoreCatalog};
@@ -141,13 +141,14 @@ impl Session {
     /// a logical plan, with our analyzer and optimizer rules.
     pub(crate) async fn plan(&self, stmt: &Statement) -> Result<LogicalPlan, SqlError> {
         self.install_spark_conf();
+        let mode = self.spark_conf().eval_mode();
         let mut stmt = stmt.clone();
         let state = self.ctx.state();
         let plan = interrupt::off_workers(async move {
             grouping_limits::check(&stmt)?;
             pg_catalog::rewrite::rewrite(&mut stmt);
             generators::rewrite(&mut stmt)?;
-            rewrite::rewrite(&mut stmt);
+            rewrite::rewrite(&mut stmt, mode);
             grouping_functions::rewrite(&mut stmt);
             tuple_in_subquery::rewrite(&mut stmt);
             outer_join_using::rewrite(&mut stmt);
@@ -222,7 +223,14 @@ impl Session {
     /// The session's Spark settings, where scans and the planner read them.
     pub(crate) fn install_spark_conf(&self) {
         let conf = self.spark_conf();
-        self.ctx.state_ref().write().config_mut().set_extension(Arc::new(conf));
+        let mode = conf.eval_mode();
+        if EvalMode::of(self.ctx.state_ref().read().config().options()) != mode {
+            functions::register_eval_mode(&self.ctx, mode);
+        }
+        let state = self.ctx.state_ref();
+        let mut state = state.write();
+        state.config_mut().options_mut().extensions.insert(conf.expression_settings());
+        state.config_mut().set_extension(Arc::new(conf));
     }
 
     /// Sets `name` (case-insensitive) to `value`, checked first where it is one of Spark's

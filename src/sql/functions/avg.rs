@@ -3,7 +3,9 @@
 //! count rounded half up, where Spark's `avg` of `datafusion-spark` (which the session has)
 //! makes every input a DOUBLE. Other inputs go to that `avg`. The partial state is Spark's: the
 //! total as `decimal(min(38, p + 10), s)` and the count. A total past 38 digits fails with
-//! NUMERIC_VALUE_OUT_OF_RANGE (22003); rows leaving a sliding window frame are taken back out.
+//! NUMERIC_VALUE_OUT_OF_RANGE (22003), and so does an average past its type's precision (NULL
+//! under legacy mode, `spark.sql.ansi.enabled = false`); rows leaving a sliding window frame
+//! are taken back out.
 //! A sliding frame of DOUBLEs, which that `avg` cannot take, is averaged as `frame_doubles`
 //! says. `avg(DISTINCT …)`, which that `avg` refuses, is DataFusion's own, which averages a
 //! DECIMAL's distinct values as Spark does.
@@ -23,8 +25,9 @@ use datafusion::logical_expr::{
 };
 
 use super::frame_doubles::{FrameDoubles, FrameResult};
+use crate::config::EvalMode;
 use crate::error::SqlError;
-use crate::planner::decimal_division::divide_half_up;
+use crate::planner::decimal_division::{DecimalBound, divide_half_up};
 
 const MAX_PRECISION: u8 = 38;
 
@@ -35,22 +38,29 @@ pub struct SparkAvg {
     /// DataFusion's own `avg`, which averages distinct values, where the inner one cannot.
     distinct: AggregateUDF,
     signature: Signature,
+    mode: EvalMode,
 }
 
-pub fn spark_avg(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
-    Some(AggregateUDF::new_from_impl(SparkAvg {
-        inner: inner?.as_ref().clone(),
+/// `avg` as Spark's in `mode`, over `datafusion-spark`'s.
+pub fn spark_avg(mode: EvalMode) -> AggregateUDF {
+    AggregateUDF::new_from_impl(SparkAvg {
+        inner: datafusion_spark::function::aggregate::avg().as_ref().clone(),
         distinct: avg_udaf().as_ref().clone(),
         signature: Signature::user_defined(Volatility::Immutable),
-    }))
+        mode,
+    })
 }
 
-/// How `avg` averages its input, when it averages it as a DECIMAL.
-fn decimal_input(args: &AccumulatorArgs) -> Result<Option<Averaging>> {
-    Ok(match args.exprs[0].data_type(args.schema)? {
-        DataType::Decimal128(precision, scale) if !args.is_distinct => Some(Averaging::of(precision, scale)),
-        _ => None,
-    })
+impl SparkAvg {
+    /// How `avg` averages its input, when it averages it as a DECIMAL.
+    fn decimal_input(&self, args: &AccumulatorArgs) -> Result<Option<Averaging>> {
+        Ok(match args.exprs[0].data_type(args.schema)? {
+            DataType::Decimal128(precision, scale) if !args.is_distinct => {
+                Some(Averaging { mode: self.mode, ..Averaging::of(precision, scale) })
+            }
+            _ => None,
+        })
+    }
 }
 
 impl AggregateUDFImpl for SparkAvg {
@@ -97,7 +107,7 @@ impl AggregateUDFImpl for SparkAvg {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        match decimal_input(&args)? {
+        match self.decimal_input(&args)? {
             Some(averaging) => Ok(Box::new(DecimalAverage { averaging, total: 0, count: 0 })),
             None if args.is_distinct => self.distinct.accumulator(args),
             None => self.inner.accumulator(args),
@@ -109,14 +119,14 @@ impl AggregateUDFImpl for SparkAvg {
     }
 
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        match decimal_input(&args)? {
+        match self.decimal_input(&args)? {
             Some(averaging) => Ok(Box::new(DecimalAverages { averaging, totals: Vec::new(), counts: Vec::new() })),
             None => self.inner.create_groups_accumulator(args),
         }
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        match decimal_input(&args)? {
+        match self.decimal_input(&args)? {
             Some(_) => self.accumulator(args),
             // The inner `avg` cannot take rows back out of a frame.
             None => Ok(Box::new(FrameDoubles::new(FrameResult::Average))),
@@ -135,6 +145,8 @@ struct Averaging {
     total_precision: u8,
     precision: u8,
     scale: i8,
+    /// What an average past its precision gives: an error, or NULL.
+    mode: EvalMode,
 }
 
 impl Averaging {
@@ -143,7 +155,7 @@ impl Averaging {
     fn of(input_precision: u8, input_scale: i8) -> Self {
         let widen = |by: u8| (input_precision + by).min(MAX_PRECISION);
         let scale = (input_scale + 4).min(MAX_PRECISION as i8);
-        Averaging { input_scale, total_precision: widen(10), precision: widen(4), scale }
+        Averaging { input_scale, total_precision: widen(10), precision: widen(4), scale, mode: EvalMode::Ansi }
     }
 
     fn average_type(&self) -> DataType {
@@ -154,10 +166,16 @@ impl Averaging {
         DataType::Decimal128(self.total_precision, self.input_scale)
     }
 
-    fn average(&self, total: i128, count: i64) -> Option<i128> {
-        (count > 0).then(|| {
-            divide_half_up(total, i128::from(count), i32::from(self.scale) - i32::from(self.input_scale)).as_i128()
-        })
+    fn average(&self, total: i128, count: i64) -> Result<Option<i128>> {
+        if count <= 0 {
+            return Ok(None);
+        }
+        let average = divide_half_up(total, i128::from(count), i32::from(self.scale) - i32::from(self.input_scale));
+        match (DecimalBound::of(self.precision, self.scale).check(average), self.mode) {
+            (Ok(()), _) => Ok(Some(average.as_i128())),
+            (Err(_), EvalMode::Legacy) => Ok(None),
+            (Err(e), EvalMode::Ansi) => Err(DataFusionError::External(Box::new(e))),
+        }
     }
 
     fn totals(&self, totals: Decimal128Array) -> Result<Decimal128Array> {
@@ -222,7 +240,7 @@ impl Accumulator for DecimalAverage {
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let Averaging { precision, scale, .. } = self.averaging;
-        Ok(ScalarValue::Decimal128(self.averaging.average(self.total, self.count), precision, scale))
+        Ok(ScalarValue::Decimal128(self.averaging.average(self.total, self.count)?, precision, scale))
     }
 
     fn size(&self) -> usize {
@@ -280,8 +298,11 @@ impl GroupsAccumulator for DecimalAverages {
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let (totals, counts) = (emit_to.take_needed(&mut self.totals), emit_to.take_needed(&mut self.counts));
-        let averages: Decimal128Array =
-            totals.into_iter().zip(counts).map(|(total, count)| self.averaging.average(total, count)).collect();
+        let averages = totals
+            .into_iter()
+            .zip(counts)
+            .map(|(total, count)| self.averaging.average(total, count))
+            .collect::<Result<Decimal128Array>>()?;
         let Averaging { precision, scale, .. } = self.averaging;
         Ok(Arc::new(averages.with_precision_and_scale(precision, scale)?))
     }

@@ -1,7 +1,8 @@
 //! Spark's `ceil` and `floor` of a FLOAT or DOUBLE under ANSI mode: a BIGINT, NaN giving 0 (as
 //! Java's conversion gives), and ARITHMETIC_OVERFLOW (22003) for an infinity or a value past
 //! BIGINT's range, where `datafusion-spark`'s saturates. Other inputs are that function's
-//! (integers as BIGINT, DECIMALs to scale 0).
+//! (integers as BIGINT, DECIMALs to scale 0), and so is everything under legacy mode
+//! (`spark.sql.ansi.enabled = false`), where Spark saturates too.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
 
 use super::overridden::{Invoke, overridden};
+use crate::config::EvalMode;
 use crate::error::SqlError;
 use crate::exec::columnar::shaped_like;
 
@@ -54,7 +56,7 @@ impl Invoke for Rounding {
         let [value] = ColumnarValue::values_to_arrays(&args.args)?
             .try_into()
             .map_err(|_| DataFusionError::Plan("ceil and floor take one argument".to_string()))?;
-        if !value.data_type().is_floating() {
+        if !value.data_type().is_floating() || EvalMode::of(&args.config_options) == EvalMode::Legacy {
             return inner.invoke_with_args(args);
         }
         let doubles = cast(&value, &DataType::Float64)?;

@@ -4,11 +4,14 @@
 //!   subscript and `get` count from 0.
 //! - Past the array's end, `element_at` fails with INVALID_ARRAY_INDEX_IN_ELEMENT_AT and the
 //!   subscript with INVALID_ARRAY_INDEX (22003), as under Spark's ANSI mode; index 0 of
-//!   `element_at` fails with INVALID_INDEX_OF_ZERO. `try_element_at` and `get` give NULL.
+//!   `element_at` fails with INVALID_INDEX_OF_ZERO. `try_element_at` and `get` give NULL, and
+//!   so do `element_at` and the subscript past the end under legacy mode
+//!   (`spark.sql.ansi.enabled = false`).
 //! - A map's missing key gives NULL.
 //!
 //! DataFusion's `element_at` and subscript count from 1 and give NULL past the end.
 
+use crate::config::EvalMode;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::take;
@@ -115,7 +118,10 @@ impl ScalarUDFImpl for ElementAccess {
         let nulls = container.logical_nulls();
         let picks = match &entries.keys {
             Some(keys) => map_entries(&entries.ranges, nulls.as_ref(), keys, key)?,
-            None => self.array_elements(&entries.ranges, nulls.as_ref(), key)?,
+            None => {
+                let past_end_fails = self.access.fails() && EvalMode::of(&args.config_options) == EvalMode::Ansi;
+                self.array_elements(&entries.ranges, nulls.as_ref(), key, past_end_fails)?
+            }
         };
         Ok(ColumnarValue::Array(take(entries.values.as_ref(), &UInt32Array::from(picks), None)?))
     }
@@ -128,6 +134,7 @@ impl ElementAccess {
         ranges: &[(usize, usize)],
         nulls: Option<&NullBuffer>,
         index: &ArrayRef,
+        past_end_fails: bool,
     ) -> Result<Vec<Option<u32>>> {
         let index = index.as_primitive::<Int32Type>();
         let mut picks = Vec::with_capacity(index.len());
@@ -150,7 +157,7 @@ impl ElementAccess {
             };
             match position.filter(|p| (0..len as i64).contains(p)) {
                 Some(p) => picks.push(Some(u32::try_from(start + p as usize).map_err(|_| too_large())?)),
-                None if self.access.fails() => return Err(self.out_of_bounds(i, len)),
+                None if past_end_fails => return Err(self.out_of_bounds(i, len)),
                 None => picks.push(None),
             }
         }

@@ -2,7 +2,8 @@
 //! toward zero, a BIGINT. Integral operands are read as BIGINT, so `-2147483648 div -1` is
 //! 2147483648; a DECIMAL operand makes it a decimal division whose quotient is truncated
 //! (`7.5 div 2` is 3); other types are refused, as Spark refuses `2.5D div 2`. Division by zero
-//! fails with 22012 and `-9223372036854775808L div -1` with 22003, as under Spark's ANSI mode.
+//! fails with 22012 and `-9223372036854775808L div -1` with 22003, as under Spark's ANSI mode;
+//! under legacy mode (`spark.sql.ansi.enabled = false`) they are NULL and a wrapped quotient.
 //! A decimal quotient past BIGINT's range wraps around, as Spark's does.
 
 use std::sync::Arc;
@@ -11,11 +12,14 @@ use datafusion::arrow::array::{ArrayRef, AsArray, Int64Array};
 use datafusion::arrow::compute::kernels::arity::try_binary;
 use datafusion::arrow::compute::kernels::numeric::div;
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
-use datafusion::arrow::datatypes::{DataType, Decimal128Type, i256};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Int64Type, i256};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+
+use crate::config::EvalMode;
+use crate::planner::division::null_where_zero;
 
 /// Integers meet a decimal as DECIMAL(20,0), which holds any BIGINT.
 const INTEGER_AS_DECIMAL: DataType = DataType::Decimal128(20, 0);
@@ -66,9 +70,16 @@ impl ScalarUDFImpl for IntegralDivide {
         let [left, right] = ColumnarValue::values_to_arrays(&args.args)?
             .try_into()
             .map_err(|_| datafusion::error::DataFusionError::Plan("div takes two arguments".to_string()))?;
+        let legacy = EvalMode::of(&args.config_options) == EvalMode::Legacy;
+        let right = if legacy { null_where_zero(&right)? } else { right };
         let truncated = match (left.data_type(), right.data_type()) {
             (DataType::Decimal128(_, left_scale), DataType::Decimal128(_, right_scale)) => {
                 decimal_quotients(&left, *left_scale, &right, *right_scale)?
+            }
+            _ if legacy => {
+                let (dividends, divisors) = (left.as_primitive::<Int64Type>(), right.as_primitive::<Int64Type>());
+                let quotients = dividends.iter().zip(divisors.iter()).map(|(a, b)| Some(a?.wrapping_div(b?)));
+                Arc::new(quotients.collect::<Int64Array>())
             }
             // Checked: a zero divisor and `i64::MIN div -1` are errors, not wrapped or NULL.
             _ => {

@@ -45,8 +45,16 @@ use std::sync::Arc;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
+use crate::config::EvalMode;
 use crate::planner::ansi_arithmetic::Arithmetic;
 use crate::planner::generate::GeneratorRelations;
+
+/// The functions whose answers follow `spark.sql.ansi.enabled` and are chosen when a
+/// statement is planned (aggregates read no settings when they run): `sum` and `avg`.
+pub fn register_eval_mode(ctx: &SessionContext, mode: EvalMode) {
+    ctx.register_udaf(sum::spark_sum(mode));
+    ctx.register_udaf(avg::spark_avg(mode));
+}
 
 pub fn register(ctx: &mut SessionContext) -> Result<()> {
     datafusion_spark::register_all(ctx)?;
@@ -102,15 +110,8 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
         ctx.register_udf(initcap);
     }
     let aggregate = |name: &str| state.aggregate_functions().get(name).cloned();
-    if let Some(sum) = sum::spark_sum(aggregate("sum")) {
-        ctx.register_udaf(sum);
-    }
-    if let Some(try_sum) = sum::spark_try_sum(aggregate("sum")) {
-        ctx.register_udaf(try_sum);
-    }
-    if let Some(avg) = avg::spark_avg(aggregate("avg")) {
-        ctx.register_udaf(avg);
-    }
+    register_eval_mode(ctx, EvalMode::Ansi);
+    ctx.register_udaf(sum::spark_try_sum());
     for extremum in ["max", "min"] {
         if let Some(extremum) = max_min::spark_extremum(aggregate(extremum)) {
             ctx.register_udaf(extremum);

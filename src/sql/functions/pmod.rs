@@ -1,6 +1,7 @@
 //! Spark's `pmod(a, b)` under ANSI mode (`Pmod` in `arithmetic.scala`): a zero `b` fails with
 //! REMAINDER_BY_ZERO (`22012`), for DOUBLEs too, unless `a` is NULL, where the `pmod` of `datafusion-spark` gives
-//! NULL. Otherwise that `pmod` answers.
+//! NULL. Otherwise, and under legacy mode (`spark.sql.ansi.enabled = false`, where a zero `b`
+//! gives NULL), that `pmod` answers.
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
 
 use super::overridden::{Invoke, overridden};
+use crate::config::EvalMode;
 use crate::error::SqlError;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -23,6 +25,9 @@ pub fn spark_pmod(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>) -> Option<Sca
 
 impl Invoke for ZeroDivisorFails {
     fn invoke(&self, inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if EvalMode::of(&args.config_options) == EvalMode::Legacy {
+            return inner.invoke_with_args(args);
+        }
         // Columns of one length: a scalar beside a column is repeated, two scalars are one row.
         if let Ok([dividends, divisors]) = <[_; 2]>::try_from(ColumnarValue::values_to_arrays(&args.args)?) {
             let divisors = cast(&divisors, &DataType::Float64)?;

@@ -8,6 +8,8 @@
 //!   returns more digits than its type declares. A partial total past 128 bits fails as
 //!   ARITHMETIC_OVERFLOW, a result past its precision as NUMERIC_VALUE_OUT_OF_RANGE, as Spark's.
 //! - `try_sum` gives NULL where `sum` fails.
+//! - Under legacy mode (`spark.sql.ansi.enabled = false`), a BIGINT total wraps around, as
+//!   Java's `+` does, and a DECIMAL one that does not fit is NULL, as in Spark.
 //!
 //! Other types (DOUBLE totals) are DataFusion's `sum`, but over a sliding window frame as
 //! `frame_doubles` says. Its name, types and state are kept, so a query plans exactly as before.
@@ -21,6 +23,7 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal12
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type, i256};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::{AggregateOrderSensitivity, format_state_name};
 use datafusion::logical_expr::{
@@ -28,6 +31,7 @@ use datafusion::logical_expr::{
 };
 
 use super::frame_doubles::{FrameDoubles, FrameResult};
+use crate::config::EvalMode;
 use crate::error::SqlError;
 use crate::planner::decimal_division::DecimalBound;
 
@@ -47,19 +51,33 @@ enum OnOverflow {
     Fail,
     /// Spark's `try_sum`: NULL.
     Null,
+    /// Spark's `sum` under legacy mode: a BIGINT wraps around, a DECIMAL is NULL.
+    Wrap,
 }
 
-/// `sum` as Spark's, over the session's DataFusion `sum`.
-pub fn spark_sum(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
-    let inner = inner?.as_ref().clone();
+impl OnOverflow {
+    /// Whether the partial state says that a total overflowed (NULL alone cannot tell it from
+    /// no rows).
+    fn tracked(self) -> bool {
+        self != OnOverflow::Fail
+    }
+}
+
+/// `sum` as Spark's in `mode`, over DataFusion's `sum`.
+pub fn spark_sum(mode: EvalMode) -> AggregateUDF {
+    let inner = sum_udaf().as_ref().clone();
     let name = inner.name().to_owned();
-    Some(AggregateUDF::new_from_impl(SparkSum { inner, name, on_overflow: OnOverflow::Fail }))
+    let on_overflow = match mode {
+        EvalMode::Ansi => OnOverflow::Fail,
+        EvalMode::Legacy => OnOverflow::Wrap,
+    };
+    AggregateUDF::new_from_impl(SparkSum { inner, name, on_overflow })
 }
 
 /// Spark's `try_sum`: `sum` with NULL for a total that does not fit.
-pub fn spark_try_sum(inner: Option<Arc<AggregateUDF>>) -> Option<AggregateUDF> {
-    let inner = inner?.as_ref().clone();
-    Some(AggregateUDF::new_from_impl(SparkSum { inner, name: "try_sum".into(), on_overflow: OnOverflow::Null }))
+pub fn spark_try_sum() -> AggregateUDF {
+    let inner = sum_udaf().as_ref().clone();
+    AggregateUDF::new_from_impl(SparkSum { inner, name: "try_sum".into(), on_overflow: OnOverflow::Null })
 }
 
 /// The totals this sum checks, and how.
@@ -87,13 +105,20 @@ impl Totals {
         }
     }
 
-    /// `total` after a step, unless the step leaves BIGINT's range.
-    fn step(self, total: i256, value: i256) -> Result<i256, SqlError> {
+    /// `total` after a step, unless the step leaves BIGINT's range (where it wraps around
+    /// under legacy mode).
+    fn step(self, total: i256, value: i256, on_overflow: OnOverflow) -> Result<i256, SqlError> {
         let total = total.wrapping_add(value);
-        match self {
-            Totals::Bigint => Self::in_bigint(total),
-            Totals::Decimal { .. } => Ok(total),
+        match (self, on_overflow) {
+            (Totals::Bigint, OnOverflow::Wrap) => Ok(Self::wrapped(total)),
+            (Totals::Bigint, _) => Self::in_bigint(total),
+            (Totals::Decimal { .. }, _) => Ok(total),
         }
+    }
+
+    /// A BIGINT total wrapped around into BIGINT's range, as Java's `long` addition leaves it.
+    fn wrapped(total: i256) -> i256 {
+        i256::from_i128(i128::from(total.as_i128() as i64))
     }
 
     fn in_bigint(total: i256) -> Result<i256, SqlError> {
@@ -110,8 +135,9 @@ impl Totals {
     /// it does not fit. As in Spark, whose partial total is a DECIMAL of 16 bytes: one past 128
     /// bits fails as an overflow of the sum, and a result past its precision as a value out of
     /// its type's range.
-    fn finish(self, total: i256, complete: bool) -> Result<i128, SqlError> {
+    fn finish(self, total: i256, complete: bool, on_overflow: OnOverflow) -> Result<i128, SqlError> {
         match self {
+            Totals::Bigint if on_overflow == OnOverflow::Wrap => Self::wrapped(total),
             Totals::Bigint => Self::in_bigint(total)?,
             Totals::Decimal { precision, scale } => {
                 let Some(total) = total.to_i128() else {
@@ -195,7 +221,7 @@ impl AggregateUDFImpl for SparkSum {
 
     fn aliases(&self) -> &[String] {
         match self.on_overflow {
-            OnOverflow::Fail => self.inner.aliases(),
+            OnOverflow::Fail | OnOverflow::Wrap => self.inner.aliases(),
             OnOverflow::Null => &[],
         }
     }
@@ -222,7 +248,7 @@ impl AggregateUDFImpl for SparkSum {
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        let tracks_overflow = self.on_overflow == OnOverflow::Null && !args.is_distinct;
+        let tracks_overflow = self.on_overflow.tracked() && !args.is_distinct;
         let overflow_field = self.overflow_field(args.name);
         let mut fields = self.inner.state_fields(args)?;
         if tracks_overflow {
@@ -300,7 +326,7 @@ impl Total {
                 self.total = self.total.wrapping_add(value);
                 continue;
             }
-            match self.totals.step(self.total, value) {
+            match self.totals.step(self.total, value, self.on_overflow) {
                 Ok(total) => self.total = total,
                 Err(error) if self.on_overflow == OnOverflow::Fail => return Err(external(error)),
                 Err(_) => self.overflowed = true,
@@ -315,10 +341,10 @@ impl Total {
         if self.count == 0 || self.overflowed {
             return Ok(None);
         }
-        match (self.totals.finish(self.total, complete), self.on_overflow) {
+        match (self.totals.finish(self.total, complete, self.on_overflow), self.on_overflow) {
             (Ok(total), _) => Ok(Some(total)),
             (Err(error), OnOverflow::Fail) => Err(external(error)),
-            (Err(_), OnOverflow::Null) => Ok(None),
+            (Err(_), OnOverflow::Null | OnOverflow::Wrap) => Ok(None),
         }
     }
 }
@@ -346,9 +372,9 @@ impl Accumulator for Total {
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
         let total = self.totals.scalar(self.result(false)?);
-        Ok(match self.on_overflow {
-            OnOverflow::Fail => vec![total],
-            OnOverflow::Null => vec![total, ScalarValue::Boolean(Some(self.overflowed))],
+        Ok(match self.on_overflow.tracked() {
+            false => vec![total],
+            true => vec![total, ScalarValue::Boolean(Some(self.overflowed))],
         })
     }
 
@@ -393,7 +419,7 @@ impl GroupTotals {
                 continue;
             }
             self.seen[group] = true;
-            match self.totals.step(self.sums[group], value) {
+            match self.totals.step(self.sums[group], value, self.on_overflow) {
                 Ok(total) => self.sums[group] = total,
                 Err(error) if self.on_overflow == OnOverflow::Fail => return Err(external(error)),
                 Err(_) => self.overflowed[group] = true,
@@ -414,10 +440,10 @@ impl GroupTotals {
                 totals.push(None);
                 continue;
             }
-            match (self.totals.finish(sum, complete), self.on_overflow) {
+            match (self.totals.finish(sum, complete, self.on_overflow), self.on_overflow) {
                 (Ok(total), _) => totals.push(Some(total)),
                 (Err(error), OnOverflow::Fail) => return Err(external(error)),
-                (Err(_), OnOverflow::Null) => {
+                (Err(_), OnOverflow::Null | OnOverflow::Wrap) => {
                     *overflowed = true;
                     totals.push(None);
                 }
@@ -454,7 +480,7 @@ impl GroupsAccumulator for GroupTotals {
         let kept = |row: usize| opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
         let totals = (0..column.len()).map(|row| column.get(row).filter(|_| kept(row)).map(|v| v.as_i128()));
         let mut state = vec![self.totals.array(totals.collect())?];
-        if self.on_overflow == OnOverflow::Null {
+        if self.on_overflow.tracked() {
             state.push(Arc::new(BooleanArray::from(vec![false; column.len()])));
         }
         Ok(state)
@@ -466,9 +492,9 @@ impl GroupsAccumulator for GroupTotals {
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
         let (totals, overflowed) = self.take(emit_to, false)?;
-        Ok(match self.on_overflow {
-            OnOverflow::Fail => vec![totals],
-            OnOverflow::Null => vec![totals, Arc::new(BooleanArray::from(overflowed))],
+        Ok(match self.on_overflow.tracked() {
+            false => vec![totals],
+            true => vec![totals, Arc::new(BooleanArray::from(overflowed))],
         })
     }
 
