@@ -68,9 +68,8 @@ spark_settings! {
     /// zero divisor, a cast that fails or a DECIMAL past its precision give NULL
     /// ([`EvalMode`]).
     ansi_enabled: bool = "spark.sql.ansi.enabled", "true", parse_bool;
-    /// Spark's default DECIMAL result types (past 38 digits, scale gives way) are the only ones
-    /// offered, for the same reason.
-    allow_precision_loss: bool = "spark.sql.decimalOperations.allowPrecisionLoss", "true", parse_allow_precision_loss;
+    /// How DECIMAL results of `+ - * /` are typed past 38 digits ([`PrecisionLoss`]).
+    allow_precision_loss: bool = "spark.sql.decimalOperations.allowPrecisionLoss", "true", parse_bool;
     /// `spark.sql.sources.partitionOverwriteMode=dynamic`: INSERT OVERWRITE replaces only
     /// the partitions it writes.
     dynamic_partition_overwrite: bool = "spark.sql.sources.partitionOverwriteMode", "static", parse_overwrite_mode;
@@ -183,18 +182,6 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, SqlError> {
         "true" => Ok(true),
         "false" => Ok(false),
         _ => Err(SqlError::invalid_parameter(format!("{key} should be boolean, but was {value}"))),
-    }
-}
-
-fn parse_allow_precision_loss(key: &str, value: &str) -> Result<bool, SqlError> {
-    only_true(key, value, "DECIMAL results that keep their scale", "DECIMAL results past 38 digits give up scale")
-}
-
-/// `true`, the one setting offered; `false` refused (0A000), naming what it would mean.
-fn only_true(key: &str, value: &str, legacy: &str, instead: &str) -> Result<bool, SqlError> {
-    match parse_bool(key, value)? {
-        true => Ok(true),
-        false => Err(SqlError::feature_not_supported(format!("{key} = false ({legacy}) is not supported; {instead}"))),
     }
 }
 
@@ -403,6 +390,7 @@ extensions_options! {
     /// analyzer rules and functions see those, not the session's [`SparkConf`].
     pub struct ExpressionSettings {
         pub ansi_enabled: bool, default = true
+        pub allow_precision_loss: bool, default = true
     }
 }
 
@@ -432,6 +420,29 @@ impl EvalMode {
     }
 }
 
+/// How Spark types a DECIMAL result of `+`, `-`, `*` or `/` that needs more than 38 digits
+/// (`spark.sql.decimalOperations.allowPrecisionLoss`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PrecisionLoss {
+    /// Spark's default: the scale gives way to integral digits, down to 6
+    /// (`DecimalType.adjustPrecisionScale`).
+    Allowed,
+    /// Precision and scale each cut to 38 (`DecimalType.bounded`), so that larger values no
+    /// longer fit.
+    Refused,
+}
+
+impl PrecisionLoss {
+    /// The setting of the session whose DataFusion options are `options`; Spark's default where
+    /// none was installed.
+    pub fn of(options: &ConfigOptions) -> PrecisionLoss {
+        match options.extensions.get::<ExpressionSettings>() {
+            Some(settings) if !settings.allow_precision_loss => PrecisionLoss::Refused,
+            _ => PrecisionLoss::Allowed,
+        }
+    }
+}
+
 impl SparkConf {
     pub fn eval_mode(&self) -> EvalMode {
         match self.ansi_enabled {
@@ -440,9 +451,16 @@ impl SparkConf {
         }
     }
 
+    pub fn precision_loss(&self) -> PrecisionLoss {
+        match self.allow_precision_loss {
+            true => PrecisionLoss::Allowed,
+            false => PrecisionLoss::Refused,
+        }
+    }
+
     /// This session's [`ExpressionSettings`], to install in its DataFusion options.
     pub fn expression_settings(&self) -> ExpressionSettings {
-        ExpressionSettings { ansi_enabled: self.ansi_enabled }
+        ExpressionSettings { ansi_enabled: self.ansi_enabled, allow_precision_loss: self.allow_precision_loss }
     }
 
     /// The settings a session installed in its DataFusion config before planning, where the

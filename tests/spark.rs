@@ -63,12 +63,33 @@ fn spark_and_bucketsql_read_each_others_bucketed_tables() {
 /// `BUCKETSQL_SPARK_SEED` make a longer run on another seed.
 #[test]
 fn random_spark_sql_answers_as_spark_does() {
+    compare_random_spark_sql("BUCKETSQL_SPARK_QUERIES", "300", "BUCKETSQL_SPARK_SEED", "1", &[]);
+}
+
+/// The same comparison under Spark's legacy mode (`spark.sql.ansi.enabled = false`, set in
+/// both after the tables are loaded), on its own seed: wrapped integers, and NULL where ANSI
+/// mode fails. `BUCKETSQL_SPARK_LEGACY_QUERIES` and `BUCKETSQL_SPARK_LEGACY_SEED` make a longer
+/// run.
+#[test]
+fn random_spark_sql_answers_as_spark_does_in_legacy_mode() {
+    compare_random_spark_sql(
+        "BUCKETSQL_SPARK_LEGACY_QUERIES",
+        "150",
+        "BUCKETSQL_SPARK_LEGACY_SEED",
+        "legacy-1",
+        &["--legacy"],
+    );
+}
+
+/// Runs `spark_answers.py` for the queries and seed the environment variables name (else the
+/// defaults), with `extra` arguments.
+fn compare_random_spark_sql(queries: &str, default_queries: &str, seed: &str, default_seed: &str, extra: &[&str]) {
     require_java_17();
     let python = python_env("python-spark", "spark-requirements.txt");
     let temp = tempfile::tempdir().expect("temp dir");
     let server = TestServer::start_on(&temp.path().join("data"));
-    let queries = std::env::var("BUCKETSQL_SPARK_QUERIES").unwrap_or_else(|_| "300".to_string());
-    let seed = std::env::var("BUCKETSQL_SPARK_SEED").unwrap_or_else(|_| "1".to_string());
+    let queries = std::env::var(queries).unwrap_or_else(|_| default_queries.to_string());
+    let seed = std::env::var(seed).unwrap_or_else(|_| default_seed.to_string());
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let (status, output) = run_logged(
         Command::new(python)
@@ -81,6 +102,7 @@ fn random_spark_sql_answers_as_spark_does() {
             .arg(data.join("spark-answers-replays.tsv"))
             .arg("--known")
             .arg(data.join("spark-answers-known.tsv"))
+            .args(extra)
             .current_dir(temp.path()),
         TIMEOUT,
     );

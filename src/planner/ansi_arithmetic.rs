@@ -12,7 +12,8 @@
 //! way on the type's least value, which has no negation (`abs` shares the check, as Spark's
 //! `Abs`). With `spark.sql.ansi.enabled = false` ([`EvalMode::Legacy`], read when the
 //! function runs) integers wrap around as DataFusion's do, and a DECIMAL past its precision is
-//! NULL, as in Spark.
+//! NULL, as in Spark. A comparison of such a DECIMAL result, which type coercion met with the
+//! other operand in DataFusion's type of the result, meets it again in Spark's wider DECIMAL.
 
 use std::sync::{Arc, LazyLock};
 
@@ -34,10 +35,12 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound, adjust_precision_scale, quotient_half_up};
+use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound, quotient_half_up, result_decimal};
+use super::decimal_precision::wider_decimal;
 use super::division::{ANSI_DIVIDE, ANSI_REMAINDER};
+use super::expression_rule::is_comparison;
 use super::expression_rule::rewrite_expressions;
-use crate::config::EvalMode;
+use crate::config::{EvalMode, PrecisionLoss};
 use crate::error::SqlError;
 
 #[derive(Debug, Default)]
@@ -48,12 +51,13 @@ impl AnalyzerRule for AnsiArithmetic {
         "ansi_arithmetic"
     }
 
-    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
-        rewrite_expressions(plan, checked_arithmetic)
+    fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
+        let loss = PrecisionLoss::of(options);
+        rewrite_expressions(plan, |expr, schema| checked_arithmetic(expr, schema, loss))
     }
 }
 
-fn checked_arithmetic(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+fn checked_arithmetic(expr: Expr, schema: &DFSchema, loss: PrecisionLoss) -> Result<Transformed<Expr>> {
     if let Expr::Negative(operand) = &expr
         && operand.get_type(schema).is_ok_and(|t| t.is_integer() || t.is_decimal())
     {
@@ -64,17 +68,33 @@ fn checked_arithmetic(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
         return Ok(Transformed::no(expr));
     };
     let unchanged = |left, right| Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right })));
+    if is_comparison(op) {
+        return decimals_compared(left, op, right, schema);
+    }
     let Some(arithmetic) = Arithmetic::of(op) else { return unchanged(left, right) };
     match (left.get_type(schema), right.get_type(schema)) {
         (Ok(l), Ok(r)) if l == r && l.is_integer() => {
-            Ok(Transformed::yes(arithmetic.ansi_udf().call(vec![*left, *right])))
+            Ok(Transformed::yes(arithmetic.ansi_udf(loss).call(vec![*left, *right])))
         }
         // Arrow's DECIMAL arithmetic keeps a result past its type's precision.
         (Ok(l), Ok(r)) if l.is_decimal() && r.is_decimal() => {
-            Ok(Transformed::yes(arithmetic.ansi_udf().call(vec![*left, *right])))
+            Ok(Transformed::yes(arithmetic.ansi_udf(loss).call(vec![*left, *right])))
         }
         _ => unchanged(left, right),
     }
+}
+
+/// `left op right` with DECIMAL operands of two types (one retyped below it) in their wider
+/// DECIMAL, which Arrow's comparisons need.
+fn decimals_compared(left: Box<Expr>, op: Operator, right: Box<Expr>, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let types = [left.get_type(schema), right.get_type(schema)];
+    let wider = match types {
+        [Ok(l), Ok(r)] if l.is_decimal() && r.is_decimal() && l != r => wider_decimal(&[l, r]),
+        _ => None,
+    };
+    let Some(wider) = wider else { return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right }))) };
+    let (left, right) = (Box::new(left.cast_to(&wider, schema)?), Box::new(right.cast_to(&wider, schema)?));
+    Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left, op, right })))
 }
 
 /// The operators ANSI mode checks.
@@ -123,9 +143,9 @@ impl Arithmetic {
     }
 
     /// Spark's result type of two DECIMALs (`resultDecimalType` of `Add`, `Subtract` and
-    /// `Multiply`): past 38 digits it keeps the integral digits and gives up scale, where
-    /// DataFusion keeps the scale and fails on large values.
-    fn decimal_type(self, (p1, s1): (u8, i8), (p2, s2): (u8, i8)) -> DataType {
+    /// `Multiply`): past 38 digits it keeps the integral digits and gives up scale (unless
+    /// `loss` is refused), where DataFusion keeps the scale and fails on large values.
+    fn decimal_type(self, loss: PrecisionLoss, (p1, s1): (u8, i8), (p2, s2): (u8, i8)) -> DataType {
         let (p1, s1, p2, s2) = (i32::from(p1), i32::from(s1), i32::from(p2), i32::from(s2));
         let (precision, scale) = match self {
             Arithmetic::Add | Arithmetic::Subtract => {
@@ -134,7 +154,7 @@ impl Arithmetic {
             }
             Arithmetic::Multiply => (p1 + p2 + 1, s1 + s2),
         };
-        let (precision, scale) = adjust_precision_scale(precision, scale);
+        let (precision, scale) = result_decimal(loss, precision, scale);
         DataType::Decimal128(precision, scale)
     }
 
@@ -147,13 +167,13 @@ impl Arithmetic {
         .ok()
     }
 
-    fn ansi_udf(self) -> Arc<ScalarUDF> {
-        Arc::clone(&ANSI_UDFS[self as usize])
+    fn ansi_udf(self, loss: PrecisionLoss) -> Arc<ScalarUDF> {
+        Arc::clone(&ANSI_UDFS[loss as usize][self as usize])
     }
 
     /// `try_add`, `try_subtract` or `try_multiply`, to register on a session.
-    pub fn try_udf(self) -> ScalarUDF {
-        ScalarUDF::new_from_impl(CheckedArithmetic::new(self, OnOverflow::Null))
+    pub fn try_udf(self, loss: PrecisionLoss) -> ScalarUDF {
+        ScalarUDF::new_from_impl(CheckedArithmetic::new(self, OnOverflow::Null, loss))
     }
 }
 
@@ -180,8 +200,10 @@ pub fn ansi_binary(expr: &Expr) -> Option<(Operator, &Expr, &Expr)> {
     }
 }
 
-static ANSI_UDFS: LazyLock<[Arc<ScalarUDF>; 3]> = LazyLock::new(|| {
-    Arithmetic::ALL.map(|a| Arc::new(ScalarUDF::new_from_impl(CheckedArithmetic::new(a, OnOverflow::Fail))))
+static ANSI_UDFS: LazyLock<[[Arc<ScalarUDF>; 3]; 2]> = LazyLock::new(|| {
+    [PrecisionLoss::Allowed, PrecisionLoss::Refused].map(|loss| {
+        Arithmetic::ALL.map(|a| Arc::new(ScalarUDF::new_from_impl(CheckedArithmetic::new(a, OnOverflow::Fail, loss))))
+    })
 });
 
 /// The function an integer's unary minus becomes.
@@ -216,7 +238,7 @@ impl ScalarUDFImpl for AnsiNegate {
             .map_err(|_| DataFusionError::Internal(format!("{ANSI_NEGATE} takes one argument")))?;
         let mode = EvalMode::of(&args.config_options);
         Ok(ColumnarValue::Array(match (operand.data_type(), mode) {
-            (DataType::Decimal128(..), _) => negate_decimals(&operand, |_| true, mode)?,
+            (DataType::Decimal128(..), _) => negate_decimals(&operand, |_| true)?,
             (_, EvalMode::Legacy) => numeric::neg_wrapping(&operand)?,
             (_, EvalMode::Ansi) => {
                 fail_on_least_integer(&operand)?;
@@ -230,8 +252,8 @@ impl ScalarUDFImpl for AnsiNegate {
 /// default 34 significant digits (`MathContext.DECIMAL128`, half even), then at the type's
 /// scale again, so that `-x` of a value of more than 34 digits loses its last digits, and fails
 /// with NUMERIC_VALUE_OUT_OF_RANGE (22003) where rounding passes the type's precision (the
-/// largest DECIMAL(38, 4)), or is NULL under legacy mode. Spark's `abs` negates the same way.
-pub fn negate_decimals(values: &ArrayRef, negate: impl Fn(i128) -> bool, mode: EvalMode) -> Result<ArrayRef> {
+/// largest DECIMAL(38, 4)), in legacy mode too. Spark's `abs` negates the same way.
+pub fn negate_decimals(values: &ArrayRef, negate: impl Fn(i128) -> bool) -> Result<ArrayRef> {
     let DataType::Decimal128(precision, scale) = *values.data_type() else {
         return Err(DataFusionError::Internal(format!("{ANSI_NEGATE} of a DECIMAL took {}", values.data_type())));
     };
@@ -242,11 +264,8 @@ pub fn negate_decimals(values: &ArrayRef, negate: impl Fn(i128) -> bool, mode: E
         .map(|value| {
             let Some(value) = value.filter(|v| negate(*v)) else { return Ok(value) };
             let negated = in_34_digits(i256::from_i128(value)).wrapping_neg();
-            match (bound.check(negated), mode) {
-                (Ok(()), _) => Ok(Some(negated.as_i128())),
-                (Err(_), EvalMode::Legacy) => Ok(None),
-                (Err(e), EvalMode::Ansi) => Err(DataFusionError::External(Box::new(e))),
-            }
+            bound.check(negated).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            Ok(Some(negated.as_i128()))
         })
         .collect::<Result<Decimal128Array>>()?;
     Ok(Arc::new(negated.with_precision_and_scale(precision, scale)?))
@@ -306,16 +325,17 @@ enum OnOverflow {
 struct CheckedArithmetic {
     arithmetic: Arithmetic,
     overflow: OnOverflow,
+    loss: PrecisionLoss,
     signature: Signature,
 }
 
 impl CheckedArithmetic {
-    fn new(arithmetic: Arithmetic, overflow: OnOverflow) -> Self {
+    fn new(arithmetic: Arithmetic, overflow: OnOverflow, loss: PrecisionLoss) -> Self {
         let signature = match overflow {
             OnOverflow::Fail | OnOverflow::Wrap => Signature::any(2, Volatility::Immutable),
             OnOverflow::Null => Signature::user_defined(Volatility::Immutable),
         };
-        CheckedArithmetic { arithmetic, overflow, signature }
+        CheckedArithmetic { arithmetic, overflow, loss, signature }
     }
 }
 
@@ -347,7 +367,7 @@ impl ScalarUDFImpl for CheckedArithmetic {
         };
         match (left, right) {
             (DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)) => {
-                Ok(self.arithmetic.decimal_type((*p1, *s1), (*p2, *s2)))
+                Ok(self.arithmetic.decimal_type(self.loss, (*p1, *s1), (*p2, *s2)))
             }
             _ => BinaryTypeCoercer::new(left, &self.arithmetic.operator(), right).get_result_type(),
         }
@@ -566,7 +586,7 @@ mod tests {
             (col("i").gt(col("j")), None),
         ];
         for (expr, expected) in cases {
-            let rewritten = checked_arithmetic(expr.clone(), &schema()).unwrap();
+            let rewritten = checked_arithmetic(expr.clone(), &schema(), PrecisionLoss::Allowed).unwrap();
             let name = match &rewritten.data {
                 Expr::ScalarFunction(f) => Some(f.name()),
                 _ => None,
@@ -596,11 +616,15 @@ mod tests {
     #[test]
     fn an_overflow_fails_the_operator_and_nulls_the_try_function() {
         let (left, right) = (vec![Some(i32::MAX), Some(1), None], vec![Some(1), Some(2), Some(3)]);
-        let tried = apply(&Arithmetic::Add.try_udf(), left.clone(), right.clone()).unwrap();
+        let tried = apply(&Arithmetic::Add.try_udf(PrecisionLoss::Allowed), left.clone(), right.clone()).unwrap();
         assert_eq!(tried, [None, Some(3), None]);
-        let error = apply(&Arithmetic::Add.ansi_udf(), left, right).unwrap_err();
+        let error = apply(&Arithmetic::Add.ansi_udf(PrecisionLoss::Allowed), left, right).unwrap_err();
         assert!(error.to_string().contains("[ARITHMETIC_OVERFLOW] overflow. Use 'try_add'"), "{error}");
-        let fine = apply(&Arithmetic::Multiply.ansi_udf(), vec![Some(46340), None], vec![Some(46340), Some(7)]);
+        let fine = apply(
+            &Arithmetic::Multiply.ansi_udf(PrecisionLoss::Allowed),
+            vec![Some(46340), None],
+            vec![Some(46340), Some(7)],
+        );
         assert_eq!(fine.unwrap(), [Some(2147395600), None]);
     }
 }

@@ -1,7 +1,8 @@
-//! Spark's `Divide` of DECIMALs (`Divide.resultDecimalType` under
-//! `spark.sql.decimalOperations.allowPrecisionLoss`, its default): the quotient of
-//! DECIMAL(p1, s1) by DECIMAL(p2, s2) has scale max(6, s1 + p2 + 1) and p1 - s1 + s2 integer
-//! digits, cut to 38 digits by giving up scale down to 6; it is rounded half up, where
+//! Spark's `Divide` of DECIMALs (`Divide.resultDecimalType`): the quotient of DECIMAL(p1, s1) by
+//! DECIMAL(p2, s2) has scale max(6, s1 + p2 + 1) and p1 - s1 + s2 integer digits, cut to 38
+//! digits by giving up scale down to 6 (or, with
+//! `spark.sql.decimalOperations.allowPrecisionLoss = false`, by taking half the excess from the
+//! scale); it is rounded half up, where
 //! DataFusion gives other types and truncates (`-1663.07 / 7` is -237.581429 in Spark,
 //! -237.581428 in DataFusion). An integer operand counts as the DECIMAL holding its type
 //! (INT as DECIMAL(10, 0)), an integer literal as the narrowest DECIMAL holding its value (7 as
@@ -21,7 +22,7 @@ use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::config::EvalMode;
+use crate::config::{EvalMode, PrecisionLoss};
 use crate::error::SqlError;
 
 /// The function a DECIMAL `/` becomes.
@@ -33,7 +34,7 @@ const MINIMUM_ADJUSTED_SCALE: i8 = 6;
 
 /// `left / right` as Spark divides DECIMALs, when one of them is a DECIMAL and the other a
 /// DECIMAL or an integer; `None` for other operands.
-pub fn decimal_division(left: &Expr, right: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
+pub fn decimal_division(left: &Expr, right: &Expr, schema: &DFSchema, loss: PrecisionLoss) -> Result<Option<Expr>> {
     let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
     if !left_type.is_decimal() && !right_type.is_decimal() {
         return Ok(None);
@@ -42,7 +43,7 @@ pub fn decimal_division(left: &Expr, right: &Expr, schema: &DFSchema) -> Result<
         return Ok(None);
     };
     let args = vec![left.clone().cast_to(&l, schema)?, right.clone().cast_to(&r, schema)?];
-    Ok(Some(DECIMAL_DIVIDE_UDF.call(args)))
+    Ok(Some(DECIMAL_DIVIDE_UDFS[loss as usize].call(args)))
 }
 
 /// The DECIMAL an operand divides as: its own, or an integer's as `integer_decimal` gives it.
@@ -96,11 +97,37 @@ pub(super) fn integer_literal(expr: &Expr) -> Option<i64> {
     }
 }
 
-/// Spark's `Divide.resultDecimalType` with precision loss allowed.
-fn quotient_type(p1: u8, s1: i8, p2: u8, s2: i8) -> (u8, i8) {
-    let int_digits = i32::from(p1) - i32::from(s1) + i32::from(s2);
-    let scale = i32::from(MINIMUM_ADJUSTED_SCALE).max(i32::from(s1) + i32::from(p2) + 1);
-    adjust_precision_scale(int_digits + scale, scale)
+/// Spark's `Divide.resultDecimalType`.
+fn quotient_type(loss: PrecisionLoss, p1: u8, s1: i8, p2: u8, s2: i8) -> (u8, i8) {
+    let (p1, s1, p2, s2) = (i32::from(p1), i32::from(s1), i32::from(p2), i32::from(s2));
+    let int_digits = p1 - s1 + s2;
+    let scale = i32::from(MINIMUM_ADJUSTED_SCALE).max(s1 + p2 + 1);
+    if loss == PrecisionLoss::Allowed {
+        return adjust_precision_scale(int_digits + scale, scale);
+    }
+    let max = i32::from(MAX_PRECISION);
+    let (mut int_digits, mut scale) = (int_digits.min(max), scale.min(max));
+    let excess = int_digits + scale - max;
+    if excess > 0 {
+        scale -= excess / 2 + 1;
+        int_digits = max - scale;
+    }
+    bounded(int_digits + scale, scale)
+}
+
+/// A DECIMAL result's type as `loss` has it: [`adjust_precision_scale`], or Spark's
+/// `DecimalType.bounded`.
+pub fn result_decimal(loss: PrecisionLoss, precision: i32, scale: i32) -> (u8, i8) {
+    match loss {
+        PrecisionLoss::Allowed => adjust_precision_scale(precision, scale),
+        PrecisionLoss::Refused => bounded(precision, scale),
+    }
+}
+
+/// Spark's `DecimalType.bounded`: precision and scale each at most 38.
+fn bounded(precision: i32, scale: i32) -> (u8, i8) {
+    let max = i32::from(MAX_PRECISION);
+    (precision.min(max) as u8, scale.min(max) as i8)
 }
 
 /// Spark's `DecimalType.adjustPrecisionScale`, the type of an arithmetic result with precision
@@ -116,12 +143,15 @@ pub fn adjust_precision_scale(precision: i32, scale: i32) -> (u8, i8) {
     (MAX_PRECISION, scale as i8)
 }
 
-static DECIMAL_DIVIDE_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
-    Arc::new(ScalarUDF::new_from_impl(DecimalDivide { signature: Signature::any(2, Volatility::Immutable) }))
+static DECIMAL_DIVIDE_UDFS: LazyLock<[Arc<ScalarUDF>; 2]> = LazyLock::new(|| {
+    [PrecisionLoss::Allowed, PrecisionLoss::Refused].map(|loss| {
+        Arc::new(ScalarUDF::new_from_impl(DecimalDivide { loss, signature: Signature::any(2, Volatility::Immutable) }))
+    })
 });
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct DecimalDivide {
+    loss: PrecisionLoss,
     signature: Signature,
 }
 
@@ -137,7 +167,7 @@ impl ScalarUDFImpl for DecimalDivide {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types {
             [DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)] => {
-                let (precision, scale) = quotient_type(*p1, *s1, *p2, *s2);
+                let (precision, scale) = quotient_type(self.loss, *p1, *s1, *p2, *s2);
                 Ok(DataType::Decimal128(precision, scale))
             }
             other => Err(DataFusionError::Internal(format!("{DECIMAL_DIVIDE} of {other:?}"))),
@@ -262,12 +292,24 @@ mod tests {
     /// (38,6).
     #[test]
     fn quotient_types_are_sparks() {
-        assert_eq!(quotient_type(12, 2, 1, 0), (16, 6));
-        assert_eq!(quotient_type(10, 2, 10, 0), (21, 13));
-        assert_eq!(quotient_type(5, 2, 20, 0), (26, 23));
-        assert_eq!(quotient_type(12, 2, 5, 1), (19, 8));
-        assert_eq!(quotient_type(38, 10, 38, 10), (38, 6));
-        assert_eq!(quotient_type(2, 0, 3, 1), (9, 6));
+        let allowed = |p1, s1, p2, s2| quotient_type(PrecisionLoss::Allowed, p1, s1, p2, s2);
+        assert_eq!(allowed(12, 2, 1, 0), (16, 6));
+        assert_eq!(allowed(10, 2, 10, 0), (21, 13));
+        assert_eq!(allowed(5, 2, 20, 0), (26, 23));
+        assert_eq!(allowed(12, 2, 5, 1), (19, 8));
+        assert_eq!(allowed(38, 10, 38, 10), (38, 6));
+        assert_eq!(allowed(2, 0, 3, 1), (9, 6));
+    }
+
+    /// Spark 4.3 with `allowPrecisionLoss = false`: (38,4) / (20,6) → (38,12), (30,10) /
+    /// (25,5) → (38,24), (10,2) / (38,30) → (38,18), (12,2) / 3 → (16,6).
+    #[test]
+    fn quotient_types_without_precision_loss_are_sparks() {
+        let refused = |p1, s1, p2, s2| quotient_type(PrecisionLoss::Refused, p1, s1, p2, s2);
+        assert_eq!(refused(38, 4, 20, 6), (38, 12));
+        assert_eq!(refused(30, 10, 25, 5), (38, 24));
+        assert_eq!(refused(10, 2, 38, 30), (38, 18));
+        assert_eq!(refused(12, 2, 1, 0), (16, 6));
     }
 
     /// Spark 4.3: -1663.07 / 7 = -237.581429 (half up), 1 / 3 = 0.333333, 2.5 / 2 = 1.250000.

@@ -31,7 +31,7 @@ use super::division::fractional_division;
 use super::expression_rule::is_comparison;
 use super::expression_rule::rewrite_expressions;
 use super::widen_set_operation_types::{is_set_operation, project_cast};
-use crate::config::EvalMode;
+use crate::config::{EvalMode, PrecisionLoss};
 
 #[derive(Debug, Default)]
 pub struct DecimalPrecision;
@@ -46,9 +46,9 @@ impl AnalyzerRule for DecimalPrecision {
     /// expression holding it meets another type. The set operations' columns come last, from
     /// those types.
     fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
-        let mode = EvalMode::of(options);
+        let (mode, loss) = (EvalMode::of(options), PrecisionLoss::of(options));
         let plan = rewrite_expressions(plan, |expr, schema| {
-            doubles_over_decimals(expr, schema)?.transform_data(|expr| fractional_division(expr, schema, mode))
+            doubles_over_decimals(expr, schema)?.transform_data(|expr| fractional_division(expr, schema, mode, loss))
         })?;
         Ok(plan.transform_up_with_subqueries(doubles_over_decimal_columns)?.data)
     }
@@ -144,7 +144,7 @@ fn meeting_type(types: &[DataType]) -> Option<DataType> {
 /// integral digits and gives up scale (`DecimalType.boundedPreferIntegralDigits`), where
 /// DataFusion keeps the scale and fails on the largest values: DECIMAL(38, 11) and
 /// DECIMAL(38, 4) meet as DECIMAL(38, 4).
-fn wider_decimal(types: &[DataType]) -> Option<DataType> {
+pub(super) fn wider_decimal(types: &[DataType]) -> Option<DataType> {
     let (mut integral, mut scale) = (0i16, 0i16);
     for data_type in types {
         let (p, s) = match data_type {

@@ -31,7 +31,7 @@ use datafusion::logical_expr::{
 };
 
 use super::decimal_division::decimal_division;
-use crate::config::EvalMode;
+use crate::config::{EvalMode, PrecisionLoss};
 use crate::error::SqlError;
 use crate::exec::columnar::shaped_like;
 
@@ -41,8 +41,14 @@ pub const ANSI_DIVIDE: &str = "ansi_divide";
 /// The function `%` becomes over FLOAT and DOUBLE operands.
 pub const ANSI_REMAINDER: &str = "ansi_remainder";
 
-/// `/` and `%` as Spark's in `mode`, once their operands have Spark's types.
-pub(super) fn fractional_division(expr: Expr, schema: &DFSchema, mode: EvalMode) -> Result<Transformed<Expr>> {
+/// `/` and `%` as Spark's in `mode`, once their operands have Spark's types; a DECIMAL quotient
+/// typed as `loss` says.
+pub(super) fn fractional_division(
+    expr: Expr,
+    schema: &DFSchema,
+    mode: EvalMode,
+    loss: PrecisionLoss,
+) -> Result<Transformed<Expr>> {
     let expr = match expr {
         Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right }) => {
             return fractional_remainder(left, right, schema, mode);
@@ -55,7 +61,7 @@ pub(super) fn fractional_division(expr: Expr, schema: &DFSchema, mode: EvalMode)
     let (Ok(left_type), Ok(right_type)) = (left.get_type(schema), right.get_type(schema)) else {
         return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right })));
     };
-    if let Some(quotient) = decimal_division(&left, &right, schema)? {
+    if let Some(quotient) = decimal_division(&left, &right, schema, loss)? {
         return Ok(Transformed::yes(quotient));
     }
     let numeric = |t: &DataType| t.is_numeric() || t.is_null();

@@ -43,7 +43,7 @@ pub fn never_fails(from: &DataType, to: &DataType) -> bool {
     match (from, to) {
         (_, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => true,
         (DataType::Float32, DataType::Float64) => true,
-        (f, t) if f.is_signed_integer() && t.is_floating() => true,
+        (f, t) if (f.is_signed_integer() || f.is_decimal()) && t.is_floating() => true,
         (f, t) if f.is_signed_integer() && t.is_signed_integer() => digits(f) <= digits(t),
         (f, DataType::Decimal128(p, s)) if f.is_signed_integer() => {
             digits(f).is_some_and(|d| i16::from(*p) - i16::from(*s) >= d)

@@ -20,7 +20,9 @@
 //!
 //! Under legacy mode (`spark.sql.ansi.enabled = false`) a cast that fails gives NULL, as
 //! `try_cast` does, except a cast to an integer type, which converts as Java does
-//! ([`legacy_casts`](super::legacy_casts)).
+//! ([`legacy_casts`](super::legacy_casts)). Legacy mode also casts a DATE to a number or a
+//! BOOLEAN (NULL), a BOOLEAN to a TIMESTAMP (one microsecond past 1970 or none) and a TIMESTAMP
+//! to a BOOLEAN (whether it is another instant than 1970's first), which ANSI mode refuses.
 //!
 //! Runs after DataFusion's type coercion, which has made implicit conversions casts too: those
 //! are Spark's casts as well. A TIMESTAMP past a BIGINT's seconds, or seconds past a
@@ -36,7 +38,7 @@ use datafusion::arrow::datatypes::{
 };
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::{DFSchema, plan_err};
+use datafusion::common::{DFSchema, ScalarValue, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::{Cast, TryCast};
 use datafusion::logical_expr::{
@@ -117,6 +119,19 @@ fn spark_cast(expr: Expr, schema: &DFSchema, mode: EvalMode) -> Result<Transform
         (DataType::Boolean, t) if t.is_decimal() => {
             let one_or_zero = when(operand.clone(), lit(1i64)).when(operand.clone().is_false(), lit(0i64)).end()?;
             recast(one_or_zero, to)
+        }
+        // Legacy mode's casts that ANSI mode refuses: a DATE is no number and no BOOLEAN, and
+        // a BOOLEAN is one microsecond or none.
+        (DataType::Date32 | DataType::Date64, t) if legacy && (t.is_numeric() || *t == DataType::Boolean) => {
+            Expr::Literal(ScalarValue::try_from(t)?, None)
+        }
+        (DataType::Boolean, DataType::Timestamp(_, zone)) if legacy => {
+            let micros = when(operand.clone(), lit(1i64)).when(operand.clone().is_false(), lit(0i64)).end()?;
+            Expr::Cast(Cast::new(Box::new(micros), DataType::Timestamp(TimeUnit::Microsecond, zone.clone())))
+        }
+        (DataType::Timestamp(..), DataType::Boolean) if legacy => {
+            let micros = Expr::Cast(Cast::new(Box::new(operand.clone()), DataType::Int64));
+            micros.not_eq(lit(0i64))
         }
         (f, t) if refused(f, t) => {
             // Spark's subclass: a function to use instead, the ANSI setting, or neither for `try_cast`.

@@ -11,7 +11,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::expr::{Cast, InList, ScalarFunction};
+use datafusion::logical_expr::expr::{Cast, InList, ScalarFunction, TryCast};
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
@@ -54,12 +54,17 @@ fn hide_narrowing_casts(expr: Expr, schema: &DFSchema) -> Result<Transformed<Exp
         if operand.column_refs().is_empty() {
             return Ok((operand, false));
         }
-        let Expr::Cast(Cast { expr, field }) = *operand else { return Ok((operand, false)) };
-        if expr.get_type(schema).is_ok_and(|from| widens(&from, field.data_type())) {
+        // Legacy mode's casts give NULL where they fail, and hide as well.
+        let (expr, field, tolerant) = match *operand {
+            Expr::Cast(Cast { expr, field }) => (expr, field, false),
+            Expr::TryCast(TryCast { expr, field }) => (expr, field, true),
+            operand => return Ok((Box::new(operand), false)),
+        };
+        if !tolerant && expr.get_type(schema).is_ok_and(|from| widens(&from, field.data_type())) {
             let (expr, hid) = hide(expr, schema)?;
             return Ok((Box::new(Expr::Cast(Cast { expr, field })), hid));
         }
-        let hidden = ScalarUDF::new_from_impl(HiddenCast::new(field.data_type().clone()));
+        let hidden = ScalarUDF::new_from_impl(HiddenCast::new(field.data_type().clone(), tolerant));
         Ok((Box::new(hidden.call(vec![*expr])), true))
     }
     // Literals as written, which may still be casts of literals here.
@@ -85,7 +90,11 @@ fn show_hidden_cast(expr: Expr) -> Result<Transformed<Expr>> {
         Expr::ScalarFunction(ScalarFunction { func, mut args }) if args.len() == 1 => {
             match func.inner().downcast_ref::<HiddenCast>() {
                 Some(hidden) => {
-                    Ok(Transformed::yes(Expr::Cast(Cast::new(Box::new(args.remove(0)), hidden.to.clone()))))
+                    let (operand, to) = (Box::new(args.remove(0)), hidden.to.clone());
+                    Ok(Transformed::yes(match hidden.tolerant {
+                        true => Expr::TryCast(TryCast::new(operand, to)),
+                        false => Expr::Cast(Cast::new(operand, to)),
+                    }))
                 }
                 None => Ok(Transformed::no(Expr::ScalarFunction(ScalarFunction { func, args }))),
             }
@@ -94,17 +103,18 @@ fn show_hidden_cast(expr: Expr) -> Result<Transformed<Expr>> {
     }
 }
 
-/// `CAST(x AS to)` as a function, which the simplifier leaves whole. It casts as CAST does, should
-/// it ever run.
+/// `CAST(x AS to)` (or `TRY_CAST`, when `tolerant`) as a function, which the simplifier leaves
+/// whole. It casts as the cast does, should it ever run.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct HiddenCast {
     to: DataType,
+    tolerant: bool,
     signature: Signature,
 }
 
 impl HiddenCast {
-    fn new(to: DataType) -> Self {
-        HiddenCast { to, signature: Signature::any(1, Volatility::Immutable) }
+    fn new(to: DataType, tolerant: bool) -> Self {
+        HiddenCast { to, tolerant, signature: Signature::any(1, Volatility::Immutable) }
     }
 }
 
@@ -124,6 +134,6 @@ impl ScalarUDFImpl for HiddenCast {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let [value] = <[ColumnarValue; 1]>::try_from(args.args)
             .map_err(|_| DataFusionError::Plan("cast takes one argument".to_string()))?;
-        value.cast_to(&self.to, Some(&CastOptions { safe: false, ..Default::default() }))
+        value.cast_to(&self.to, Some(&CastOptions { safe: self.tolerant, ..Default::default() }))
     }
 }

@@ -51,29 +51,32 @@ pub(super) fn is_set_operation(join: &Join) -> bool {
         && join.on.iter().zip(left.iter().zip(&right)).all(|((l, r), (lc, rc))| is_column(l, lc) && is_column(r, rc))
 }
 
+/// The operand and type of a cast: legacy mode's casts give NULL where they fail.
+fn cast_parts(key: &Expr) -> Option<(&Expr, &DataType)> {
+    match key {
+        Expr::Cast(c) => Some((&c.expr, c.field.data_type())),
+        Expr::TryCast(c) => Some((&c.expr, c.field.data_type())),
+        _ => None,
+    }
+}
+
 /// Whether `key` is `column`, perhaps cast to the type both sides share.
 fn is_column(key: &Expr, column: &Column) -> bool {
-    match key {
-        Expr::Cast(c) => is_column(&c.expr, column),
-        key => key.try_as_col() == Some(column),
+    match cast_parts(key) {
+        Some((operand, _)) => is_column(operand, column),
+        None => key.try_as_col() == Some(column),
     }
 }
 
 /// Whether a left column's key is cast: the shared type is not the left's.
 fn narrower_left(join: &Join) -> bool {
-    join.on.iter().any(|(left, _)| matches!(left, Expr::Cast(_)))
+    join.on.iter().any(|(left, _)| cast_parts(left).is_some())
 }
 
 /// `join` with its output in its keys' types.
 fn widen(join: Join) -> Result<LogicalPlan> {
-    let types: Vec<Option<DataType>> = join
-        .on
-        .iter()
-        .map(|(key, _)| match key {
-            Expr::Cast(c) => Some(c.field.data_type().clone()),
-            _ => None,
-        })
-        .collect();
+    let types: Vec<Option<DataType>> =
+        join.on.iter().map(|(key, _)| cast_parts(key).map(|(_, to)| to.clone())).collect();
     project_cast(LogicalPlan::Join(join), &types)
 }
 

@@ -27,7 +27,7 @@ use super::{
     tuple_in_subquery,
 };
 use crate::catalog::metastore::DEFAULT_SCHEMA;
-use crate::config::{self, EvalMode, Isolation, SparkConf};
+use crate::config::{self, EvalMode, Isolation, PrecisionLoss, SparkConf};
 use crate::error::SqlError;
 use crate::explain::LogicalStages;
 use crate::planner::table_provider::{CATALOG_NAME, MetastoreCatalog};
@@ -223,9 +223,14 @@ impl Session {
     /// The session's Spark settings, where scans and the planner read them.
     pub(crate) fn install_spark_conf(&self) {
         let conf = self.spark_conf();
-        let mode = conf.eval_mode();
-        if EvalMode::of(self.ctx.state_ref().read().config().options()) != mode {
-            functions::register_eval_mode(&self.ctx, mode);
+        let (mode, loss) = (conf.eval_mode(), conf.precision_loss());
+        let installed = {
+            let state = self.ctx.state_ref();
+            let options = state.read().config().options().clone();
+            (EvalMode::of(&options), PrecisionLoss::of(&options))
+        };
+        if installed != (mode, loss) {
+            functions::register_expression_settings(&self.ctx, mode, loss);
         }
         let state = self.ctx.state_ref();
         let mut state = state.write();

@@ -231,6 +231,7 @@ def main():
     parser.add_argument('--record', action='store_true')
     parser.add_argument('--only', type=int)
     parser.add_argument('--verbose', action='store_true')
+    parser.add_argument('--legacy', action='store_true', help="compare under spark.sql.ansi.enabled = false")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -246,6 +247,9 @@ def main():
         if problem:
             sys.exit(f'table {table} loads differently: {problem}')
     print(f'loaded {len(TABLES)} tables in {time.monotonic() - started:.0f}s', flush=True)
+    if args.legacy:
+        spark.conf.set('spark.sql.ansi.enabled', 'false')
+        conn.execute('SET spark.sql.ansi.enabled = false')
 
     known = load_known(args.known)
     cases = [('replay', family, None, sql) for family, sql in load_replays(args.replays)]

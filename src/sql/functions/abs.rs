@@ -33,7 +33,7 @@ impl Invoke for CheckedAbs {
             fail_on_least_integer(&value)?;
         }
         if value.data_type().is_decimal() {
-            let absolute = negate_decimals(&value, |v| v < 0, mode)?;
+            let absolute = negate_decimals(&value, |v| v < 0)?;
             return match &args.args[0] {
                 ColumnarValue::Scalar(_) => Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&absolute, 0)?)),
                 ColumnarValue::Array(_) => Ok(ColumnarValue::Array(absolute)),

@@ -13,7 +13,6 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array};
-use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
@@ -108,7 +107,7 @@ impl AggregateUDFImpl for SparkAvg {
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         match self.decimal_input(&args)? {
-            Some(averaging) => Ok(Box::new(DecimalAverage { averaging, total: 0, count: 0 })),
+            Some(averaging) => Ok(Box::new(DecimalAverage { averaging, total: Some(0), count: 0 })),
             None if args.is_distinct => self.distinct.accumulator(args),
             None => self.inner.accumulator(args),
         }
@@ -190,23 +189,37 @@ fn out_of_range() -> DataFusionError {
     ).into()
 }
 
-/// One group's total and count.
+impl Averaging {
+    /// `total` (`None` once past 128 bits, under legacy mode) with `value` added.
+    fn added(&self, total: Option<i128>, value: Option<i128>) -> Result<Option<i128>> {
+        match (total, value.map(|v| total.map(|t| t.checked_add(v)))) {
+            (Some(_), Some(Some(Some(sum)))) => Ok(Some(sum)),
+            (_, Some(Some(None))) if self.mode == EvalMode::Ansi => Err(out_of_range()),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// One group's total (`None` once it overflowed, under legacy mode) and count.
 #[derive(Debug)]
 struct DecimalAverage {
     averaging: Averaging,
-    total: i128,
+    total: Option<i128>,
     count: i64,
 }
 
 impl DecimalAverage {
+    /// Adds input values, or (with their `counts`) partial totals, where a NULL total of rows
+    /// is one that overflowed.
     fn add(&mut self, totals: &ArrayRef, counts: Option<&ArrayRef>, sign: i128) -> Result<()> {
         let totals = totals.as_primitive::<Decimal128Type>();
         for row in 0..totals.len() {
-            if totals.is_null(row) {
+            let count = counts.map_or(1, |c| c.as_primitive::<Int64Type>().value(row));
+            if totals.is_null(row) && (counts.is_none() || count == 0) {
                 continue;
             }
-            let count = counts.map_or(1, |c| c.as_primitive::<Int64Type>().value(row));
-            self.total = self.total.checked_add(sign * totals.value(row)).ok_or_else(out_of_range)?;
+            let value = totals.is_valid(row).then(|| sign * totals.value(row));
+            self.total = self.averaging.added(self.total, value)?;
             self.count += sign as i64 * count;
         }
         Ok(())
@@ -233,14 +246,18 @@ impl Accumulator for DecimalAverage {
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
         let Averaging { total_precision, input_scale, .. } = self.averaging;
         Ok(vec![
-            ScalarValue::Decimal128((self.count > 0).then_some(self.total), total_precision, input_scale),
+            ScalarValue::Decimal128(self.total.filter(|_| self.count > 0), total_precision, input_scale),
             ScalarValue::Int64(Some(self.count)),
         ])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let Averaging { precision, scale, .. } = self.averaging;
-        Ok(ScalarValue::Decimal128(self.averaging.average(self.total, self.count)?, precision, scale))
+        let average = match self.total {
+            Some(total) => self.averaging.average(total, self.count)?,
+            None => None,
+        };
+        Ok(ScalarValue::Decimal128(average, precision, scale))
     }
 
     fn size(&self) -> usize {
@@ -248,11 +265,11 @@ impl Accumulator for DecimalAverage {
     }
 }
 
-/// Many groups' totals and counts.
+/// Many groups' totals (`None` once one overflowed, under legacy mode) and counts.
 #[derive(Debug)]
 struct DecimalAverages {
     averaging: Averaging,
-    totals: Vec<i128>,
+    totals: Vec<Option<i128>>,
     counts: Vec<i64>,
 }
 
@@ -265,17 +282,19 @@ impl DecimalAverages {
         filter: Option<&BooleanArray>,
         groups_total: usize,
     ) -> Result<()> {
-        self.totals.resize(groups_total, 0);
+        self.totals.resize(groups_total, Some(0));
         self.counts.resize(groups_total, 0);
         let totals = totals.as_primitive::<Decimal128Type>();
         let counts = counts.map(|c| c.as_primitive::<Int64Type>());
         for (row, &group) in groups.iter().enumerate() {
-            if totals.is_null(row) || filter.is_some_and(|f| !f.is_valid(row) || !f.value(row)) {
+            let count = counts.map_or(1, |c| c.value(row));
+            let overflowed = counts.is_some() && count > 0;
+            if (totals.is_null(row) && !overflowed) || filter.is_some_and(|f| !f.is_valid(row) || !f.value(row)) {
                 continue;
             }
-            let total = &mut self.totals[group];
-            *total = total.checked_add(totals.value(row)).ok_or_else(out_of_range)?;
-            self.counts[group] += counts.map_or(1, |c| c.value(row));
+            let value = totals.is_valid(row).then(|| totals.value(row));
+            self.totals[group] = self.averaging.added(self.totals[group], value)?;
+            self.counts[group] += count;
         }
         Ok(())
     }
@@ -301,7 +320,10 @@ impl GroupsAccumulator for DecimalAverages {
         let averages = totals
             .into_iter()
             .zip(counts)
-            .map(|(total, count)| self.averaging.average(total, count))
+            .map(|(total, count)| match total {
+                Some(total) => self.averaging.average(total, count),
+                None => Ok(None),
+            })
             .collect::<Result<Decimal128Array>>()?;
         let Averaging { precision, scale, .. } = self.averaging;
         Ok(Arc::new(averages.with_precision_and_scale(precision, scale)?))
@@ -309,8 +331,8 @@ impl GroupsAccumulator for DecimalAverages {
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
         let (totals, counts) = (emit_to.take_needed(&mut self.totals), emit_to.take_needed(&mut self.counts));
-        let nulls = NullBuffer::from(counts.iter().map(|c| *c > 0).collect::<Vec<_>>());
-        let totals = self.averaging.totals(Decimal128Array::new(totals.into(), Some(nulls)))?;
+        let totals = totals.iter().zip(&counts).map(|(total, count)| total.filter(|_| *count > 0));
+        let totals = self.averaging.totals(totals.collect())?;
         Ok(vec![Arc::new(totals), Arc::new(Int64Array::from(counts))])
     }
 

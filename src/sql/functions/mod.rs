@@ -35,6 +35,7 @@ mod round;
 mod scalar_arguments;
 pub mod spark_hash;
 mod split;
+pub mod make_date;
 pub mod sqrt;
 mod strict_math;
 mod sum;
@@ -45,15 +46,20 @@ use std::sync::Arc;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use crate::config::EvalMode;
+use crate::config::{EvalMode, PrecisionLoss};
 use crate::planner::ansi_arithmetic::Arithmetic;
 use crate::planner::generate::GeneratorRelations;
 
-/// The functions whose answers follow `spark.sql.ansi.enabled` and are chosen when a
-/// statement is planned (aggregates read no settings when they run): `sum` and `avg`.
-pub fn register_eval_mode(ctx: &SessionContext, mode: EvalMode) {
+/// The functions whose answers follow `spark.sql.ansi.enabled` or whose types follow
+/// `spark.sql.decimalOperations.allowPrecisionLoss`, chosen when a statement is planned
+/// (aggregates read no settings when they run, and no function's type does): `sum`, `avg`,
+/// `try_add`, `try_subtract` and `try_multiply`.
+pub fn register_expression_settings(ctx: &SessionContext, mode: EvalMode, loss: PrecisionLoss) {
     ctx.register_udaf(sum::spark_sum(mode));
     ctx.register_udaf(avg::spark_avg(mode));
+    for arithmetic in Arithmetic::ALL {
+        ctx.register_udf(arithmetic.try_udf(loss));
+    }
 }
 
 pub fn register(ctx: &mut SessionContext) -> Result<()> {
@@ -85,9 +91,6 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
         ctx.register_udf(truncate);
     }
     ctx.register_udf(date_format::spark_from_unixtime());
-    for arithmetic in Arithmetic::ALL {
-        ctx.register_udf(arithmetic.try_udf());
-    }
     let pool = Arc::clone(&ctx.runtime_env().memory_pool);
     let state = ctx.state();
     let lookup = |name: &str| state.scalar_functions().get(name).cloned();
@@ -106,11 +109,14 @@ pub fn register(ctx: &mut SessionContext) -> Result<()> {
     if let Some(sqrt) = sqrt::spark_sqrt(lookup) {
         ctx.register_udf(sqrt);
     }
+    if let Some(make_date) = make_date::spark_make_date(lookup) {
+        ctx.register_udf(make_date);
+    }
     if let Some(initcap) = initcap::spark_initcap(lookup) {
         ctx.register_udf(initcap);
     }
     let aggregate = |name: &str| state.aggregate_functions().get(name).cloned();
-    register_eval_mode(ctx, EvalMode::Ansi);
+    register_expression_settings(ctx, EvalMode::Ansi, PrecisionLoss::Allowed);
     ctx.register_udaf(sum::spark_try_sum());
     for extremum in ["max", "min"] {
         if let Some(extremum) = max_min::spark_extremum(aggregate(extremum)) {

@@ -1,7 +1,7 @@
 //! Spark's `pmod(a, b)` under ANSI mode (`Pmod` in `arithmetic.scala`): a zero `b` fails with
 //! REMAINDER_BY_ZERO (`22012`), for DOUBLEs too, unless `a` is NULL, where the `pmod` of `datafusion-spark` gives
-//! NULL. Otherwise, and under legacy mode (`spark.sql.ansi.enabled = false`, where a zero `b`
-//! gives NULL), that `pmod` answers.
+//! NULL. Otherwise that `pmod` answers; under legacy mode (`spark.sql.ansi.enabled = false`) a
+//! zero `b` gives NULL, where that `pmod` gives NaN for DOUBLEs.
 
 use std::sync::Arc;
 
@@ -14,6 +14,7 @@ use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
 use super::overridden::{Invoke, overridden};
 use crate::config::EvalMode;
 use crate::error::SqlError;
+use crate::planner::division::null_where_zero;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ZeroDivisorFails;
@@ -24,8 +25,10 @@ pub fn spark_pmod(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>) -> Option<Sca
 }
 
 impl Invoke for ZeroDivisorFails {
-    fn invoke(&self, inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+    fn invoke(&self, inner: &ScalarUDF, mut args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         if EvalMode::of(&args.config_options) == EvalMode::Legacy {
+            let divisors = args.args[1].to_array(args.number_rows)?;
+            args.args[1] = ColumnarValue::Array(null_where_zero(&divisors)?);
             return inner.invoke_with_args(args);
         }
         // Columns of one length: a scalar beside a column is repeated, two scalars are one row.

@@ -248,7 +248,8 @@ impl AggregateUDFImpl for SparkSum {
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        let tracks_overflow = self.on_overflow.tracked() && !args.is_distinct;
+        let checked = matches!(args.return_field.data_type(), DataType::Int64 | DataType::Decimal128(..));
+        let tracks_overflow = self.on_overflow.tracked() && !args.is_distinct && checked;
         let overflow_field = self.overflow_field(args.name);
         let mut fields = self.inner.state_fields(args)?;
         if tracks_overflow {
