@@ -352,7 +352,35 @@ async fn statements_run_on_spark_through_spark_connect() {
         execute(&client, &format!("SET bucketsql.engine = {engine}")).await;
         assert_eq!(text_rows(&client, typed).await, expected, "on {engine}");
     }
+    // In binary too (the extended protocol's results): the same column types and the same
+    // bytes on both engines, whose text the rows above check.
+    let mut binary = Vec::new();
+    for engine in ["spark", "local"] {
+        execute(&client, &format!("SET bucketsql.engine = {engine}")).await;
+        let row = client.query_one(typed, &[]).await.unwrap();
+        let columns: Vec<(u32, Option<Vec<u8>>)> =
+            (0..row.len()).map(|i| (row.columns()[i].type_().oid(), row.get::<_, RawValue>(i).0)).collect();
+        binary.push(columns);
+    }
+    assert_eq!(binary[0], binary[1], "binary results on Spark, then here");
+    assert_eq!(binary[0][5].1, None, "the NULL column");
+    // The setting is listed, and RESET takes it back to `local`.
+    let all = text_rows(&client, "SHOW ALL").await;
+    assert!(all.iter().any(|row| row[0] == "bucketsql.engine" && row[1] == "local"), "{all:?}");
+    execute(&client, "SET bucketsql.engine = spark; RESET bucketsql.engine").await;
+    assert_eq!(text_rows(&client, "SHOW bucketsql.engine").await, [["bucketsql.engine", "local"]]);
     execute(&client, "SET bucketsql.engine = spark").await;
+    // EXPLAIN's other modes are Spark's too.
+    let extended = text_rows(&client, &format!("EXPLAIN EXTENDED {JOIN}")).await.concat().concat();
+    for section in ["== Parsed Logical Plan ==", "== Analyzed Logical Plan ==", "== Optimized Logical Plan =="] {
+        assert!(extended.contains(section), "{extended}");
+    }
+    assert!(extended.contains("spark_catalog.default.a") && extended.contains("== Engine ==\nSpark Connect at"));
+    let cost = text_rows(&client, &format!("EXPLAIN COST {JOIN}")).await.concat().concat();
+    assert!(cost.contains("Statistics(sizeInBytes="), "{cost}");
+    // Two plain sides both shuffle.
+    let both_plain = plan(&client, "SELECT count(*) FROM c x JOIN c y ON x.k = y.k").await;
+    assert_eq!(both_plain.matches("Exchange hashpartitioning(k#").count(), 2, "{both_plain}");
 
     // Writes on Spark: Spark writes the files, bucketed its way, and they commit here as
     // one write. Read here, they join `a` bucket to bucket: any row in another bucket than
@@ -370,6 +398,7 @@ async fn statements_run_on_spark_through_spark_connect() {
     assert_eq!(text_rows(&client, join_s).await, [[count.to_string(), v.to_string()]]);
     let local_plan = plan(&client, join_s).await;
     assert!(!local_plan.contains("Exchange hashpartitioning"), "{local_plan}");
+    assert_eq!(local_plan.matches("Bucketed: true").count(), 2, "{local_plan}");
     // A write that fails on Spark commits nothing and leaves no staging files.
     execute(&client, "SET bucketsql.engine = spark").await;
     let error = failure(&client, "INSERT INTO s SELECT CAST(concat('x', k) AS INT), w FROM b").await;
@@ -378,7 +407,9 @@ async fn statements_run_on_spark_through_spark_connect() {
     assert_eq!(staging_dirs(server.data_dir()), Vec::<PathBuf>::new());
     // OPTIMIZE leaves one sorted file per bucket of what Spark wrote.
     execute(&client, "OPTIMIZE s").await;
-    for bucket in text_rows(&client, "SHOW BUCKETS s").await {
+    let buckets = text_rows(&client, "SHOW BUCKETS s").await;
+    assert_eq!(buckets.len(), 8, "{buckets:?}");
+    for bucket in buckets {
         assert!(bucket[1] == "1" && bucket[6] == "t", "{bucket:?}");
     }
 
@@ -432,8 +463,39 @@ async fn statements_run_on_spark_through_spark_connect() {
     assert_eq!(sqlstate(&failure(&client, endless).await), "57014");
     assert_eq!(canceller.await.unwrap(), [["Extension", "SparkConnect"]]);
     assert_eq!(text_rows(&client, "SELECT 2").await, [["2"]]);
-    let log = spark.log();
-    assert!(log.matches("SPARK_JOB_CANCELLED").count() >= 2, "Spark's jobs were not cancelled:\n{log}");
+    // And so does the web UI's Cancel, on the statement's page.
+    let from_ui = "SELECT count(*) FROM range(1000000000001)";
+    let cancelled = tokio::spawn({
+        let client = server.connect().await;
+        async move {
+            execute(&client, "SET bucketsql.engine = spark").await;
+            client.simple_query(from_ui).await.map(|_| ())
+        }
+    });
+    let find_link = format!(
+        "[...document.querySelectorAll('td.sql a')].find(a => a.textContent === {})?.getAttribute('href') ?? null",
+        json!(from_ui)
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let link = loop {
+        page.goto(&format!("http://127.0.0.1:{ui}/queries")).await.unwrap();
+        if let Some(link) = page.eval(&find_link).await.unwrap().as_str() {
+            break link.to_string();
+        }
+        assert!(Instant::now() < deadline, "the statement on Spark is not in the web UI's list");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    page.goto(&format!("http://127.0.0.1:{ui}{link}")).await.unwrap();
+    page.wait_for("document.getElementById('cancel') !== null", Duration::from_secs(30)).await.unwrap();
+    page.click_and_wait_for_load("#cancel").await.unwrap();
+    let error = tokio::time::timeout(Duration::from_secs(60), cancelled).await.unwrap().unwrap().unwrap_err();
+    assert_eq!(sqlstate(&error), "57014", "{error:?}");
+    // Each of the three interrupted its own job on Spark.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while spark.log().matches("SPARK_JOB_CANCELLED").count() < 3 {
+        assert!(Instant::now() < deadline, "Spark's jobs were not cancelled:\n{}", spark.log());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 
     // Under `auto`, the metastore's sizes decide, and EXPLAIN says so.
     execute(&client, "SET bucketsql.engine = auto; SET bucketsql.engine.autoThresholdBytes = 1").await;
@@ -453,16 +515,65 @@ async fn statements_run_on_spark_through_spark_connect() {
             client.simple_query(endless).await.map(|_| ())
         }
     });
+    // A write that Spark runs when it goes away commits nothing.
+    let writing = tokio::spawn({
+        let client = server.connect().await;
+        async move {
+            execute(&client, "SET bucketsql.engine = spark").await;
+            client.simple_query("INSERT INTO p SELECT id, 'w' FROM range(1000000000000)").await.map(|_| ())
+        }
+    });
     tokio::time::sleep(Duration::from_secs(4)).await;
     spark.stop();
     let lost = running.await.unwrap().expect_err("the statement on Spark outlived Spark");
     assert!(["08006", "08001"].contains(&sqlstate(&lost).as_str()), "{lost:?}");
+    let lost_write = writing.await.unwrap().expect_err("the write on Spark outlived Spark");
+    assert!(["08006", "08001"].contains(&sqlstate(&lost_write).as_str()), "{lost_write:?}");
     assert_eq!(sqlstate(&failure(&client, JOIN).await), "08001");
     execute(&client, "SET bucketsql.engine = local").await;
     assert_eq!(text_rows(&client, JOIN).await[0][0], "10000");
+    assert_eq!(text_rows(&client, partitions).await, [["x", "1", "9"], ["y", "2", "2"]]);
+    assert_eq!(staging_dirs(server.data_dir()), Vec::<PathBuf>::new());
     let _spark = SparkConnectServer::start(&temp.path().join("spark-again"), spark_port);
     execute(&client, "SET bucketsql.engine = spark").await;
     assert_eq!(text_rows(&client, "SELECT count(*) FROM a").await, [["20001"]]);
+
+    // `bench --spark-connect` times the join there too, and fails unless Spark's answer is
+    // this server's.
+    let bench = Command::new(env!("CARGO_BIN_EXE_bucketsql"))
+        .args(["bench", "--rows", "20000", "--buckets", "4", "--runs", "1", "--spark-connect", &spark.url()])
+        .arg("--data-dir")
+        .arg(temp.path().join("bench"))
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&bench.stdout);
+    assert!(bench.status.success(), "{report}\n{}", String::from_utf8_lossy(&bench.stderr));
+    for layout in ["bucketed", "plain"] {
+        let row = report
+            .lines()
+            .find(|l| l.starts_with("join count/sum") && l.contains(&format!(" {layout} ")) && l.contains(" spark "));
+        assert!(row.is_some(), "no {layout} join on Spark in:\n{report}");
+    }
+}
+
+/// Any value, as the bytes a binary result carries (`None` for NULL).
+struct RawValue(Option<Vec<u8>>);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for RawValue {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawValue(Some(raw.to_vec())))
+    }
+
+    fn from_sql_null(_: &tokio_postgres::types::Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawValue(None))
+    }
+
+    fn accepts(_: &tokio_postgres::types::Type) -> bool {
+        true
+    }
 }
 
 #[tokio::test]

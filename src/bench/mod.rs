@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{Array, Int64Array, RecordBatch};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, collect};
 use futures::StreamExt;
@@ -218,6 +219,22 @@ async fn run_statements(session: &Arc<Session>, sql: &str) -> Result<(Vec<Record
     Ok((batches, written))
 }
 
+/// The values of `batches`, row by row, as text: what two engines' answers are compared by.
+fn answer_rows(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, SqlError> {
+    let options = FormatOptions::default().with_null("NULL");
+    let mut rows = Vec::new();
+    for batch in batches {
+        let formatters = batch
+            .columns()
+            .iter()
+            .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SqlError::internal(e.to_string()))?;
+        rows.extend((0..batch.num_rows()).map(|row| formatters.iter().map(|f| f.value(row).to_string()).collect()));
+    }
+    Ok(rows)
+}
+
 /// Times `sql` as an item of `phase`: a warm-up run, then `runs` timed ones; the rows of the
 /// last.
 async fn time_query(
@@ -415,11 +432,23 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         }
     }
     if on_spark {
-        // Spark's defaults, as Spark Connect's session has them.
-        execute(&session, "RESET ALL; SET bucketsql.engine = spark").await?;
+        // Spark's defaults, as Spark Connect's session has them; its answer must be this
+        // server's.
         for (layout, tx, acc) in layouts {
             let join = queries[0].1.replace("{tx}", tx).replace("{acc}", acc);
-            results.push(time_query(&session, &mut phase, queries[0].0, (layout, SPARK), &join, runs).await?.0);
+            execute(&session, "RESET ALL").await?;
+            let here = run_statements(&session, &join).await?.0;
+            execute(&session, "SET bucketsql.engine = spark").await?;
+            let (measurement, there) =
+                time_query(&session, &mut phase, queries[0].0, (layout, SPARK), &join, runs).await?;
+            if answer_rows(&there)? != answer_rows(&here)? {
+                return Err(SqlError::internal(format!(
+                    "Spark answered {:?} to the {layout} join, this server {:?}",
+                    answer_rows(&there)?,
+                    answer_rows(&here)?
+                )));
+            }
+            results.push(measurement);
         }
         execute(&session, "RESET ALL").await?;
     }

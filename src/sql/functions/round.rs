@@ -7,14 +7,16 @@
 //! give); an integer keeps its type and is rounded only for `d < 0`. `d` must be a constant,
 //! as Spark requires.
 //!
-//! Where we differ: an integer whose rounding overflows its type fails with `22003`.
+//! An integer whose rounding overflows its type fails with `22003`, as under Spark's ANSI mode;
+//! under legacy mode (`spark.sql.ansi.enabled = false`) it wraps around, and a DECIMAL past its
+//! type is NULL.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, PrimitiveArray};
 use datafusion::arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Decimal128Type, Field, FieldRef, Float32Type, Float64Type, Int8Type, Int16Type,
-    Int32Type, Int64Type,
+    ArrowNativeType, ArrowPrimitiveType, DataType, Decimal128Type, Field, FieldRef, Float32Type, Float64Type, Int8Type,
+    Int16Type, Int32Type, Int64Type,
 };
 use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
@@ -22,6 +24,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use crate::config::EvalMode;
 use crate::error::SqlError;
 use crate::exec::columnar::{input_column, shaped_like};
 
@@ -119,7 +122,8 @@ impl ScalarUDFImpl for SparkRound {
             None => 0,
         };
         let value = input_column(&args.args[0])?;
-        let rounded = round_array(&value, places, self.mode, args.return_field.data_type())?;
+        let eval = EvalMode::of(&args.config_options);
+        let rounded = round_array(&value, places, (self.mode, eval), args.return_field.data_type())?;
         shaped_like(&args.args[0], rounded)
     }
 }
@@ -134,25 +138,31 @@ fn places_of(scale: Option<&ScalarValue>, arg_count: usize, name: &str) -> Resul
     }
 }
 
-fn round_array(value: &ArrayRef, places: i32, mode: Mode, output: &DataType) -> Result<ArrayRef> {
+/// `value` rounded to `places` as `mode` rounds; past the output type an error, or under
+/// legacy mode NULL (a DECIMAL) or the integer wrapped around, as Spark's legacy mode has them.
+fn round_array(value: &ArrayRef, places: i32, (mode, eval): (Mode, EvalMode), output: &DataType) -> Result<ArrayRef> {
+    let legacy = eval == EvalMode::Legacy;
     Ok(match (value.data_type(), output) {
         (DataType::Decimal128(_, scale), DataType::Decimal128(precision, out_scale)) => {
             let decimals = value.as_primitive::<Decimal128Type>();
             let limit = 10i128.pow(u32::from(*precision));
-            let rounded: Decimal128Array = decimals.try_unary(|v| {
-                let r = round_decimal(v, i32::from(*scale), places, i32::from(*out_scale), mode);
-                r.filter(|r| r.abs() < limit).ok_or_else(|| out_of_range(*precision, *out_scale))
-            })?;
+            let round = |v| round_decimal(v, i32::from(*scale), places, i32::from(*out_scale), mode);
+            let rounded: Decimal128Array = match legacy {
+                true => decimals.unary_opt(|v| round(v).filter(|r| r.abs() < limit)),
+                false => decimals.try_unary(|v| {
+                    round(v).filter(|r| r.abs() < limit).ok_or_else(|| out_of_range(*precision, *out_scale))
+                })?,
+            };
             Arc::new(rounded.with_precision_and_scale(*precision, *out_scale)?)
         }
         (DataType::Float64, _) => Arc::new(floats::<Float64Type>(value, |x| round_double(x, places, mode))),
         (DataType::Float32, _) => {
             Arc::new(floats::<Float32Type>(value, |x| round_double(f64::from(x), places, mode) as f32))
         }
-        (DataType::Int64, _) => integers::<Int64Type>(value, places, mode)?,
-        (DataType::Int32, _) => integers::<Int32Type>(value, places, mode)?,
-        (DataType::Int16, _) => integers::<Int16Type>(value, places, mode)?,
-        (DataType::Int8, _) => integers::<Int8Type>(value, places, mode)?,
+        (DataType::Int64, _) => integers::<Int64Type>(value, places, mode, legacy)?,
+        (DataType::Int32, _) => integers::<Int32Type>(value, places, mode, legacy)?,
+        (DataType::Int16, _) => integers::<Int16Type>(value, places, mode, legacy)?,
+        (DataType::Int8, _) => integers::<Int8Type>(value, places, mode, legacy)?,
         (other, _) => return exec_err!("round of {other} is not supported"),
     })
 }
@@ -171,7 +181,7 @@ fn floats<T: ArrowPrimitiveType>(value: &ArrayRef, f: impl Fn(T::Native) -> T::N
     value.as_primitive::<T>().unary(f)
 }
 
-fn integers<T>(value: &ArrayRef, places: i32, mode: Mode) -> Result<ArrayRef>
+fn integers<T>(value: &ArrayRef, places: i32, mode: Mode, wrap: bool) -> Result<ArrayRef>
 where
     T: ArrowPrimitiveType,
     T::Native: Into<i128> + TryFrom<i128>,
@@ -181,7 +191,9 @@ where
     }
     let rounded: PrimitiveArray<T> = value.as_primitive::<T>().try_unary(|v| {
         let r = round_decimal(v.into(), 0, places, 0, mode);
-        r.and_then(|r| T::Native::try_from(r).ok()).ok_or_else(|| {
+        // Wrapped: the low bits of the rounded value, as Java's narrowing keeps them.
+        let wrapped = |r: i128| <T::Native as ArrowNativeType>::usize_as(r as i64 as usize);
+        r.and_then(|r| if wrap { Some(wrapped(r)) } else { T::Native::try_from(r).ok() }).ok_or_else(|| {
             DataFusionError::from(SqlError::new(
                 "22003",
                 "[ARITHMETIC_OVERFLOW] overflow. Use 'try_round' to tolerate overflow and return NULL instead.",

@@ -39,9 +39,14 @@ pub fn spark_strict_math() -> [ScalarUDF; 7] {
     })
 }
 
-/// Spark's `UnaryLogExpression`: NULL at and below 0.
+/// Spark's `UnaryLogExpression`: NULL at and below 0, NaN of NaN (which is not below 0).
 fn logarithm(x: f64, log: impl Fn(f64) -> f64) -> Option<f64> {
-    (x > 0.0).then(|| log(x))
+    has_logarithm(x).then(|| log(x))
+}
+
+/// Whether Spark takes the logarithm of `x`: NaN is not at or below 0.
+fn has_logarithm(x: f64) -> bool {
+    x > 0.0 || x.is_nan()
 }
 
 impl Function {
@@ -56,7 +61,9 @@ impl Function {
     fn apply(self, args: &[f64]) -> Option<f64> {
         match (self, args) {
             (Function::Ln | Function::Log, [x]) => logarithm(*x, libm::log),
-            (Function::Log, [base, x]) => (*base > 0.0 && *x > 0.0).then(|| libm::log(*x) / libm::log(*base)),
+            (Function::Log, [base, x]) => {
+                (has_logarithm(*base) && has_logarithm(*x)).then(|| libm::log(*x) / libm::log(*base))
+            }
             (Function::Log10, [x]) => logarithm(*x, libm::log10),
             (Function::Log2, [x]) => logarithm(*x, |x| libm::log(x) / libm::log(2.0)),
             (Function::Exp, [x]) => Some(libm::exp(*x)),
@@ -136,5 +143,10 @@ mod tests {
         ] {
             assert_eq!(function.apply(&args), expected, "{function:?}{args:?}");
         }
+        // Spark 4.3: `ln(NaN)`, `log10(NaN)` and `log(2, NaN)` are NaN; `ln(-0.0)` is NULL.
+        assert!(Function::Ln.apply(&[f64::NAN]).is_some_and(f64::is_nan));
+        assert!(Function::Log10.apply(&[f64::NAN]).is_some_and(f64::is_nan));
+        assert!(Function::Log.apply(&[2.0, f64::NAN]).is_some_and(f64::is_nan));
+        assert_eq!(Function::Ln.apply(&[-0.0]), None);
     }
 }
