@@ -1,13 +1,13 @@
-//! Generates Spark Connect's messages from the `.proto` files Spark publishes (`proto/`), with
-//! the protoc that `protoc-bin-vendored` ships, so a build needs no protoc installed. Only the
-//! messages are generated: the client makes its calls itself (`exec/spark_connect/client.rs`).
+//! Generates Spark Connect's messages and its service's client stubs from the `.proto` files
+//! Spark publishes (`proto/`), with the protoc that `protoc-bin-vendored` ships, so a build
+//! needs no protoc installed. `exec/spark_connect/client.rs` calls Spark through the stubs.
 
 fn main() -> std::io::Result<()> {
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path().map_err(std::io::Error::other)?);
     let well_known = protoc_bin_vendored::include_path().map_err(std::io::Error::other)?;
     tonic_prost_build::configure()
-        .build_client(false)
+        .build_client(true)
         .build_server(false)
         // Arrow batches are decoded straight from the response's buffer.
         .bytes(".spark.connect.ExecutePlanResponse.ArrowBatch.data")

@@ -18,14 +18,12 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use tonic::client::Grpc;
 use tonic::codec::Streaming;
-use tonic::codegen::http::uri::PathAndQuery;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
-use tonic_prost::ProstCodec;
 use uuid::Uuid;
 
 use super::errors::{Stage, could_not_connect, deepest_cause, status_error};
-use super::proto::{self, ExplainMode, Plan, UserContext};
+use super::proto::{self, ExplainMode, Plan, SparkConnectServiceClient, UserContext};
 use super::url::SparkConnectUrl;
 use crate::error::SqlError;
 
@@ -72,7 +70,9 @@ impl SparkConnect {
         &self.url
     }
 
-    fn grpc(&self) -> Result<Grpc<Channel>, SqlError> {
+    /// The generated client on the server's channel, once the channel is connected: a server
+    /// that cannot be reached fails here, with 08001, before any call.
+    async fn client(&self) -> Result<SparkConnectServiceClient<Channel>, SqlError> {
         let channel = match self.channel.get() {
             Some(channel) => channel,
             None => {
@@ -80,7 +80,8 @@ impl SparkConnect {
                 self.channel.get_or_init(|| endpoint.connect_lazy())
             }
         };
-        Ok(Grpc::new(channel.clone()).max_decoding_message_size(MAX_RESPONSE_BYTES))
+        Grpc::new(channel.clone()).ready().await.map_err(|e| self.unreachable(&e))?;
+        Ok(SparkConnectServiceClient::new(channel.clone()).max_decoding_message_size(MAX_RESPONSE_BYTES))
     }
 
     fn endpoint(&self) -> Result<Endpoint, SqlError> {
@@ -117,19 +118,9 @@ impl SparkConnect {
         Some(UserContext { user_id: user.clone(), user_name: user, extensions: Vec::new() })
     }
 
-    async fn unary<Req, Resp>(&self, path: &'static str, message: Req) -> Result<Resp, SqlError>
-    where
-        Req: prost::Message + Send + Sync + 'static,
-        Resp: prost::Message + Default + Send + Sync + 'static,
-    {
-        let mut grpc = self.grpc()?;
-        grpc.ready().await.map_err(|e| self.unreachable(&e))?;
-        let request = self.request(message)?;
-        let response = grpc
-            .unary(request, PathAndQuery::from_static(path), ProstCodec::<Req, Resp>::default())
-            .await
-            .map_err(|status| status_error(&status, &self.url, Stage::Connecting))?;
-        Ok(response.into_inner())
+    /// A call's response, or its failure as a SQL error.
+    fn answer<T>(&self, response: Result<tonic::Response<T>, tonic::Status>) -> Result<T, SqlError> {
+        response.map(tonic::Response::into_inner).map_err(|status| status_error(&status, &self.url, Stage::Connecting))
     }
 
     fn unreachable(&self, e: &tonic::transport::Error) -> SqlError {
@@ -148,15 +139,8 @@ impl SparkConnect {
             operation_id: Some(operation_id.clone()),
             ..proto::ExecutePlanRequest::default()
         };
-        let mut grpc = self.grpc()?;
-        grpc.ready().await.map_err(|e| self.unreachable(&e))?;
         let request = self.request(message)?;
-        let codec = ProstCodec::<proto::ExecutePlanRequest, proto::ExecutePlanResponse>::default();
-        let responses = grpc
-            .server_streaming(request, PathAndQuery::from_static(proto::EXECUTE_PLAN), codec)
-            .await
-            .map_err(|status| status_error(&status, &self.url, Stage::Connecting))?
-            .into_inner();
+        let responses = self.answer(self.client().await?.execute_plan(request).await)?;
         let mut operation = Operation {
             responses,
             pending: VecDeque::new(),
@@ -207,7 +191,8 @@ impl SparkConnect {
             analyze: Some(Analyze::Explain(Explain { plan: Some(Plan::sql(sql)), explain_mode: mode as i32 })),
             ..proto::AnalyzePlanRequest::default()
         };
-        let response: proto::AnalyzePlanResponse = self.unary(proto::ANALYZE_PLAN, message).await?;
+        let request = self.request(message)?;
+        let response = self.answer(self.client().await?.analyze_plan(request).await)?;
         match response.result {
             Some(Analysis::Explain(explain)) => Ok(explain.explain_string),
             _ => Ok(String::new()),
@@ -236,7 +221,8 @@ impl SparkConnect {
                 client_type: Some(CLIENT_TYPE.to_string()),
                 ..proto::ConfigRequest::default()
             };
-            let _: proto::ConfigResponse = self.unary(proto::CONFIG, message).await?;
+            let request = self.request(message)?;
+            self.answer(self.client().await?.config(request).await)?;
         }
         Ok(())
     }
@@ -251,7 +237,8 @@ impl SparkConnect {
             interrupt: Some(Interrupt::OperationId(operation_id)),
             ..proto::InterruptRequest::default()
         };
-        let _: proto::InterruptResponse = self.unary(proto::INTERRUPT, message).await?;
+        let request = self.request(message)?;
+        self.answer(self.client().await?.interrupt(request).await)?;
         Ok(())
     }
 
@@ -264,7 +251,8 @@ impl SparkConnect {
             client_type: Some(CLIENT_TYPE.to_string()),
             ..proto::ReleaseSessionRequest::default()
         };
-        let _: proto::ReleaseSessionResponse = self.unary(proto::RELEASE_SESSION, message).await?;
+        let request = self.request(message)?;
+        self.answer(self.client().await?.release_session(request).await)?;
         Ok(())
     }
 
