@@ -35,8 +35,9 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-use super::decimal_division::{DECIMAL_DIVIDE, DecimalBound, quotient_half_up, result_decimal};
-use super::decimal_precision::wider_decimal;
+use super::decimal_division::{
+    DECIMAL_DIVIDE, DecimalBound, decimal_operands, quotient_half_up, result_decimal, wider_decimal,
+};
 use super::division::{ANSI_DIVIDE, ANSI_REMAINDER};
 use super::expression_rule::is_comparison;
 use super::expression_rule::rewrite_expressions;
@@ -81,6 +82,36 @@ fn checked_arithmetic(expr: Expr, schema: &DFSchema, loss: PrecisionLoss) -> Res
             Ok(Transformed::yes(arithmetic.ansi_udf(loss).call(vec![*left, *right])))
         }
         _ => unchanged(left, right),
+    }
+}
+
+/// `left * right` as Spark multiplies DECIMALs (one of them may be an integer), typed as `loss`
+/// says; `None` for other operands.
+pub fn decimal_product(left: &Expr, right: &Expr, schema: &DFSchema, loss: PrecisionLoss) -> Result<Option<Expr>> {
+    Ok(decimal_operands(left, right, schema)?.map(|args| Arithmetic::Multiply.ansi_udf(loss).call(args)))
+}
+
+/// A product of DECIMALs that DataFusion's type coercion refuses once Spark's types are given
+/// to its operands (their scales add up past 38): made the checked function, typed as Spark
+/// types it, before that coercion. Runs in [`DecimalPrecision`](super::decimal_precision)'s
+/// pass, after the operands below it.
+pub(super) fn products_past_datafusion_scales(
+    expr: Expr,
+    schema: &DFSchema,
+    loss: PrecisionLoss,
+) -> Result<Transformed<Expr>> {
+    let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Multiply, right }) = &expr else {
+        return Ok(Transformed::no(expr));
+    };
+    let (Ok(l), Ok(r)) = (left.get_type(schema), right.get_type(schema)) else { return Ok(Transformed::no(expr)) };
+    if !(l.is_decimal() || r.is_decimal())
+        || BinaryTypeCoercer::new(&l, &Operator::Multiply, &r).get_result_type().is_ok()
+    {
+        return Ok(Transformed::no(expr));
+    }
+    match decimal_product(left, right, schema, loss)? {
+        Some(product) => Ok(Transformed::yes(product)),
+        None => Ok(Transformed::no(expr)),
     }
 }
 

@@ -10,7 +10,9 @@
 //! integer literal cast to INT, which Spark takes as an INT). A zero divisor fails with
 //! DIVIDE_BY_ZERO (22012), and a quotient past its precision with NUMERIC_VALUE_OUT_OF_RANGE
 //! (22003), as under ANSI mode; under legacy mode (`spark.sql.ansi.enabled = false`) both are
-//! NULL. [`Division`](super::division) calls it for `/`.
+//! NULL. [`Division`](super::division) calls it for `/`. The DECIMAL types the other rules
+//! share are here too: Spark's result types past 38 digits, an integer's DECIMAL, and the wider
+//! DECIMAL of several.
 
 use std::sync::{Arc, LazyLock};
 
@@ -35,6 +37,13 @@ const MINIMUM_ADJUSTED_SCALE: i8 = 6;
 /// `left / right` as Spark divides DECIMALs, when one of them is a DECIMAL and the other a
 /// DECIMAL or an integer; `None` for other operands.
 pub fn decimal_division(left: &Expr, right: &Expr, schema: &DFSchema, loss: PrecisionLoss) -> Result<Option<Expr>> {
+    let Some(args) = decimal_operands(left, right, schema)? else { return Ok(None) };
+    Ok(Some(DECIMAL_DIVIDE_UDFS[loss as usize].call(args)))
+}
+
+/// `left` and `right` as the DECIMALs Spark computes with, when one of them is a DECIMAL and
+/// the other a DECIMAL or an integer; `None` for other operands.
+pub fn decimal_operands(left: &Expr, right: &Expr, schema: &DFSchema) -> Result<Option<Vec<Expr>>> {
     let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
     if !left_type.is_decimal() && !right_type.is_decimal() {
         return Ok(None);
@@ -42,8 +51,7 @@ pub fn decimal_division(left: &Expr, right: &Expr, schema: &DFSchema, loss: Prec
     let (Some(l), Some(r)) = (operand_type(left, &left_type), operand_type(right, &right_type)) else {
         return Ok(None);
     };
-    let args = vec![left.clone().cast_to(&l, schema)?, right.clone().cast_to(&r, schema)?];
-    Ok(Some(DECIMAL_DIVIDE_UDFS[loss as usize].call(args)))
+    Ok(Some(vec![left.clone().cast_to(&l, schema)?, right.clone().cast_to(&r, schema)?]))
 }
 
 /// The DECIMAL an operand divides as: its own, or an integer's as `integer_decimal` gives it.
@@ -128,6 +136,29 @@ pub fn result_decimal(loss: PrecisionLoss, precision: i32, scale: i32) -> (u8, i
 fn bounded(precision: i32, scale: i32) -> (u8, i8) {
     let max = i32::from(MAX_PRECISION);
     (precision.min(max) as u8, scale.min(max) as i8)
+}
+
+/// Spark 4's `widerDecimalType` of DECIMALs (and integers, as their type's DECIMAL) of more
+/// than one type: the most integral digits and the largest scale. Past 38 digits it keeps the
+/// integral digits and gives up scale (`DecimalType.boundedPreferIntegralDigits`), where
+/// DataFusion keeps the scale and fails on the largest values: DECIMAL(38, 11) and
+/// DECIMAL(38, 4) meet as DECIMAL(38, 4).
+pub fn wider_decimal(types: &[DataType]) -> Option<DataType> {
+    let (mut integral, mut scale) = (0i16, 0i16);
+    for data_type in types {
+        let (p, s) = match data_type {
+            DataType::Decimal128(p, s) => (i16::from(*p), i16::from(*s)),
+            t if t.is_integer() => (i16::from(integer_type_precision(t)), 0),
+            DataType::Null => continue,
+            _ => return None,
+        };
+        integral = integral.max(p - s);
+        scale = scale.max(s);
+    }
+    let mixed = types.iter().filter(|t| !t.is_null()).any(|t| Some(t) != types.iter().find(|t| !t.is_null()));
+    let past = (integral + scale - 38).max(0);
+    (types.iter().any(DataType::is_decimal) && mixed)
+        .then(|| DataType::Decimal128((integral + scale - past) as u8, (scale - past).max(0) as i8))
 }
 
 /// Spark's `DecimalType.adjustPrecisionScale`, the type of an arithmetic result with precision

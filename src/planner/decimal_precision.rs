@@ -26,7 +26,8 @@ use datafusion::logical_expr::expr::{InList, ScalarFunction};
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Union};
 use datafusion::optimizer::AnalyzerRule;
 
-use super::decimal_division::{integer_decimal, integer_literal, integer_type_precision};
+use super::ansi_arithmetic::products_past_datafusion_scales;
+use super::decimal_division::{integer_decimal, integer_literal, wider_decimal};
 use super::division::fractional_division;
 use super::expression_rule::is_comparison;
 use super::expression_rule::rewrite_expressions;
@@ -48,7 +49,9 @@ impl AnalyzerRule for DecimalPrecision {
     fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
         let (mode, loss) = (EvalMode::of(options), PrecisionLoss::of(options));
         let plan = rewrite_expressions(plan, |expr, schema| {
-            doubles_over_decimals(expr, schema)?.transform_data(|expr| fractional_division(expr, schema, mode, loss))
+            doubles_over_decimals(expr, schema)?
+                .transform_data(|expr| fractional_division(expr, schema, mode, loss))?
+                .transform_data(|expr| products_past_datafusion_scales(expr, schema, loss))
         })?;
         Ok(plan.transform_up_with_subqueries(doubles_over_decimal_columns)?.data)
     }
@@ -137,29 +140,6 @@ fn meeting_type(types: &[DataType]) -> Option<DataType> {
         return integers.max_by_key(|t| t.primitive_width()).cloned();
     }
     wider_decimal(types)
-}
-
-/// Spark 4's `widerDecimalType` of DECIMALs (and integers, as their type's DECIMAL) of more
-/// than one type: the most integral digits and the largest scale. Past 38 digits it keeps the
-/// integral digits and gives up scale (`DecimalType.boundedPreferIntegralDigits`), where
-/// DataFusion keeps the scale and fails on the largest values: DECIMAL(38, 11) and
-/// DECIMAL(38, 4) meet as DECIMAL(38, 4).
-pub(super) fn wider_decimal(types: &[DataType]) -> Option<DataType> {
-    let (mut integral, mut scale) = (0i16, 0i16);
-    for data_type in types {
-        let (p, s) = match data_type {
-            DataType::Decimal128(p, s) => (i16::from(*p), i16::from(*s)),
-            t if t.is_integer() => (i16::from(integer_type_precision(t)), 0),
-            DataType::Null => continue,
-            _ => return None,
-        };
-        integral = integral.max(p - s);
-        scale = scale.max(s);
-    }
-    let mixed = types.iter().filter(|t| !t.is_null()).any(|t| Some(t) != types.iter().find(|t| !t.is_null()));
-    let past = (integral + scale - 38).max(0);
-    (types.iter().any(DataType::is_decimal) && mixed)
-        .then(|| DataType::Decimal128((integral + scale - past) as u8, (scale - past).max(0) as i8))
 }
 
 /// Whether a value of `data_type` is cast where values meet in `meeting`.

@@ -4,6 +4,7 @@
 
 pub(crate) mod activity;
 pub(crate) mod commands;
+pub(crate) mod decimal_operators;
 pub(crate) mod dialect;
 pub(crate) mod dispatch;
 pub mod engine;

@@ -3,6 +3,7 @@
 //! run in `statement`, each dispatched to its command in `dispatch`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
 use super::activity::Backend;
+use super::decimal_operators::DecimalOperators;
 use super::dialect::{BucketSqlStatement, parse_sql};
 use super::engine::Engine;
 use super::history::RunningStatement;
@@ -51,6 +53,9 @@ pub struct Session {
     /// The session's own Spark session on the Spark Connect server.
     spark_session_id: Uuid,
     spark_settings: Mutex<SparkSettings>,
+    /// `spark.sql.decimalOperations.allowPrecisionLoss`, for the SQL planner's DECIMAL
+    /// operators, which see no settings.
+    allow_precision_loss: Arc<AtomicBool>,
 }
 
 /// A session that ran statements on Spark ends its Spark session there too, rather than
@@ -117,6 +122,9 @@ impl Session {
         let catalog = MetastoreCatalog::new(Arc::clone(&tables), engine.system_schemas.clone());
         ctx.register_catalog(CATALOG_NAME, Arc::new(catalog));
         functions::register(&mut ctx)?;
+        let allow_precision_loss = Arc::new(AtomicBool::new(true));
+        let decimal_operators = DecimalOperators { allow_precision_loss: Arc::clone(&allow_precision_loss) };
+        datafusion::execution::FunctionRegistry::register_expr_planner(&mut ctx, Arc::new(decimal_operators))?;
         let variables = Arc::new(Mutex::new(BTreeMap::new()));
         backend.share_settings(Arc::clone(&variables));
         let settings = pg_catalog::Settings(Arc::clone(&variables));
@@ -132,7 +140,17 @@ impl Session {
         let running = Arc::new(RunningStatement::default());
         ctx.state_ref().write().config_mut().set_extension(Arc::clone(&running));
         let (spark_session_id, spark_settings) = (Uuid::new_v4(), Mutex::default());
-        let session = Session { engine, ctx, variables, backend, running, tables, spark_session_id, spark_settings };
+        let session = Session {
+            engine,
+            ctx,
+            variables,
+            backend,
+            running,
+            tables,
+            spark_session_id,
+            spark_settings,
+            allow_precision_loss,
+        };
         session.install_spark_conf();
         Ok(session)
     }
@@ -224,6 +242,7 @@ impl Session {
     pub(crate) fn install_spark_conf(&self) {
         let conf = self.spark_conf();
         let (mode, loss) = (conf.eval_mode(), conf.precision_loss());
+        self.allow_precision_loss.store(conf.allow_precision_loss, Ordering::Relaxed);
         let installed = {
             let state = self.ctx.state_ref();
             let options = state.read().config().options().clone();
