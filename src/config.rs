@@ -410,13 +410,15 @@ pub enum EvalMode {
 }
 
 impl EvalMode {
+    /// The mode `spark.sql.ansi.enabled = ansi_enabled` asks for.
+    pub fn when_ansi(ansi_enabled: bool) -> EvalMode {
+        if ansi_enabled { EvalMode::Ansi } else { EvalMode::Legacy }
+    }
+
     /// The mode of the session whose DataFusion options are `options`; ANSI where none was
     /// installed.
     pub fn of(options: &ConfigOptions) -> EvalMode {
-        match options.extensions.get::<ExpressionSettings>() {
-            Some(settings) if !settings.ansi_enabled => EvalMode::Legacy,
-            _ => EvalMode::Ansi,
-        }
+        options.extensions.get::<ExpressionSettings>().map_or(EvalMode::Ansi, |s| EvalMode::when_ansi(s.ansi_enabled))
     }
 }
 
@@ -433,29 +435,28 @@ pub enum PrecisionLoss {
 }
 
 impl PrecisionLoss {
+    /// What `spark.sql.decimalOperations.allowPrecisionLoss = allowed` asks for.
+    pub fn when_allowed(allowed: bool) -> PrecisionLoss {
+        if allowed { PrecisionLoss::Allowed } else { PrecisionLoss::Refused }
+    }
+
     /// The setting of the session whose DataFusion options are `options`; Spark's default where
     /// none was installed.
     pub fn of(options: &ConfigOptions) -> PrecisionLoss {
-        match options.extensions.get::<ExpressionSettings>() {
-            Some(settings) if !settings.allow_precision_loss => PrecisionLoss::Refused,
-            _ => PrecisionLoss::Allowed,
-        }
+        options
+            .extensions
+            .get::<ExpressionSettings>()
+            .map_or(PrecisionLoss::Allowed, |s| PrecisionLoss::when_allowed(s.allow_precision_loss))
     }
 }
 
 impl SparkConf {
     pub fn eval_mode(&self) -> EvalMode {
-        match self.ansi_enabled {
-            true => EvalMode::Ansi,
-            false => EvalMode::Legacy,
-        }
+        EvalMode::when_ansi(self.ansi_enabled)
     }
 
     pub fn precision_loss(&self) -> PrecisionLoss {
-        match self.allow_precision_loss {
-            true => PrecisionLoss::Allowed,
-            false => PrecisionLoss::Refused,
-        }
+        PrecisionLoss::when_allowed(self.allow_precision_loss)
     }
 
     /// This session's [`ExpressionSettings`], to install in its DataFusion options.

@@ -441,11 +441,10 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
             execute(&session, "SET bucketsql.engine = spark").await?;
             let (measurement, there) =
                 time_query(&session, &mut phase, queries[0].0, (layout, SPARK), &join, runs).await?;
-            if answer_rows(&there)? != answer_rows(&here)? {
+            let (there, here) = (answer_rows(&there)?, answer_rows(&here)?);
+            if there != here {
                 return Err(SqlError::internal(format!(
-                    "Spark answered {:?} to the {layout} join, this server {:?}",
-                    answer_rows(&there)?,
-                    answer_rows(&here)?
+                    "Spark answered {there:?} to the {layout} join, this server {here:?}"
                 )));
             }
             results.push(measurement);

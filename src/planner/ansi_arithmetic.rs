@@ -413,11 +413,10 @@ impl ScalarUDFImpl for CheckedArithmetic {
             (overflow, _) => overflow,
         };
         let result = match left.data_type() {
-            _ if overflow == OnOverflow::Wrap && left.data_type().is_integer() => self.wrapping(&left, &right),
-            DataType::Int8 => self.integral::<Int8Type>(&left, &right, overflow),
-            DataType::Int16 => self.integral::<Int16Type>(&left, &right, overflow),
-            DataType::Int32 => self.integral::<Int32Type>(&left, &right, overflow),
-            DataType::Int64 => self.integral::<Int64Type>(&left, &right, overflow),
+            DataType::Int8 => self.integral::<Int8Type>((&left, &right), overflow),
+            DataType::Int16 => self.integral::<Int16Type>((&left, &right), overflow),
+            DataType::Int32 => self.integral::<Int32Type>((&left, &right), overflow),
+            DataType::Int64 => self.integral::<Int64Type>((&left, &right), overflow),
             DataType::Decimal128(..) => match (right.data_type(), args.return_field.data_type()) {
                 (DataType::Decimal128(..), DataType::Decimal128(precision, scale)) => {
                     self.decimal(&left, &right, *precision, *scale, overflow)
@@ -494,15 +493,15 @@ impl CheckedArithmetic {
 
     fn integral<T: ArrowPrimitiveType>(
         &self,
-        left: &ArrayRef,
-        right: &ArrayRef,
+        arrays: (&ArrayRef, &ArrayRef),
         overflow: OnOverflow,
     ) -> Result<ArrayRef> {
-        let (left, right) = (left.as_primitive::<T>(), right.as_primitive::<T>());
+        let (left, right) = (arrays.0.as_primitive::<T>(), arrays.1.as_primitive::<T>());
         let arithmetic = self.arithmetic;
         let pairs = || left.iter().zip(right.iter());
         match overflow {
-            OnOverflow::Null | OnOverflow::Wrap => {
+            OnOverflow::Wrap => self.wrapping(arrays.0, arrays.1),
+            OnOverflow::Null => {
                 let result: PrimitiveArray<T> = pairs().map(|(a, b)| arithmetic.checked(a?, b?)).collect();
                 Ok(Arc::new(result))
             }

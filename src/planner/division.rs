@@ -9,7 +9,7 @@
 //! fails with REMAINDER_BY_ZERO (22012), as an integer's does, where DataFusion gives NaN.
 //! Under legacy mode (`spark.sql.ansi.enabled = false`) a zero divisor gives NULL instead, for
 //! every type: the functions read the mode when they run, and an integer or DECIMAL `%`, which
-//! stays DataFusion's operator, takes its divisor through [`null_where_zero`]'s function.
+//! stays DataFusion's operator, takes its divisor through `nullif(divisor, 0)`.
 //! Runs before DataFusion's type coercion, in the pass of
 //! [`DecimalPrecision`](super::decimal_precision) over each expression, bottom up: after it has
 //! made a DECIMAL divided by a DOUBLE two DOUBLEs, and before the expression holding the
@@ -22,18 +22,18 @@ use datafusion::arrow::compute::kernels::numeric::{div, rem};
 use datafusion::arrow::compute::{cast, nullif};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::arrow::error::ArrowError;
-use datafusion::common::DFSchema;
 use datafusion::common::tree_node::Transformed;
+use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::functions::expr_fn::nullif as nullif_expr;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    TypeSignature, Volatility,
+    TypeSignature, Volatility, lit,
 };
 
 use super::decimal_division::decimal_division;
 use crate::config::{EvalMode, PrecisionLoss};
 use crate::error::SqlError;
-use crate::exec::columnar::shaped_like;
 
 /// The function `/` becomes over DOUBLE operands.
 pub const ANSI_DIVIDE: &str = "ansi_divide";
@@ -89,7 +89,8 @@ fn fractional_remainder(
     let float_pair = left_type.is_floating() || right_type.is_floating();
     let numbers = [&left_type, &right_type].iter().all(|t| t.is_integer() || t.is_floating() || t.is_null());
     if !float_pair && mode == EvalMode::Legacy && right_type.is_numeric() {
-        let right = Box::new(NULL_WHERE_ZERO_UDF.call(vec![*right]));
+        let zero = lit(ScalarValue::new_zero(&right_type)?);
+        let right = Box::new(nullif_expr(*right, zero));
         return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right })));
     }
     if !float_pair || !numbers {
@@ -154,40 +155,6 @@ pub fn null_where_zero(divisors: &ArrayRef) -> Result<ArrayRef> {
     let doubles = cast(divisors, &DataType::Float64)?;
     let zero: BooleanArray = doubles.as_primitive::<Float64Type>().iter().map(|d| Some(d == Some(0.0))).collect();
     Ok(nullif(divisors, &zero)?)
-}
-
-/// The function an integer or DECIMAL divisor of `%` is taken through under legacy mode.
-const NULL_WHERE_ZERO: &str = "null_where_zero";
-
-static NULL_WHERE_ZERO_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
-    Arc::new(ScalarUDF::new_from_impl(NullWhereZero { signature: Signature::any(1, Volatility::Immutable) }))
-});
-
-/// A number, or NULL where it is zero.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct NullWhereZero {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for NullWhereZero {
-    fn name(&self) -> &str {
-        NULL_WHERE_ZERO
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(arg_types[0].clone())
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let [divisor] = ColumnarValue::values_to_arrays(&args.args)?
-            .try_into()
-            .map_err(|_| DataFusionError::Internal(format!("{NULL_WHERE_ZERO} takes one argument")))?;
-        shaped_like(&args.args[0], null_where_zero(&divisor)?)
-    }
 }
 
 static ANSI_DIVIDE_UDF: LazyLock<Arc<ScalarUDF>> =

@@ -22,6 +22,7 @@ use datafusion::logical_expr::{
     ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, lit,
 };
 
+use super::infer_filters_from_constraints::widens;
 use crate::exec::columnar::{input_column, shaped_like};
 
 /// Whether legacy mode casts `from` to `to` with [`legacy_integral_cast`].
@@ -31,27 +32,16 @@ pub fn is_legacy_integral_cast(from: &DataType, to: &DataType) -> bool {
 }
 
 /// Whether every value of `from` has a value of `to`, so that the cast stays one that fails
-/// (and stays visible to the rules that look through casts, as pruning does).
+/// (and stays visible to the rules that look through casts, as pruning does): a widening cast
+/// ([`widens`]), a DECIMAL into a wider DECIMAL or a floating type, and anything into a string.
 pub fn never_fails(from: &DataType, to: &DataType) -> bool {
-    let digits = |t: &DataType| match t {
-        DataType::Int8 => Some(3),
-        DataType::Int16 => Some(5),
-        DataType::Int32 => Some(10),
-        DataType::Int64 => Some(19),
-        _ => None,
-    };
     match (from, to) {
         (_, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => true,
-        (DataType::Float32, DataType::Float64) => true,
-        (f, t) if (f.is_signed_integer() || f.is_decimal()) && t.is_floating() => true,
-        (f, t) if f.is_signed_integer() && t.is_signed_integer() => digits(f) <= digits(t),
-        (f, DataType::Decimal128(p, s)) if f.is_signed_integer() => {
-            digits(f).is_some_and(|d| i16::from(*p) - i16::from(*s) >= d)
-        }
+        (DataType::Decimal128(..), t) if t.is_floating() => true,
         (DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)) => {
             s2 >= s1 && i16::from(*p2) - i16::from(*s2) >= i16::from(*p1) - i16::from(*s1)
         }
-        _ => from == to,
+        _ => widens(from, to),
     }
 }
 

@@ -43,10 +43,7 @@ impl ExprPlanner for DecimalOperators {
         if !decimals || BinaryTypeCoercer::new(&left, &op, &right).get_result_type().is_ok() {
             return Ok(PlannerResult::Original(expr));
         }
-        let loss = match self.allow_precision_loss.load(Ordering::Relaxed) {
-            true => PrecisionLoss::Allowed,
-            false => PrecisionLoss::Refused,
-        };
+        let loss = PrecisionLoss::when_allowed(self.allow_precision_loss.load(Ordering::Relaxed));
         let planned = match op {
             Operator::Divide => decimal_division(&expr.left, &expr.right, schema, loss)?,
             _ => decimal_product(&expr.left, &expr.right, schema, loss)?,

@@ -158,8 +158,7 @@ impl Session {
     /// Plans a statement DataFusion plans (a query, an INSERT without a partition spec) into
     /// a logical plan, with our analyzer and optimizer rules.
     pub(crate) async fn plan(&self, stmt: &Statement) -> Result<LogicalPlan, SqlError> {
-        self.install_spark_conf();
-        let mode = self.spark_conf().eval_mode();
+        let mode = self.install_spark_conf().eval_mode();
         let mut stmt = stmt.clone();
         let state = self.ctx.state();
         let plan = interrupt::off_workers(async move {
@@ -238,8 +237,9 @@ impl Session {
         Ok(physical)
     }
 
-    /// The session's Spark settings, where scans and the planner read them.
-    pub(crate) fn install_spark_conf(&self) {
+    /// The session's Spark settings, where scans and the planner read them; returned for the
+    /// statement about to be planned.
+    pub(crate) fn install_spark_conf(&self) -> Arc<SparkConf> {
         let conf = self.spark_conf();
         let (mode, loss) = (conf.eval_mode(), conf.precision_loss());
         self.allow_precision_loss.store(conf.allow_precision_loss, Ordering::Relaxed);
@@ -251,10 +251,12 @@ impl Session {
         if installed != (mode, loss) {
             functions::register_expression_settings(&self.ctx, mode, loss);
         }
+        let conf = Arc::new(conf);
         let state = self.ctx.state_ref();
         let mut state = state.write();
         state.config_mut().options_mut().extensions.insert(conf.expression_settings());
-        state.config_mut().set_extension(Arc::new(conf));
+        state.config_mut().set_extension(Arc::clone(&conf));
+        conf
     }
 
     /// Sets `name` (case-insensitive) to `value`, checked first where it is one of Spark's
