@@ -15,7 +15,7 @@ pub(crate) mod explain; // Spark's EXPLAIN text for our physical plans, and the 
 pub(crate) mod planner; // Spark's physical planning rules, one file per rule
 pub mod exec; // our operators: bucketed scan, Spark-hash exchanges, joins, and the runtime they run on
 pub mod storage; // table files: bucket hash, Parquet writer, commit protocol, janitor
-pub(crate) mod catalog; // what exists: the SQLite metastore and column types
+pub mod catalog; // what exists: the SQLite metastore, table locations and column types
 pub(crate) mod config; // Spark's settings with their defaults and validation
 pub mod metrics; // the Prometheus series every layer counts into
 pub mod error; // errors with their SQLSTATEs

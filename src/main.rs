@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 use bucketsql::bench::tpch::TpchOptions;
+use bucketsql::catalog::location::Location;
 use bucketsql::credentials::Passwords;
 use bucketsql::exec::spark_connect::SparkConnectUrl;
 use bucketsql::server::auth::Authenticator;
@@ -13,6 +14,7 @@ use bucketsql::server::{ClientLimits, Server};
 use bucketsql::sql::engine::{Engine, EngineOptions};
 use bucketsql::sql::history::DEFAULT_QUERY_HISTORY;
 use bucketsql::sql::statement_stats::DEFAULT_STATEMENT_STATS_MAX;
+use bucketsql::storage::object_stores::S3Settings;
 use bucketsql::ui::WebUi;
 
 const DEFAULT_MAX_MESSAGE_SIZE: &str = "64MiB";
@@ -89,9 +91,12 @@ enum Command {
         /// Directory holding the metastore and the table files; created if missing.
         #[arg(long, default_value = "./bucketsql-data")]
         data_dir: PathBuf,
-        /// A directory under which `CREATE TABLE … LOCATION` may register tables (repeatable).
-        #[arg(long = "allow-location", value_name = "DIR")]
-        allowed_locations: Vec<PathBuf>,
+        /// A directory, or an `s3://bucket/prefix`, under which `CREATE TABLE … LOCATION` may
+        /// register tables (repeatable).
+        #[arg(long = "allow-location", value_name = "DIR|URL", value_parser = parse_location)]
+        allowed_locations: Vec<Location>,
+        #[command(flatten)]
+        object_storage: Box<ObjectStorageArgs>,
         /// Memory shared by all queries, e.g. `4GiB` or `512MiB` (default: half of RAM).
         #[arg(long, value_parser = parse_bytes)]
         memory_limit: Option<usize>,
@@ -141,6 +146,26 @@ enum Command {
         #[arg(long, value_name = "URL")]
         spark_connect: Option<String>,
     },
+}
+
+/// `serve`'s flags for tables on object storage.
+#[derive(clap::Args)]
+struct ObjectStorageArgs {
+    /// Where managed tables live: a directory or an `s3://bucket/prefix` (default:
+    /// `<data-dir>/warehouse`). The metastore stays in the data directory.
+    #[arg(long, value_name = "DIR|URL", value_parser = parse_location)]
+    warehouse: Option<Location>,
+    /// An S3-compatible server to reach `s3://` locations at, instead of AWS. Credentials and
+    /// region come from the `AWS_*` variables or the AWS shared files.
+    #[arg(long, value_name = "URL")]
+    s3_endpoint: Option<String>,
+    /// Allow a plain-HTTP `--s3-endpoint`.
+    #[arg(long)]
+    s3_allow_http: bool,
+    /// Address buckets as host names (`bucket.endpoint`) rather than as the path's first
+    /// segment.
+    #[arg(long)]
+    s3_virtual_hosted_style: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -221,6 +246,7 @@ async fn run() -> anyhow::Result<()> {
             listen,
             data_dir,
             allowed_locations,
+            object_storage,
             memory_limit,
             password,
             users_file,
@@ -272,6 +298,12 @@ async fn run() -> anyhow::Result<()> {
                 &data_dir,
                 EngineOptions {
                     allowed_locations,
+                    warehouse: object_storage.warehouse,
+                    s3: S3Settings {
+                        endpoint: object_storage.s3_endpoint,
+                        virtual_hosted: object_storage.s3_virtual_hosted_style,
+                        allow_http: object_storage.s3_allow_http,
+                    },
                     memory_limit,
                     query_history,
                     statement_stats_max: pg_stat_statements_max as usize,
@@ -319,6 +351,10 @@ async fn shutdown_signal() {
 }
 
 /// `1024`, `64KiB`, `512MiB`, `4GiB` (also `KB`/`MB`/`GB`, read as binary units).
+fn parse_location(text: &str) -> Result<Location, String> {
+    Location::parse(text).map_err(|e| e.message)
+}
+
 fn parse_bytes(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());

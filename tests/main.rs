@@ -16,6 +16,7 @@ mod durability;
 mod executor;
 mod fixtures;
 mod layers;
+mod object_storage;
 mod operations;
 mod plans;
 mod protocol;

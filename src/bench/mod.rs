@@ -367,7 +367,7 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     phase.finish();
 
     let tx_dir = engine.managed_location("default", "tx")?;
-    let (files, checked) = check_layout(&tx_dir, buckets)?;
+    let (files, checked) = check_layout(tx_dir.local_for("the benchmark")?, buckets)?;
     println!(
         "write: plain {:.2}s ({:.0} rows/s), bucketed {:.2}s ({:.0} rows/s); layout: {files} files, {checked} rows, every row in its Spark bucket, every file sorted",
         plain_write.as_secs_f64(),

@@ -32,6 +32,7 @@ use tpchgen_arrow::{
 };
 
 use super::{Measurement, execute, time_query};
+use crate::catalog::location::Location;
 use crate::error::SqlError;
 use crate::progress::Phase;
 use crate::sql::activity::Backend;
@@ -317,7 +318,11 @@ pub async fn run(options: TpchOptions) -> Result<(), SqlError> {
     let dir = dir.canonicalize()?;
     let engine = Engine::open(
         &data_dir,
-        EngineOptions { memory_limit, allowed_locations: vec![dir.clone()], ..EngineOptions::default() },
+        EngineOptions {
+            memory_limit,
+            allowed_locations: vec![Location::Local(dir.clone())],
+            ..EngineOptions::default()
+        },
     )?;
     let session = Arc::new(Session::new(Arc::clone(&engine), Arc::new(Backend::new(None)))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -8,8 +8,8 @@
 //! committer wins, [`ChangeKind::conflicts_with`]).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
+use super::location::Location;
 use super::table::{ColumnMeta, DataFile, NewTable, PartitionRepair, STATISTICS_PREFIX, TableMeta, WriteMode};
 
 /// The id a table created in a transaction has until the transaction commits.
@@ -136,7 +136,7 @@ pub enum CatalogChange {
     /// (SET LOCATION).
     SetLocation {
         table: TableRef,
-        location: PathBuf,
+        location: Location,
         found: Vec<DataFile>,
     },
     /// The table takes the name `to` and reads its files at `location`: a managed table's
@@ -146,7 +146,7 @@ pub enum CatalogChange {
     RenameTable {
         table: TableRef,
         to: String,
-        location: PathBuf,
+        location: Location,
         files: Vec<DataFile>,
     },
 }
@@ -284,7 +284,7 @@ pub fn new_table_meta(table: &NewTable) -> TableMeta {
         schema: table.schema.clone(),
         name: table.name.clone(),
         provider: table.provider.clone(),
-        location: PathBuf::from(&table.location),
+        location: table.location.clone(),
         external: table.external,
         comment: table.comment.clone(),
         created_at: 0,

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::change::{CatalogChange, ChangeKind, TableRef};
+use super::location::Location;
 use super::migrations;
 use super::table::{
     BUCKET_HASH, BUCKET_HASH_VERSION, BucketSpec, ColumnMeta, DataFile, NewTable, PartitionRepair, STATISTICS_PREFIX,
@@ -108,15 +109,8 @@ impl Metastore {
     }
 
     /// Every table's location, for startup recovery.
-    pub fn table_locations(&self) -> Result<Vec<PathBuf>, SqlError> {
-        self.with_conn(|conn| {
-            let mut stmt = conn.prepare("SELECT location FROM tables")?;
-            let rows = stmt
-                .query_map([], |row| row.get::<_, String>(0))?
-                .map(|r| r.map(PathBuf::from))
-                .collect::<Result<_, _>>()?;
-            Ok(rows)
-        })
+    pub fn table_locations(&self) -> Result<Vec<Location>, SqlError> {
+        self.locations_in("SELECT location FROM tables")
     }
 
     /// Commits `changes`, in order, in one transaction: all of them or, when one fails or
@@ -143,48 +137,45 @@ impl Metastore {
     }
 
     /// Records files about to be moved into a table directory, before they are moved.
-    pub fn add_pending(&self, paths: &[PathBuf]) -> Result<(), SqlError> {
+    pub fn add_pending(&self, paths: &[Location]) -> Result<(), SqlError> {
         self.in_transaction(|tx| {
             for path in paths {
-                tx.execute("INSERT OR IGNORE INTO pending_files (path) VALUES (?1)", [path.to_string_lossy()])?;
+                tx.execute("INSERT OR IGNORE INTO pending_files (path) VALUES (?1)", [path.to_string()])?;
             }
             Ok(())
         })
     }
 
     /// Forgets pending files whose write failed after their removal.
-    pub fn clear_pending(&self, paths: &[PathBuf]) -> Result<(), SqlError> {
+    pub fn clear_pending(&self, paths: &[Location]) -> Result<(), SqlError> {
         self.in_transaction(|tx| {
             for path in paths {
-                tx.execute("DELETE FROM pending_files WHERE path = ?1", [path.to_string_lossy()])?;
+                tx.execute("DELETE FROM pending_files WHERE path = ?1", [path.to_string()])?;
             }
             Ok(())
         })
     }
-    pub fn pending_files(&self) -> Result<Vec<PathBuf>, SqlError> {
-        self.paths_in("SELECT path FROM pending_files")
+    pub fn pending_files(&self) -> Result<Vec<Location>, SqlError> {
+        self.locations_in("SELECT path FROM pending_files")
     }
 
-    pub fn retired_files(&self) -> Result<Vec<PathBuf>, SqlError> {
-        self.paths_in("SELECT path FROM retired_files")
+    pub fn retired_files(&self) -> Result<Vec<Location>, SqlError> {
+        self.locations_in("SELECT path FROM retired_files")
     }
 
-    fn paths_in(&self, query: &str) -> Result<Vec<PathBuf>, SqlError> {
+    fn locations_in(&self, query: &str) -> Result<Vec<Location>, SqlError> {
         self.with_conn(|conn| {
             let mut stmt = conn.prepare(query)?;
-            let rows = stmt
-                .query_map([], |row| row.get::<_, String>(0))?
-                .map(|r| r.map(PathBuf::from))
-                .collect::<Result<_, _>>()?;
-            Ok(rows)
+            let texts: Vec<String> = stmt.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
+            texts.iter().map(|text| Location::parse(text)).collect()
         })
     }
 
     /// Forgets pending or retired records whose files are gone.
-    pub fn forget_files(&self, paths: &[PathBuf]) -> Result<(), SqlError> {
+    pub fn forget_files(&self, paths: &[Location]) -> Result<(), SqlError> {
         self.in_transaction(|tx| {
             for path in paths {
-                let path = path.to_string_lossy();
+                let path = path.to_string();
                 tx.execute("DELETE FROM pending_files WHERE path = ?1", [&path])?;
                 tx.execute("DELETE FROM retired_files WHERE path = ?1", [&path])?;
             }
@@ -278,7 +269,7 @@ fn apply(tx: &Transaction, change: &CatalogChange) -> Result<(), SqlError> {
             }
         }
         CatalogChange::SetLocation { location, found, .. } => {
-            tx.execute("UPDATE tables SET location = ?2 WHERE id = ?1", params![id, location.to_string_lossy()])?;
+            tx.execute("UPDATE tables SET location = ?2 WHERE id = ?1", params![id, location.to_string()])?;
             let moved = load_table(tx, schema, name)?.ok_or_else(dropped)?;
             resync_files(tx, &moved, found, PartitionRepair::Sync)?
         }
@@ -296,12 +287,13 @@ fn apply(tx: &Transaction, change: &CatalogChange) -> Result<(), SqlError> {
 }
 
 /// The id and location of the table `schema.name`, without its columns and files.
-fn load_location(conn: &Connection, schema: &str, name: &str) -> Result<Option<(i64, PathBuf)>, SqlError> {
-    Ok(conn
+fn load_location(conn: &Connection, schema: &str, name: &str) -> Result<Option<(i64, Location)>, SqlError> {
+    let row = conn
         .query_row("SELECT id, location FROM tables WHERE schema_name = ?1 AND name = ?2", [schema, name], |row| {
-            Ok((row.get(0)?, PathBuf::from(row.get::<_, String>(1)?)))
+            Ok((row.get(0)?, row.get::<_, String>(1)?))
         })
-        .optional()?)
+        .optional()?;
+    row.map(|(id, location)| Ok((id, Location::parse(&location)?))).transpose()
 }
 
 /// The table's change takes the catalog's next change number, and its latest change of `kind`
@@ -327,14 +319,7 @@ fn create_table(tx: &Transaction, table: &NewTable) -> Result<i64, SqlError> {
     tx.execute(
         "INSERT INTO tables (schema_name, name, provider, location, is_external, comment, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, CAST(strftime('%s', 'now') AS INTEGER))",
-        params![
-            table.schema,
-            table.name,
-            table.provider,
-            table.location.to_string_lossy(),
-            table.external,
-            table.comment
-        ],
+        params![table.schema, table.name, table.provider, table.location.to_string(), table.external, table.comment],
     )?;
     let id = tx.last_insert_rowid();
     if let Some(spec) = &table.bucket_spec {
@@ -405,20 +390,17 @@ pub fn name_taken(schema: &str, name: &str) -> SqlError {
 /// Gives the table its new name and location. When the location moves (a managed table),
 /// the files the commit has just published there are the table's from now on, and those at
 /// the old location are retired.
-fn rename_table(tx: &Transaction, meta: &TableMeta, to: &str, location: &Path) -> Result<(), SqlError> {
+fn rename_table(tx: &Transaction, meta: &TableMeta, to: &str, location: &Location) -> Result<(), SqlError> {
     if load_location(tx, &meta.schema, to)?.is_some() {
         return Err(name_taken(&meta.schema, to));
     }
-    if location != meta.location {
+    if *location != meta.location {
         for file in &meta.files {
             retire(tx, meta.id, &meta.file_path(file))?;
-            tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string_lossy()])?;
+            tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string()])?;
         }
     }
-    tx.execute(
-        "UPDATE tables SET name = ?2, location = ?3 WHERE id = ?1",
-        params![meta.id, to, location.to_string_lossy()],
-    )?;
+    tx.execute("UPDATE tables SET name = ?2, location = ?3 WHERE id = ?1", params![meta.id, to, location.to_string()])?;
     Ok(())
 }
 
@@ -427,7 +409,7 @@ fn rename_table(tx: &Transaction, meta: &TableMeta, to: &str, location: &Path) -
 fn rewrite_files(
     tx: &Transaction,
     table_id: i64,
-    location: &Path,
+    location: &Location,
     replaced: &[DataFile],
     files: &[DataFile],
 ) -> Result<(), SqlError> {
@@ -469,7 +451,7 @@ fn resync_files(
     for file in found {
         let absolute = table.file_path(file);
         if (!file.partition.is_empty() && !registered.contains(&file.partition))
-            || not_committed.query_row([absolute.to_string_lossy()], |row| row.get::<_, bool>(0))?
+            || not_committed.query_row([absolute.to_string()], |row| row.get::<_, bool>(0))?
         {
             continue;
         }
@@ -574,7 +556,7 @@ fn load_table(conn: &Connection, schema: &str, name: &str) -> Result<Option<Tabl
         schema: schema.to_string(),
         name: name.to_string(),
         provider,
-        location: PathBuf::from(location),
+        location: Location::parse(&location)?,
         external,
         comment,
         created_at,
@@ -592,8 +574,8 @@ fn load_table(conn: &Connection, schema: &str, name: &str) -> Result<Option<Tabl
 /// Marks a file that table `owner` no longer lists for deletion, unless another table
 /// still lists it: external tables over one directory share its files, and `INSERT
 /// OVERWRITE` or `DROP TABLE` on one must not delete the others' rows.
-fn retire(tx: &Transaction, owner: i64, path: &Path) -> Result<(), SqlError> {
-    let path = path.to_string_lossy();
+fn retire(tx: &Transaction, owner: i64, path: &Location) -> Result<(), SqlError> {
+    let path = path.to_string();
     let shared: bool = tx.query_row(
         "SELECT EXISTS (SELECT 1 FROM data_files f JOIN tables t ON t.id = f.table_id
                         WHERE f.table_id != ?1 AND t.location || '/' || f.path = ?2)",
@@ -609,7 +591,7 @@ fn retire(tx: &Transaction, owner: i64, path: &Path) -> Result<(), SqlError> {
 fn commit_files(
     tx: &Transaction,
     table_id: i64,
-    location: &Path,
+    location: &Location,
     mode: &WriteMode,
     files: &[DataFile],
 ) -> Result<(), SqlError> {
@@ -638,7 +620,7 @@ fn commit_files(
                 params![table_id, file.partition],
             )?;
         }
-        tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string_lossy()])?;
+        tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string()])?;
     }
     new_version(tx, table_id)
 }
@@ -675,7 +657,7 @@ mod tests {
             schema: DEFAULT_SCHEMA.into(),
             name: name.into(),
             provider: "parquet".into(),
-            location: PathBuf::from("/warehouse/default").join(name),
+            location: Location::parse("/warehouse/default").unwrap().join(name),
             external: false,
             comment: None,
             columns: vec![ColumnMeta {
@@ -744,7 +726,7 @@ mod tests {
         let rename = |to: &str| CatalogChange::RenameTable {
             table: TableRef::of(&t),
             to: to.into(),
-            location: PathBuf::from("/warehouse/default").join(to),
+            location: Location::parse("/warehouse/default").unwrap().join(to),
             files: t.files.clone(),
         };
         assert_eq!(store.commit(&[rename("taken")]).unwrap_err().code, "42P07");
@@ -753,9 +735,9 @@ mod tests {
         store.commit(&[rename("u"), write(&renamed, WriteMode::Append, &[file("b.parquet", 1)])]).unwrap();
         assert!(store.table("default", "t").unwrap().is_none());
         let u = store.table("default", "u").unwrap().unwrap();
-        assert_eq!((u.id, u.location.as_path()), (t.id, Path::new("/warehouse/default/u")));
+        assert_eq!((u.id, u.location.to_string().as_str()), (t.id, "/warehouse/default/u"));
         assert_eq!(u.files.len(), 2);
-        assert_eq!(store.retired_files().unwrap(), vec![PathBuf::from("/warehouse/default/t/a.parquet")]);
+        assert_eq!(store.retired_files().unwrap(), vec![Location::parse("/warehouse/default/t/a.parquet").unwrap()]);
         // Seen before the rename, the table is gone under its old name for a later writer.
         assert_eq!(store.commit(&[write(&t, WriteMode::Append, &[file("c.parquet", 1)])]).unwrap_err().code, "40001");
     }
@@ -764,16 +746,17 @@ mod tests {
     fn files_another_table_lists_are_not_retired() {
         let dir = tempfile::tempdir().unwrap();
         let store = Metastore::open(&dir.path().join("m.sqlite")).unwrap();
-        let shared = |name: &str| NewTable { location: PathBuf::from("/lake/tx"), external: true, ..new_table(name) };
+        let shared =
+            |name: &str| NewTable { location: Location::parse("/lake/tx").unwrap(), external: true, ..new_table(name) };
         store.commit(&[create(shared("writer"), &[file("a.parquet", 2)])]).unwrap();
         store.commit(&[create(shared("reader"), &[file("a.parquet", 2)])]).unwrap();
         let writer = store.table("default", "writer").unwrap().unwrap();
         store.commit(&[write(&writer, WriteMode::Overwrite, &[file("b.parquet", 1)])]).unwrap();
-        assert_eq!(store.retired_files().unwrap(), Vec::<PathBuf>::new());
+        assert_eq!(store.retired_files().unwrap(), Vec::<Location>::new());
         // Once no table lists it, an overwrite retires it.
         let reader = store.table("default", "reader").unwrap().unwrap();
         store.commit(&[write(&reader, WriteMode::Overwrite, &[file("c.parquet", 1)])]).unwrap();
-        assert_eq!(store.retired_files().unwrap(), vec![PathBuf::from("/lake/tx/a.parquet")]);
+        assert_eq!(store.retired_files().unwrap(), vec![Location::parse("/lake/tx/a.parquet").unwrap()]);
     }
 
     #[test]
@@ -785,11 +768,11 @@ mod tests {
             partition: partition.into(),
             ..file(name, 1)
         };
-        let table = NewTable { location: PathBuf::from("/lake/ev"), external: true, ..new_table("ev") };
+        let table = NewTable { location: Location::parse("/lake/ev").unwrap(), external: true, ..new_table("ev") };
         store.commit(&[create(table, &[in_partition("d=1", "a.parquet"), in_partition("d=2", "b.parquet")])]).unwrap();
         let ev = store.table("default", "ev").unwrap().unwrap();
         // d=2 went, d=3 came, d=1 has one more file; a write's uncommitted file is not the table's.
-        store.add_pending(&[PathBuf::from("/lake/ev/d=1/pending.parquet")]).unwrap();
+        store.add_pending(&[Location::parse("/lake/ev/d=1/pending.parquet").unwrap()]).unwrap();
         let found = [
             in_partition("d=1", "a.parquet"),
             in_partition("d=1", "c.parquet"),
@@ -816,7 +799,7 @@ mod tests {
         assert_eq!(ev.files, vec![in_partition("d=1", "a.parquet")]);
         store.commit(&[resync(&ev, &found[..1], PartitionRepair::Sync)]).unwrap();
         assert_eq!(store.table("default", "ev").unwrap().unwrap().partitions, vec!["d=1"]);
-        assert_eq!(store.retired_files().unwrap(), Vec::<PathBuf>::new(), "nothing found missing is deleted");
+        assert_eq!(store.retired_files().unwrap(), Vec::<Location>::new(), "nothing found missing is deleted");
     }
 
     #[test]

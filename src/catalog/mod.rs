@@ -3,6 +3,7 @@
 
 pub mod bucket_summary;
 pub mod change;
+pub mod location;
 pub mod metastore;
 pub mod migrations;
 pub mod table;

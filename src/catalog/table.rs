@@ -2,8 +2,8 @@
 //! and how a write's files join it; what CREATE TABLE asks for.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
+use super::location::Location;
 use super::types::SparkType;
 
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ pub struct TableMeta {
     pub schema: String,
     pub name: String,
     pub provider: String,
-    pub location: PathBuf,
+    pub location: Location,
     pub external: bool,
     pub comment: Option<String>,
     pub created_at: i64,
@@ -76,7 +76,7 @@ pub struct TableMeta {
 }
 
 impl TableMeta {
-    pub fn file_path(&self, file: &DataFile) -> PathBuf {
+    pub fn file_path(&self, file: &DataFile) -> Location {
         self.location.join(&file.path)
     }
 
@@ -93,7 +93,7 @@ pub struct NewTable {
     pub schema: String,
     pub name: String,
     pub provider: String,
-    pub location: PathBuf,
+    pub location: Location,
     pub external: bool,
     pub comment: Option<String>,
     pub columns: Vec<ColumnMeta>,

@@ -18,9 +18,7 @@ use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, Pa
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -29,6 +27,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Par
 
 use super::file_partition::FileSplitting;
 use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
+use crate::storage::object_stores::scan_path;
 use crate::storage::partition_path::partition_values;
 
 /// Whether the scan reads by bucket, and if not, why not (Spark's EXPLAIN wording).
@@ -258,15 +257,13 @@ impl FileSourceScanExec {
             .iter()
             .map(|c| Ok((c.clone(), self.request.table_schema.field_with_name(c)?.data_type().clone())))
             .collect::<Result<_>>()?;
+        let (store, _) = scan_path(&self.request.table.location).map_err(|e| DataFusionError::External(Box::new(e)))?;
         let to_partitioned_file = |file: &DataFile| -> Result<PartitionedFile> {
             let values = partition_values(&file.partition, &partition_columns)
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            // The object store's path of a local file: `%` and non-ASCII characters in
-            // directory names (Spark escapes partition values as `%XX`) are encoded once, as
-            // the local store decodes them, rather than read as escapes themselves.
             let mut partitioned = PartitionedFile::new(String::new(), file.byte_size).with_partition_values(values);
-            partitioned.object_meta.location = ObjectPath::from_absolute_path(self.request.table.file_path(file))
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            (_, partitioned.object_meta.location) =
+                scan_path(&self.request.table.file_path(file)).map_err(|e| DataFusionError::External(Box::new(e)))?;
             Ok(partitioned)
         };
         let selected: Vec<&DataFile> = self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect();
@@ -344,7 +341,7 @@ impl FileSourceScanExec {
         // Partition i must read exactly bucket i: a declared partitioning keeps DataFusion
         // from letting partitions steal each other's files.
         let declared = matches!(partitioning, Partitioning::Hash(..)).then(|| partitioning.clone());
-        let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
+        let config = FileScanConfigBuilder::new(store, Arc::new(source))
             .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
             .with_projection_indices(Some(self.request.projection.clone()))?
             .with_output_partitioning(declared)

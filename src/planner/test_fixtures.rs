@@ -17,6 +17,7 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode, Physic
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 
+use crate::catalog::location::Location;
 use crate::catalog::table::{BucketSpec, ColumnMeta, DataFile, STATISTICS_SIZE, TableMeta};
 use crate::catalog::types::SparkType;
 use crate::config::SparkConf;
@@ -77,7 +78,7 @@ pub(crate) fn table_of(
         schema: "default".into(),
         name: name.into(),
         provider: "parquet".into(),
-        location: PathBuf::from(format!("/warehouse/{name}")),
+        location: Location::Local(PathBuf::from(format!("/warehouse/{name}"))),
         external: false,
         comment: None,
         created_at: 0,

@@ -146,12 +146,12 @@ pub(crate) async fn run(
             table_properties::set_table_properties(session, table, properties)?
         }
         Bucket::AddColumns { table, columns } => add_columns::add_columns(session, table, columns)?,
-        Bucket::SetLocation { table, location } => set_location::set_location(session, table, location)?,
+        Bucket::SetLocation { table, location } => set_location::set_location(session, table, location).await?,
         Bucket::UnsetTableProperties { table, keys, if_exists } => {
             table_properties::unset_table_properties(session, table, keys, *if_exists)?
         }
-        Bucket::RefreshTable { table } => refresh_table::refresh_table(session, table)?,
-        Bucket::Sql(Statement::Msck(msck)) => repair_table::repair_table(session, msck)?,
+        Bucket::RefreshTable { table } => refresh_table::refresh_table(session, table).await?,
+        Bucket::Sql(Statement::Msck(msck)) => repair_table::repair_table(session, msck).await?,
         Bucket::Sql(stmt @ Statement::Copy { .. }) => copy::copy(session, stmt).await?,
         Bucket::SetVariable { name, value: Some(value) }
             if name.eq_ignore_ascii_case(config::TRANSACTION_ISOLATION) =>

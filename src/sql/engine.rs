@@ -12,6 +12,7 @@ use std::num::NonZeroUsize;
 use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 
+use crate::catalog::location::Location;
 use crate::catalog::metastore::Metastore;
 use crate::config::{LOG_MIN_DURATION_STATEMENT, parse_log_min_duration};
 use crate::error::SqlError;
@@ -22,6 +23,7 @@ use crate::sql::history::QueryHistory;
 use crate::sql::pg_catalog;
 use crate::sql::statement_stats::{DEFAULT_STATEMENT_STATS_MAX, StatementStats};
 use crate::storage::janitor::FileJanitor;
+use crate::storage::object_stores::{ObjectStores, S3Settings};
 
 pub const METASTORE_FILE: &str = "metastore.sqlite";
 pub const WAREHOUSE_DIR: &str = "warehouse";
@@ -41,8 +43,13 @@ pub const LOCK_FILE: &str = "bucketsql.lock";
 /// Server-wide settings from the command line.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
-    /// Directories under which `CREATE TABLE … LOCATION` may place or find tables.
-    pub allowed_locations: Vec<PathBuf>,
+    /// Directories (and `s3://` prefixes) under which `CREATE TABLE … LOCATION` may place or
+    /// find tables.
+    pub allowed_locations: Vec<Location>,
+    /// Where managed tables live; `<data-dir>/warehouse` when not given.
+    pub warehouse: Option<Location>,
+    /// How `s3://` locations are reached.
+    pub s3: S3Settings,
     /// Memory all running queries share, in bytes; operators that can spill (sorts, joins,
     /// aggregates) spill to `<data-dir>/spill` past it, others fail with SQLSTATE 53200.
     pub memory_limit: Option<usize>,
@@ -61,6 +68,8 @@ impl Default for EngineOptions {
     fn default() -> Self {
         EngineOptions {
             allowed_locations: Vec::new(),
+            warehouse: None,
+            s3: S3Settings::default(),
             memory_limit: None,
             query_history: 0,
             statement_stats_max: DEFAULT_STATEMENT_STATS_MAX,
@@ -96,8 +105,8 @@ pub struct Engine {
     /// The Spark cluster `serve --spark-connect` names.
     pub spark: Option<Arc<SparkConnect>>,
     log_min_duration_statement: String,
-    warehouse: PathBuf,
-    allowed_locations: Vec<PathBuf>,
+    warehouse: Location,
+    allowed_locations: Vec<Location>,
     /// Held while the engine lives: one server per data directory.
     _lock: File,
 }
@@ -110,29 +119,33 @@ impl Engine {
         let data_dir = data_dir.canonicalize()?;
         parse_log_min_duration(&options.log_min_duration_statement)?;
         let lock = lock_data_dir(&data_dir)?;
-        let warehouse = data_dir.join(WAREHOUSE_DIR);
-        std::fs::create_dir_all(&warehouse)?;
+        let warehouse = match options.warehouse {
+            Some(Location::Local(dir)) => Location::Local(local_root(&dir)?),
+            Some(object) => object,
+            None => Location::Local(local_root(&data_dir.join(WAREHOUSE_DIR))?),
+        };
+        let stores = ObjectStores::new(options.s3)?;
         let spill = data_dir.join(SPILL_DIR);
         if spill.exists() {
             std::fs::remove_dir_all(&spill)?;
         }
         std::fs::create_dir_all(&spill)?;
         let metastore = Arc::new(Metastore::open(&data_dir.join(METASTORE_FILE))?);
-        let janitor = FileJanitor::new(Arc::clone(&metastore), &warehouse);
+        let janitor = FileJanitor::new(Arc::clone(&metastore), &warehouse, Arc::clone(&stores));
         janitor.recover()?;
-        let mut runtime = RuntimeEnvBuilder::new().with_temp_file_path(spill);
+        let mut runtime = RuntimeEnvBuilder::new().with_temp_file_path(spill).with_object_store_registry(stores);
         if let Some(limit) = options.memory_limit {
             let pool = TrackConsumersPool::new(FairSpillPool::new(limit), NonZeroUsize::new(5).expect("non-zero"));
             runtime = runtime.with_memory_pool(Arc::new(pool));
         }
         let allowed_locations = options
             .allowed_locations
-            .iter()
-            .map(|dir| {
-                std::fs::create_dir_all(dir)?;
-                dir.canonicalize()
+            .into_iter()
+            .map(|root| match root {
+                Location::Local(dir) => Ok(Location::Local(local_root(&dir)?)),
+                object => Ok(object),
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, SqlError>>()?;
         Ok(Arc::new(Engine {
             sort_spill_reservation: options.memory_limit.map(|limit| (limit / 16).clamp(256 << 10, 10 << 20)),
             sort_in_place_bytes: options
@@ -192,10 +205,13 @@ impl Engine {
         }
     }
 
-    /// An external table's directory, if it lies under a root allowed at startup.
-    pub fn external_location(&self, location: &str) -> Result<PathBuf, SqlError> {
-        let path =
-            PathBuf::from(location.strip_prefix("file://").or(location.strip_prefix("file:")).unwrap_or(location));
+    /// An external table's directory or object prefix, if it lies under a root allowed at
+    /// startup.
+    pub fn external_location(&self, location: &str) -> Result<Location, SqlError> {
+        let path = match Location::parse(location)? {
+            Location::Local(path) => path,
+            object => return self.allowed(location, object),
+        };
         if !path.is_absolute() {
             return Err(SqlError::invalid_parameter(format!("LOCATION must be an absolute path, not {location}")));
         }
@@ -217,18 +233,23 @@ impl Engine {
             }
             resolved.push(part);
         }
-        if self.allowed_locations.iter().any(|root| resolved.starts_with(root)) {
-            Ok(resolved)
+        self.allowed(location, Location::Local(resolved))
+    }
+
+    fn allowed(&self, given: &str, location: Location) -> Result<Location, SqlError> {
+        if self.allowed_locations.iter().any(|root| location.starts_with(root)) {
+            Ok(location)
         } else {
             Err(SqlError::insufficient_privilege(format!(
-                "LOCATION {location} is outside the directories this server allows (--allow-location)"
+                "LOCATION {given} is outside the directories this server allows (--allow-location)"
             )))
         }
     }
 
-    /// Where a managed table's files live: `<data-dir>/warehouse/<schema>/<table>`. Names
-    /// that are not plain identifiers never become paths.
-    pub fn managed_location(&self, schema: &str, table: &str) -> Result<PathBuf, SqlError> {
+    /// Where a managed table's files live: `<warehouse>/<schema>/<table>`, the warehouse
+    /// being `<data-dir>/warehouse` unless `--warehouse` names another. Names that are not
+    /// plain identifiers never become paths.
+    pub fn managed_location(&self, schema: &str, table: &str) -> Result<Location, SqlError> {
         Ok(self.warehouse.join(valid_name(schema)?).join(valid_name(table)?))
     }
 }
@@ -251,6 +272,13 @@ pub fn valid_name(name: &str) -> Result<&str, SqlError> {
 /// Takes the data directory's lock file, so that a second server on the same directory
 /// stops before it touches anything (its start-up cleanup would delete the first one's
 /// spill files and pending writes).
+/// A local directory tables live under, made if missing, as its canonical path (so that a
+/// location below it is recognised however it is spelt).
+fn local_root(dir: &Path) -> Result<PathBuf, SqlError> {
+    std::fs::create_dir_all(dir)?;
+    Ok(dir.canonicalize()?)
+}
+
 fn lock_data_dir(data_dir: &Path) -> Result<File, SqlError> {
     let path = data_dir.join(LOCK_FILE);
     let mut file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path)?;

@@ -60,7 +60,7 @@ fn table_ddl(meta: &TableMeta, registering: bool) -> String {
         ddl.push_str(&format!("COMMENT {}\n", literal(comment)));
     }
     if meta.external || registering {
-        ddl.push_str(&format!("LOCATION {}\n", literal(&format!("file:{}", meta.location.display()))));
+        ddl.push_str(&format!("LOCATION {}\n", literal(&meta.location.uri())));
     }
     let registered_by = (REGISTERED_ID.to_string(), meta.id.to_string());
     let registered_by = registering.then_some((&registered_by.0, &registered_by.1));

@@ -1,6 +1,7 @@
 //! The commit protocol: a write becomes part of a table only when its file list commits in
 //! the metastore.
 //!
+//! For a table on the local file system:
 //! 1. Files are written under `<table>/_temporary/<write id>/`, invisible to everyone but
 //!    the transaction that wrote them.
 //! 2. At commit, the final paths of every write of the transaction are recorded as pending
@@ -15,16 +16,22 @@
 //!
 //! A failure before step 3 removes the moved files again; a crash leaves pending records and
 //! staging directories that [`super::janitor::FileJanitor::recover`] deletes at the next start.
+//!
+//! A table on object storage has no rename: its files are written in place, each recorded as
+//! pending first ([`super::object_write`]), and step 3 is the whole commit.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
 
 use uuid::Uuid;
 
 use super::file_naming::STAGING_DIR;
+use super::object_write::ObjectWrite;
 use super::parquet_writer::StagedFile;
+use super::write_target::WriteTarget;
 use crate::catalog::change::UNCOMMITTED_TABLE_ID;
+use crate::catalog::location::Location;
 use crate::catalog::metastore::Metastore;
 use crate::catalog::table::{DataFile, TableMeta};
 use crate::error::SqlError;
@@ -34,60 +41,68 @@ use crate::metrics::METRICS;
 /// everything that was not published.
 pub struct StagedWrite {
     pub id: Uuid,
-    table_location: PathBuf,
-    staging_dir: PathBuf,
+    table_location: Location,
+    target: WriteTarget,
     /// A CREATE TABLE … AS: if it does not commit, the table's directory goes too (once empty).
     new_table: bool,
     published: bool,
 }
 
 impl StagedWrite {
-    pub fn new(table_location: &Path) -> Self {
+    /// A write to the local table directory `table_location`, staged below it.
+    pub fn local(table_location: &Path) -> Self {
         let id = Uuid::new_v4();
         let staging_dir = table_location.join(STAGING_DIR).join(id.to_string());
-        StagedWrite {
-            id,
-            table_location: table_location.to_path_buf(),
-            staging_dir,
-            new_table: false,
-            published: false,
-        }
+        Self::to(Location::Local(table_location.to_path_buf()), id, WriteTarget::Staging(staging_dir))
+    }
+
+    /// A write in place to a table on object storage.
+    pub fn in_place(write: ObjectWrite) -> Self {
+        Self::to(write.table_location(), Uuid::new_v4(), WriteTarget::InPlace(Arc::new(write)))
+    }
+
+    fn to(table_location: Location, id: Uuid, target: WriteTarget) -> Self {
+        StagedWrite { id, table_location, target, new_table: false, published: false }
     }
 
     /// A write of `table`: of a new one when its transaction created it and has not
     /// committed, so that the table's directory goes too if the write never commits.
-    pub fn of(table: &TableMeta) -> Self {
-        if table.id == UNCOMMITTED_TABLE_ID { Self::of_new_table(&table.location) } else { Self::new(&table.location) }
+    pub fn for_table(mut self, table: &TableMeta) -> Self {
+        self.new_table = table.id == UNCOMMITTED_TABLE_ID;
+        self
     }
 
     /// The write of a table that does not exist until the write commits.
-    pub fn of_new_table(table_location: &Path) -> Self {
-        let mut write = Self::new(table_location);
-        write.new_table = true;
-        write
+    pub fn of_new_table(mut self) -> Self {
+        self.new_table = true;
+        self
     }
 
-    pub fn staging_dir(&self) -> &Path {
-        &self.staging_dir
+    pub fn target(&self) -> &WriteTarget {
+        &self.target
     }
 
     /// Renames the staged files into the table directory, then syncs every directory whose
     /// entries changed (and those that were created), so that the renames are durable before
     /// the metastore commits them. The files' contents were synced when they were written.
-    fn move_into_place(&self, files: &[StagedFile], finals: &[PathBuf]) -> Result<(), SqlError> {
+    fn move_into_place(&self, files: &[StagedFile], finals: &[Location]) -> Result<(), SqlError> {
+        let Location::Local(table_location) = &self.table_location else { return Ok(()) };
         let mut changed = BTreeSet::new();
         for (file, target) in files.iter().zip(finals) {
+            let (Location::Local(staged), Location::Local(target)) = (&file.staged, target) else {
+                return Err(SqlError::internal("a local write staged a file elsewhere"));
+            };
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)?;
                 // A new partition directory is itself an entry of its parent, up to the table.
                 let mut dir = parent;
-                while dir.starts_with(&self.table_location) && changed.insert(dir.to_path_buf()) {
+                while dir.starts_with(table_location) && changed.insert(dir.to_path_buf()) {
                     dir = dir.parent().unwrap_or(dir);
                 }
             }
-            std::fs::rename(&file.staged, target)?;
+            std::fs::rename(staged, target)?;
         }
-        if let Some(parent) = self.table_location.parent() {
+        if let Some(parent) = table_location.parent() {
             changed.insert(parent.to_path_buf());
         }
         for dir in changed {
@@ -119,12 +134,15 @@ impl StagedFiles {
     }
 
     /// Where the files wait until published, relative to the table's directory, with a
-    /// trailing `/`.
+    /// trailing `/`; empty for files written in place.
     pub fn staged_prefix(&self) -> String {
-        format!("{STAGING_DIR}/{}/", self.write.id)
+        match self.write.target {
+            WriteTarget::Staging(_) => format!("{STAGING_DIR}/{}/", self.write.id),
+            WriteTarget::InPlace(_) => String::new(),
+        }
     }
 
-    fn finals(&self) -> Vec<PathBuf> {
+    fn finals(&self) -> Vec<Location> {
         self.files.iter().map(|f| self.write.table_location.join(&f.relative)).collect()
     }
 }
@@ -134,17 +152,19 @@ impl StagedFiles {
 /// files stay where they were for the statements reading them until the commit retires them;
 /// the links cost no copy. Where the file system has no links, the files are copied.
 pub fn stage_links(table: &TableMeta, location: &Path) -> Result<StagedFiles, SqlError> {
-    let write = StagedWrite::of_new_table(location);
+    let write = StagedWrite::local(location).of_new_table();
+    let WriteTarget::Staging(staging_dir) = &write.target else { unreachable!("a local write stages") };
+    let from = table.location.local_for("moving a managed table's files")?;
     let files = table
         .files
         .iter()
         .map(|file| {
             let relative = published_path(&file.path).unwrap_or_else(|| file.path.clone());
-            let staged = write.staging_dir.join(&relative);
+            let staged = staging_dir.join(&relative);
             if let Some(parent) = staged.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            let source = table.file_path(file);
+            let source = from.join(&file.path);
             if std::fs::hard_link(&source, &staged).is_err() {
                 std::fs::copy(&source, &staged)
                     .map_err(|e| SqlError::storage(&format!("could not copy {}", source.display()), &e))?;
@@ -153,7 +173,7 @@ pub fn stage_links(table: &TableMeta, location: &Path) -> Result<StagedFiles, Sq
                 relative,
                 partition: file.partition.clone(),
                 bucket: file.bucket,
-                staged,
+                staged: Location::Local(staged),
                 rows: file.row_count,
                 bytes: file.byte_size,
             })
@@ -180,8 +200,14 @@ pub fn publish(
     commit: impl FnOnce() -> Result<(), SqlError>,
 ) -> Result<(), SqlError> {
     pause_point("staged");
-    let finals: Vec<Vec<PathBuf>> = writes.iter().map(StagedFiles::finals).collect();
-    metastore.add_pending(&finals.concat())?;
+    let finals: Vec<Vec<Location>> = writes.iter().map(StagedFiles::finals).collect();
+    let renamed: Vec<Location> = writes
+        .iter()
+        .zip(&finals)
+        .filter(|(staged, _)| matches!(staged.write.target, WriteTarget::Staging(_)))
+        .flat_map(|(_, finals)| finals.iter().cloned())
+        .collect();
+    metastore.add_pending(&renamed)?;
     pause_point("pending-recorded");
     let moved = writes
         .iter()
@@ -199,15 +225,17 @@ pub fn publish(
             commit()
         });
     if let Err(e) = moved {
+        // Files written in place go as their unpublished writes are dropped.
         for (staged, finals) in writes.iter().zip(&finals) {
-            for path in finals {
+            let Location::Local(table_location) = &staged.write.table_location else { continue };
+            for path in finals.iter().filter_map(Location::local) {
                 let _ = std::fs::remove_file(path);
                 if let Some(dir) = path.parent() {
-                    prune_empty_dirs(dir, &staged.write.table_location);
+                    prune_empty_dirs(dir, table_location);
                 }
             }
         }
-        metastore.clear_pending(&finals.concat())?;
+        metastore.clear_pending(&renamed)?;
         return Err(e);
     }
     pause_point("metastore-committed");
@@ -233,17 +261,25 @@ fn pause_point(step: &str) {
 
 impl Drop for StagedWrite {
     fn drop(&mut self) {
-        if self.staging_dir.exists()
-            && let Err(e) = std::fs::remove_dir_all(&self.staging_dir)
+        let (WriteTarget::Staging(staging_dir), Location::Local(table_location)) = (&self.target, &self.table_location)
+        else {
+            if let WriteTarget::InPlace(write) = &self.target
+                && !self.published
+            {
+                write.discard();
+            }
+            return;
+        };
+        if staging_dir.exists()
+            && let Err(e) = std::fs::remove_dir_all(staging_dir)
         {
-            tracing::warn!(dir = %self.staging_dir.display(), "could not remove staging directory: {e}");
+            tracing::warn!(dir = %staging_dir.display(), "could not remove staging directory: {e}");
         }
-        let staging_root = self.table_location.join(STAGING_DIR);
         // Only succeeds once no other write is staging here.
-        let _ = std::fs::remove_dir(staging_root);
+        let _ = std::fs::remove_dir(table_location.join(STAGING_DIR));
         if self.new_table && !self.published {
             // Only succeeds if no other write put files here.
-            let _ = std::fs::remove_dir(&self.table_location);
+            let _ = std::fs::remove_dir(table_location);
         }
     }
 }

@@ -9,7 +9,7 @@ use datafusion::common::ScalarValue;
 use datafusion::parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use datafusion::parquet::file::reader::FileReader;
 
-use super::existing_files::{arrow_schema, open};
+use super::existing_files::{open, schema_of};
 use super::parquet_writer::sorting_columns;
 use crate::error::SqlError;
 
@@ -65,7 +65,7 @@ pub struct ColumnRange {
 /// `sorted_by` (never, for an empty `sorted_by`).
 pub fn column_range(path: &Path, column: &str, sorted_by: &[String]) -> Result<ColumnRange, SqlError> {
     let reader = open(path)?;
-    let schema = arrow_schema(&reader)?;
+    let schema = schema_of(reader.metadata().file_metadata())?;
     let metadata = reader.metadata();
     let row_groups = metadata.row_groups();
     let expected = sorting_columns(&schema, sorted_by);

@@ -5,21 +5,29 @@
 //! each retired file waits until every statement running at its retirement has finished.
 //! Statements register when they start (`begin_statement`) and leave when their result is
 //! consumed or dropped.
+//!
+//! Objects on object storage are deleted on the runtime, in the background; a record stays
+//! until its object is gone, so an object whose deletion failed is tried again at the next
+//! start.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::commit::{prune_empty_dirs, remove_empty_subdirs};
 use super::file_naming::STAGING_DIR;
+use super::object_stores::ObjectStores;
+use super::object_write::delete_in_background;
+use crate::catalog::location::{Location, ObjectLocation};
 use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
 use crate::metrics::METRICS;
 
 pub struct FileJanitor {
     metastore: Arc<Metastore>,
-    /// `<data dir>/warehouse`: managed tables live at `<warehouse>/<schema>/<table>`.
-    warehouse: PathBuf,
+    /// Where managed tables live, at `<warehouse>/<schema>/<table>`.
+    warehouse: Location,
+    stores: Arc<ObjectStores>,
     state: Mutex<JanitorState>,
 }
 
@@ -30,7 +38,7 @@ struct JanitorState {
     /// Running statements, by the epoch they started in.
     running: BTreeMap<u64, usize>,
     /// Retired files, by the epoch of their retirement.
-    retired: Vec<(u64, PathBuf)>,
+    retired: Vec<(u64, Location)>,
 }
 
 /// Held while a statement may read table files.
@@ -54,12 +62,18 @@ impl Drop for StatementGuard {
 }
 
 impl FileJanitor {
-    pub fn new(metastore: Arc<Metastore>, warehouse: &Path) -> Arc<Self> {
+    pub fn new(metastore: Arc<Metastore>, warehouse: &Location, stores: Arc<ObjectStores>) -> Arc<Self> {
         Arc::new(FileJanitor {
             metastore,
-            warehouse: warehouse.to_path_buf(),
+            warehouse: warehouse.clone(),
+            stores,
             state: Mutex::new(JanitorState::default()),
         })
+    }
+
+    /// The clients of the object stores tables live on.
+    pub fn stores(&self) -> &Arc<ObjectStores> {
+        &self.stores
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, JanitorState> {
@@ -71,24 +85,23 @@ impl FileJanitor {
     /// known tables, wherever they live, and those under the warehouse of tables a CREATE
     /// TABLE … AS never committed or a DROP removed, whose directory goes too once empty.
     pub fn recover(&self) -> Result<(), SqlError> {
-        let mut gone = Vec::new();
-        for path in self.metastore.pending_files()?.into_iter().chain(self.metastore.retired_files()?) {
-            if remove_file(&path) {
-                gone.push(path);
-            }
-        }
+        let left = self.metastore.pending_files()?.into_iter().chain(self.metastore.retired_files()?).collect();
+        let gone = self.remove(left);
         self.metastore.forget_files(&gone)?;
-        let known: HashSet<PathBuf> = self.metastore.table_locations()?.into_iter().collect();
-        let unknown: Vec<PathBuf> =
-            managed_directories(&self.warehouse)?.into_iter().filter(|dir| !known.contains(dir)).collect();
-        for location in known.iter().filter(|location| location.is_dir()) {
+        let known: HashSet<Location> = self.metastore.table_locations()?.into_iter().collect();
+        for location in known.iter().filter_map(Location::local).filter(|location| location.is_dir()) {
             remove_staging(location)?;
             remove_empty_subdirs(location)?;
         }
-        for location in &unknown {
-            remove_staging(location)?;
-            if remove_empty_subdirs(location)? {
-                std::fs::remove_dir(location)?;
+        if let Location::Local(warehouse) = &self.warehouse {
+            for location in managed_directories(warehouse)? {
+                if known.contains(&Location::Local(location.clone())) {
+                    continue;
+                }
+                remove_staging(&location)?;
+                if remove_empty_subdirs(&location)? {
+                    std::fs::remove_dir(&location)?;
+                }
             }
         }
         if !gone.is_empty() {
@@ -111,7 +124,7 @@ impl FileJanitor {
             let mut state = self.lock();
             state.epoch += 1;
             let epoch = state.epoch;
-            let known: HashSet<PathBuf> = state.retired.iter().map(|(_, p)| p.clone()).collect();
+            let known: HashSet<Location> = state.retired.iter().map(|(_, p)| p.clone()).collect();
             state.retired.extend(retired.into_iter().filter(|p| !known.contains(p)).map(|p| (epoch, p)));
         }
         self.collect();
@@ -120,7 +133,7 @@ impl FileJanitor {
 
     /// Deletes retired files that no running statement can still be reading.
     fn collect(&self) {
-        let deletable: Vec<PathBuf> = {
+        let deletable: Vec<Location> = {
             let mut state = self.lock();
             let oldest_running = state.running.keys().next().copied().unwrap_or(u64::MAX);
             let (ready, waiting): (Vec<_>, Vec<_>) =
@@ -131,13 +144,14 @@ impl FileJanitor {
         if deletable.is_empty() {
             return;
         }
-        let gone: Vec<PathBuf> = deletable.into_iter().filter(|p| remove_file(p)).collect();
+        let gone = self.remove(deletable);
         if let Err(e) = self.metastore.forget_files(&gone) {
             tracing::warn!("could not record deleted files: {e}");
         }
         match self.metastore.table_locations() {
             Ok(tables) => {
-                for path in &gone {
+                let tables: Vec<&Path> = tables.iter().filter_map(Location::local).collect();
+                for path in gone.iter().filter_map(Location::local) {
                     self.prune_after(path, &tables);
                 }
             }
@@ -145,16 +159,41 @@ impl FileJanitor {
         }
     }
 
+    /// Removes `files`: the local ones at once, giving those gone afterwards; objects in
+    /// the background, each bucket's in turn, forgetting their records once they are gone.
+    fn remove(&self, files: Vec<Location>) -> Vec<Location> {
+        let mut gone = Vec::new();
+        let mut objects: BTreeMap<String, Vec<ObjectLocation>> = BTreeMap::new();
+        for file in files {
+            match file {
+                Location::Local(path) => {
+                    if remove_file(&path) {
+                        gone.push(Location::Local(path));
+                    }
+                }
+                Location::Object(object) => objects.entry(object.bucket.clone()).or_default().push(object),
+            }
+        }
+        for bucket in objects.into_values() {
+            match self.stores.store(&bucket[0]) {
+                Ok(store) => delete_in_background(store, Arc::clone(&self.metastore), bucket),
+                Err(e) => tracing::warn!("could not delete retired objects: {e}"),
+            }
+        }
+        gone
+    }
+
     /// Removes the directories a deleted file leaves empty (an overwritten partition, a
     /// dropped table's directory), never a live table's own directory or anything above a
     /// table.
-    fn prune_after(&self, file: &Path, tables: &[PathBuf]) {
+    fn prune_after(&self, file: &Path, tables: &[&Path]) {
         let Some(dir) = file.parent() else { return };
+        let Location::Local(warehouse) = &self.warehouse else { return };
         let stop = match tables.iter().find(|location| file.starts_with(location)) {
-            Some(location) => location.clone(),
+            Some(location) => location.to_path_buf(),
             // A dropped managed table's files: up to its schema's directory.
-            None => match file.strip_prefix(&self.warehouse).ok().and_then(|rest| rest.components().next()) {
-                Some(schema) => self.warehouse.join(schema),
+            None => match file.strip_prefix(warehouse).ok().and_then(|rest| rest.components().next()) {
+                Some(schema) => warehouse.join(schema),
                 None => return,
             },
         };
@@ -189,7 +228,7 @@ fn remove_staging(location: &Path) -> Result<bool, SqlError> {
 }
 
 /// `<warehouse>/<schema>/<table>` directories, whether or not the metastore knows them.
-fn managed_directories(warehouse: &Path) -> Result<Vec<PathBuf>, SqlError> {
+fn managed_directories(warehouse: &Path) -> Result<Vec<std::path::PathBuf>, SqlError> {
     let mut found = Vec::new();
     for schema in std::fs::read_dir(warehouse)? {
         let schema = schema?.path();

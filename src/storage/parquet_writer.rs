@@ -7,7 +7,6 @@
 //! partition changes. For bucketed tables input partition `i` holds bucket `i`. So one write
 //! adds at most one file per (partition, bucket) and input partition.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
@@ -15,6 +14,7 @@ use datafusion::arrow::compute::kernels::partition::partition;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::parquet::arrow::async_writer::AsyncFileWriter;
 use datafusion::parquet::arrow::{ArrowSchemaConverter, AsyncArrowWriter, parquet_column};
 use datafusion::parquet::basic::{Compression, Encoding};
 use datafusion::parquet::file::metadata::SortingColumn;
@@ -22,22 +22,26 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::parquet::schema::types::ColumnPath;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
+use futures::future::BoxFuture;
+use object_store::buffered::BufWriter;
 use tokio::fs::File;
 use tokio::sync::Semaphore;
-use uuid::Uuid;
 
 use super::file_naming::data_file_name;
 use super::partition_path::partition_path;
+use super::write_target::WriteTarget;
+use crate::catalog::location::Location;
 use crate::error::SqlError;
 
-/// A file written into the staging directory, not yet part of any table.
+/// A file written by a write that has not been published, so not yet part of any table.
 #[derive(Debug, Clone)]
 pub struct StagedFile {
     /// Path relative to the table location once published.
     pub relative: String,
     pub partition: String,
     pub bucket: Option<u32>,
-    pub staged: PathBuf,
+    /// Where it was written: in the staging directory, or (on object storage) in place.
+    pub staged: Location,
     pub rows: u64,
     pub bytes: u64,
 }
@@ -129,15 +133,18 @@ fn row_group_bytes(limit: MemoryLimit, writers: usize) -> usize {
     }
 }
 
-/// Runs `plan` and writes each output partition's rows under `staging_dir`.
+/// Runs `plan` and writes each output partition's rows to `target`, in files named with
+/// `write_id`.
 pub async fn write_partitions(
     plan: Arc<dyn ExecutionPlan>,
     task_ctx: Arc<TaskContext>,
     layout: WriteLayout,
-    staging_dir: &Path,
-    write_id: Uuid,
+    target: &WriteTarget,
+    write_id: uuid::Uuid,
 ) -> Result<Vec<StagedFile>, SqlError> {
-    tokio::fs::create_dir_all(staging_dir).await?;
+    if let WriteTarget::Staging(dir) = target {
+        tokio::fs::create_dir_all(dir).await?;
+    }
     let layout = Arc::new(layout);
     let partitions = plan.properties().output_partitioning().partition_count();
     let writers = partitions.min(task_ctx.session_config().target_partitions().max(1));
@@ -150,7 +157,7 @@ pub async fn write_partitions(
         let turns = Arc::clone(&turns);
         let mut writer = SplittingWriter {
             layout: Arc::clone(&layout),
-            staging_dir: staging_dir.to_path_buf(),
+            target: target.clone(),
             write_id,
             task,
             properties: properties.clone(),
@@ -160,8 +167,13 @@ pub async fn write_partitions(
         tasks.spawn(async move {
             let _turn = turns.acquire_owned().await.map_err(|e| SqlError::internal(e.to_string()))?;
             let stream = plan.execute(task, task_ctx)?;
-            writer.write_all(stream).await?;
-            Ok::<_, SqlError>(writer.done)
+            match writer.write_all(stream).await {
+                Ok(()) => Ok::<_, SqlError>(writer.done),
+                Err(e) => {
+                    writer.abandon().await;
+                    Err(e)
+                }
+            }
         });
     }
     let mut files = Vec::new();
@@ -180,18 +192,40 @@ pub async fn write_partitions(
     Ok(files)
 }
 
+/// A file's bytes on their way: to a local file, or uploaded to an object store in parts.
+enum Sink {
+    Local(File),
+    Object(BufWriter),
+}
+
+impl AsyncFileWriter for Sink {
+    fn write(&mut self, bytes: bytes::Bytes) -> BoxFuture<'_, datafusion::parquet::errors::Result<()>> {
+        match self {
+            Sink::Local(file) => AsyncFileWriter::write(file, bytes),
+            Sink::Object(upload) => AsyncFileWriter::write(upload, bytes),
+        }
+    }
+
+    fn complete(&mut self) -> BoxFuture<'_, datafusion::parquet::errors::Result<()>> {
+        match self {
+            Sink::Local(file) => file.complete(),
+            Sink::Object(upload) => upload.complete(),
+        }
+    }
+}
+
 struct OpenFile {
     partition: String,
     bucket: Option<u32>,
     file: StagedFile,
-    writer: AsyncArrowWriter<File>,
+    writer: AsyncArrowWriter<Sink>,
 }
 
 /// One input partition's writer: one open file at a time, switched on key changes.
 struct SplittingWriter {
     layout: Arc<WriteLayout>,
-    staging_dir: PathBuf,
-    write_id: Uuid,
+    target: WriteTarget,
+    write_id: uuid::Uuid,
     task: usize,
     properties: WriterProperties,
     open: Option<OpenFile>,
@@ -255,16 +289,25 @@ impl SplittingWriter {
     async fn open_file(&mut self, partition: String, bucket: Option<u32>) -> Result<OpenFile, SqlError> {
         let name = data_file_name(self.task, &self.write_id, bucket);
         let relative = if partition.is_empty() { name } else { format!("{partition}/{name}") };
-        let staged = self.staging_dir.join(&relative);
-        // Made in place, not on a blocking thread as tokio's calls are: a failed write stops
-        // its writers and removes the staging directory, and a creation still under way on
-        // another thread would make the directory again afterwards.
-        if let Some(parent) = staged.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let file = File::from_std(std::fs::File::create(&staged)?);
+        let (staged, sink) = match &self.target {
+            WriteTarget::Staging(dir) => {
+                let staged = dir.join(&relative);
+                // Made in place, not on a blocking thread as tokio's calls are: a failed write
+                // stops its writers and removes the staging directory, and a creation still
+                // under way on another thread would make the directory again afterwards.
+                if let Some(parent) = staged.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                let file = File::from_std(std::fs::File::create(&staged)?);
+                (Location::Local(staged), Sink::Local(file))
+            }
+            WriteTarget::InPlace(write) => {
+                let (location, key) = write.begin(&relative)?;
+                (location, Sink::Object(BufWriter::new(Arc::clone(&write.store), key)))
+            }
+        };
         let writer =
-            AsyncArrowWriter::try_new(file, Arc::clone(&self.layout.file_schema), Some(self.properties.clone()))?;
+            AsyncArrowWriter::try_new(sink, Arc::clone(&self.layout.file_schema), Some(self.properties.clone()))?;
         Ok(OpenFile {
             file: StagedFile { relative, partition: partition.clone(), bucket, staged, rows: 0, bytes: 0 },
             partition,
@@ -274,17 +317,28 @@ impl SplittingWriter {
     }
 
     async fn close(&mut self) -> Result<(), SqlError> {
-        if let Some(open) = self.open.take() {
-            open.writer.close().await?;
+        if let Some(mut open) = self.open.take() {
+            open.writer.finish().await?;
             let mut file = open.file;
-            // On disk before the commit names it: a power loss must not leave the metastore
-            // listing a file whose bytes were still in the page cache.
-            let written = File::open(&file.staged).await?;
-            written.sync_all().await?;
-            file.bytes = written.metadata().await?.len();
+            file.bytes = open.writer.bytes_written() as u64;
+            if let Sink::Local(written) = open.writer.into_inner() {
+                // On disk before the commit names it: a power loss must not leave the
+                // metastore listing a file whose bytes were still in the page cache.
+                written.sync_all().await?;
+            }
             self.done.push(file);
         }
         Ok(())
+    }
+
+    /// After a failure: an upload under way is aborted, so that its parts are not kept.
+    async fn abandon(&mut self) {
+        if let Some(open) = self.open.take()
+            && let Sink::Object(mut upload) = open.writer.into_inner()
+            && let Err(e) = upload.abort().await
+        {
+            tracing::warn!("could not abort an upload: {e}");
+        }
     }
 }
 

@@ -16,9 +16,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::commit::{StagedFiles, prune_empty_dirs, publish, published_path};
+use super::commit::{StagedFiles, StagedWrite, prune_empty_dirs, publish, published_path};
 use super::janitor::{FileJanitor, StatementGuard};
+use super::object_stores::ObjectStores;
+use super::object_write::ObjectWrite;
 use crate::catalog::change::CatalogChange;
+use crate::catalog::location::Location;
 use crate::catalog::metastore::{Metastore, MetastoreSnapshot};
 use crate::catalog::table::TableMeta;
 use crate::config::Isolation;
@@ -110,10 +113,11 @@ impl Drop for StagedChange {
         if let CatalogChange::CreateTable { table, .. } = &self.change
             && !self.published
             && !table.external
-            && let Some(schema_dir) = table.location.parent()
+            && let Some(location) = table.location.local()
+            && let Some(schema_dir) = location.parent()
         {
             drop(self.files.take());
-            prune_empty_dirs(&table.location, schema_dir);
+            prune_empty_dirs(location, schema_dir);
         }
     }
 }
@@ -139,6 +143,23 @@ impl SessionCatalog {
 
     fn lock(&self) -> MutexGuard<'_, Option<Transaction>> {
         self.block.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The clients of the object stores tables live on.
+    pub fn stores(&self) -> &Arc<ObjectStores> {
+        self.janitor.stores()
+    }
+
+    /// A new write to the table at `location`: staged below it on the local file system,
+    /// in place on object storage.
+    pub fn new_write(&self, location: &Location) -> Result<StagedWrite, SqlError> {
+        match location {
+            Location::Local(path) => Ok(StagedWrite::local(path)),
+            Location::Object(object) => {
+                let store = self.janitor.stores().store(object)?;
+                Ok(StagedWrite::in_place(ObjectWrite::new(store, object.clone(), Arc::clone(&self.metastore))))
+            }
+        }
     }
 
     /// Opens a transaction block; `false` when one is open already (which stays as it is).

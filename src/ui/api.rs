@@ -162,7 +162,7 @@ impl TableSummary {
             schema: meta.schema.clone(),
             name: meta.name.clone(),
             provider: meta.provider.clone(),
-            location: meta.location.display().to_string(),
+            location: meta.location.to_string(),
             partition_columns: meta.partition_columns.clone(),
             bucket_columns: spec.map(|s| s.bucket_columns.clone()).unwrap_or_default(),
             sort_columns: spec.map(|s| s.sort_columns.clone()).unwrap_or_default(),

@@ -64,6 +64,11 @@ impl TestServer {
         Self::spawn(&[], data_dir, args, &[], Stdio::from(log), "info")
     }
 
+    /// As [`Self::start_logging`], with `env` set in its environment.
+    pub fn start_logging_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)], log: std::fs::File) -> Self {
+        Self::spawn(&[], data_dir, args, env, Stdio::from(log), "info")
+    }
+
     /// As [`Self::start_logging`], with `BUCKETSQL_PAUSE_AT=step`: the server stops at that
     /// step of its next commit and logs that it did, for a test to kill it there.
     pub fn start_pausing_at(data_dir: &Path, step: &str, log: std::fs::File) -> Self {

@@ -12,6 +12,7 @@ use datafusion::sql::sqlparser::ast::{
 
 use super::table_properties::check_statistics_property;
 use crate::catalog::change::{CatalogChange, new_table_meta};
+use crate::catalog::location::Location;
 use crate::catalog::table::{BucketSpec, ColumnMeta, NewTable, TableMeta};
 use crate::catalog::types::SparkType;
 use crate::error::SqlError;
@@ -24,7 +25,7 @@ use crate::sql::pg_catalog;
 use crate::sql::session::Session;
 use crate::sql::spark::{self, routing};
 use crate::sql::write::table_writer::{TableLayout, write_table};
-use crate::storage::commit::{StagedFiles, StagedWrite};
+use crate::storage::commit::StagedFiles;
 use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
 
 /// The only table format: Spark's default data source, and what its bucketing writes.
@@ -67,7 +68,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     };
     let mut columns = match (&like, &query_plan, declared.is_empty()) {
         (Some(source), ..) => source.columns.clone(),
-        (None, None, true) if external => columns_of_files(&location)?,
+        (None, None, true) if external => columns_of_files(session, &location).await?,
         (None, None, true) => return Err(SqlError::syntax("CREATE TABLE needs a column list or AS query")),
         (None, Some(plan), true) => columns_of(session, plan)?,
         _ => declared.clone(),
@@ -97,7 +98,8 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     };
 
     let expected = ExpectedLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
-    let existing = if external { discover(&table.location, &expected)? } else { Vec::new() };
+    let existing =
+        if external { discover(&table.location, &expected, session.tables.stores()).await? } else { Vec::new() };
     let Some(plan) = query_plan else {
         session.tables.write(CatalogChange::CreateTable { table, files: existing }, None)?;
         return Ok(Output::Command { tag: "CREATE TABLE", rows: None });
@@ -105,9 +107,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     if !existing.is_empty() {
         return Err(SqlError::duplicate_table(format!(
             "cannot create table {}.{} AS SELECT: its location {} already holds data files",
-            table.schema,
-            table.name,
-            table.location.display()
+            table.schema, table.name, table.location
         )));
     }
     let staged = match (&create.query, routing::route_write(session, create.query.as_deref())?) {
@@ -127,7 +127,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
             // otherwise; either way in the table's order (partition columns last).
             let plan =
                 if declared.is_empty() { reorder_to(plan, &table.columns)? } else { conform_to(plan, &table.columns)? };
-            let write = StagedWrite::of_new_table(&table.location);
+            let write = session.tables.new_write(&table.location)?.of_new_table();
             let layout = TableLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
             let files = write_table(&session.ctx, plan, &layout, &write).await?;
             StagedFiles { write, files }
@@ -386,9 +386,9 @@ fn columns_from(fields: &datafusion::arrow::datatypes::Fields) -> Result<Vec<Col
 }
 
 /// The columns of a directory of Parquet files registered without a column list.
-fn columns_of_files(location: &std::path::Path) -> Result<Vec<ColumnMeta>, SqlError> {
-    let schema = first_file_schema(location, &[])?.ok_or_else(|| {
-        SqlError::syntax(format!("{} holds no data files to take columns from: give a column list", location.display()))
+async fn columns_of_files(session: &Session, location: &Location) -> Result<Vec<ColumnMeta>, SqlError> {
+    let schema = first_file_schema(location, &[], session.tables.stores()).await?.ok_or_else(|| {
+        SqlError::syntax(format!("{location} holds no data files to take columns from: give a column list"))
     })?;
     columns_from(schema.fields())
 }

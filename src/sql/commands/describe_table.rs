@@ -79,7 +79,7 @@ pub fn describe(session: &Session, schema: &str, name: &str, extended: bool) -> 
             let rows_text = meta.properties.get(STATISTICS_ROWS).map(|r| format!(", {r} rows")).unwrap_or_default();
             rows.push(detail("Statistics", format!("{bytes} bytes{rows_text}")));
         }
-        rows.push(detail("Location", format!("file:{}", meta.location.display())));
+        rows.push(detail("Location", meta.location.uri()));
         if !meta.partition_columns.is_empty() {
             rows.push(detail("Partition Provider", "Catalog".into()));
         }

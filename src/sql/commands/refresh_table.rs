@@ -16,10 +16,10 @@ use crate::storage::existing_files::{ExpectedLayout, discover};
 /// `REFRESH TABLE t`: every file and partition under an external table's directory. A managed
 /// table's directory holds only what this server wrote, which its file list says already;
 /// Spark's REFRESH of it only drops cached metadata, of which there is none here.
-pub fn refresh_table(session: &Session, name: &ObjectName) -> Result<Output, SqlError> {
+pub async fn refresh_table(session: &Session, name: &ObjectName) -> Result<Output, SqlError> {
     let table = named_table(session, name)?;
     if table.external {
-        reread_directory(session, &table, PartitionRepair::Sync)?;
+        reread_directory(session, &table, PartitionRepair::Sync).await?;
     }
     Ok(Output::command("REFRESH TABLE"))
 }
@@ -27,8 +27,12 @@ pub fn refresh_table(session: &Session, name: &ObjectName) -> Result<Output, Sql
 /// Reads the table's directory as `CREATE TABLE` does (bucket ids, column types, partition
 /// directories) and commits what it holds as the table's file list in one transaction; a
 /// file that fails the checks fails the statement and leaves the list as it was.
-pub(crate) fn reread_directory(session: &Session, table: &TableMeta, repair: PartitionRepair) -> Result<(), SqlError> {
+pub(crate) async fn reread_directory(
+    session: &Session,
+    table: &TableMeta,
+    repair: PartitionRepair,
+) -> Result<(), SqlError> {
     let expected = ExpectedLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
-    let found = discover(&table.location, &expected)?;
+    let found = discover(&table.location, &expected, session.tables.stores()).await?;
     session.tables.write(CatalogChange::Resync { table: TableRef::of(table), found, repair }, None)
 }

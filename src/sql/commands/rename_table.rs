@@ -62,18 +62,20 @@ fn rename_table(session: &Session, table: &ObjectName, to: &ObjectName) -> Resul
         (meta.location.clone(), None)
     } else {
         let location = session.engine.managed_location(&schema, &to_name)?;
-        if std::fs::read_dir(&location).is_ok_and(|mut entries| entries.next().is_some()) {
+        let directory = location.local_for("RENAME TO of a managed table")?;
+        if std::fs::read_dir(directory).is_ok_and(|mut entries| entries.next().is_some()) {
             return Err(SqlError::new(
                 "42710",
                 format!(
                     "[LOCATION_ALREADY_EXISTS] Cannot name the managed table as `{CATALOG_NAME}`.`{schema}`.`{to_name}`, \
                      as its associated location '{}' already exists. Please pick a different table name, or remove \
                      the existing location first.",
-                    location.display()
+                    directory.display()
                 ),
             ));
         }
-        (location.clone(), Some(stage_links(&meta, &location)?))
+        let staged = stage_links(&meta, directory)?;
+        (location, Some(staged))
     };
     let files = staged.as_ref().map(|s| s.described()).unwrap_or_default();
     let change = CatalogChange::RenameTable { table: TableRef::of(&meta), to: to_name, location, files };

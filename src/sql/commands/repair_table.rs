@@ -15,7 +15,7 @@ use crate::sql::session::Session;
 /// or both (`SYNC`); the files of every registered partition become those on disk. As in
 /// Spark, only partitioned tables can be repaired; a managed one is left as it is (see
 /// [`super::refresh_table`]).
-pub fn repair_table(session: &Session, msck: &Msck) -> Result<Output, SqlError> {
+pub async fn repair_table(session: &Session, msck: &Msck) -> Result<Output, SqlError> {
     if !msck.repair {
         return Err(SqlError::syntax("MSCK is only supported as MSCK REPAIR TABLE"));
     }
@@ -37,7 +37,7 @@ pub fn repair_table(session: &Session, msck: &Msck) -> Result<Output, SqlError> 
         Some(AddDropSync::SYNC) => PartitionRepair::Sync,
     };
     if table.external {
-        reread_directory(session, &table, repair)?;
+        reread_directory(session, &table, repair).await?;
     }
     Ok(Output::command("MSCK REPAIR TABLE"))
 }

@@ -15,7 +15,7 @@ use crate::sql::output::Output;
 use crate::sql::session::Session;
 use crate::storage::existing_files::{ExpectedLayout, discover};
 
-pub fn set_location(session: &Session, table: &ObjectName, location: &str) -> Result<Output, SqlError> {
+pub async fn set_location(session: &Session, table: &ObjectName, location: &str) -> Result<Output, SqlError> {
     let (schema, name) = table_name(table)?;
     let meta = described_table(session, &schema, &name)?;
     if !meta.external {
@@ -25,7 +25,7 @@ pub fn set_location(session: &Session, table: &ObjectName, location: &str) -> Re
     }
     let location = session.engine.external_location(location)?;
     let expected = ExpectedLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
-    let found = discover(&location, &expected)?;
+    let found = discover(&location, &expected, session.tables.stores()).await?;
     session.tables.write(CatalogChange::SetLocation { table: TableRef::of(&meta), location, found }, None)?;
     Ok(Output::command("ALTER TABLE"))
 }

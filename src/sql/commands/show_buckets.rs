@@ -54,7 +54,8 @@ pub async fn show_buckets(
         .collect();
     let summary = BucketSummary::of(spec.num_buckets, &files);
     let first_column = spec.bucket_columns[0].clone();
-    let paths: Vec<_> = files.iter().map(|f| (f.bucket, meta.file_path(f))).collect();
+    let directory = meta.location.local_for("SHOW BUCKETS")?;
+    let paths: Vec<_> = files.iter().map(|f| (f.bucket, directory.join(&f.path))).collect();
     let sort_columns = spec.sort_columns.clone();
     let ranges = tokio::task::spawn_blocking(move || {
         paths

@@ -240,6 +240,7 @@ pub(super) fn catalog_relations() -> Vec<Relation> {
 mod tests {
     use super::*;
     use crate::catalog::change::CatalogChange;
+    use crate::catalog::location::Location;
     use crate::catalog::metastore::{DEFAULT_SCHEMA, Metastore};
     use crate::catalog::table::{BucketSpec, ColumnMeta, NewTable};
     use crate::catalog::types::SparkType;
@@ -265,7 +266,7 @@ mod tests {
                     schema: DEFAULT_SCHEMA.into(),
                     name: "events".into(),
                     provider: "parquet".into(),
-                    location: PathBuf::from("/warehouse/default/events"),
+                    location: Location::Local(PathBuf::from("/warehouse/default/events")),
                     external: false,
                     comment: Some("clicks".into()),
                     columns: vec![column("k", "bigint", false), column("amount", "decimal(10,2)", true)],

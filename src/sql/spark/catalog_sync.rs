@@ -46,8 +46,9 @@ pub(crate) async fn sync(
             )));
         }
         // A managed table has no directory before its first write; Spark lists one.
-        std::fs::create_dir_all(&table.location)
-            .map_err(|e| SqlError::storage(&format!("could not create {}", table.location.display()), &e))?;
+        let directory = table.location.local_for("running on Spark")?;
+        std::fs::create_dir_all(directory)
+            .map_err(|e| SqlError::storage(&format!("could not create {}", directory.display()), &e))?;
         let key = qualified(&table.schema, &table.name);
         let now = Registration { table_id: table.id, ddl: registration_statement(table), files_version: table.version };
         // Forgotten until Spark has it all, so that a failure part way registers it afresh.

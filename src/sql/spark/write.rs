@@ -14,6 +14,7 @@ use super::parameters;
 use super::routing::relations;
 use super::run::{mark_on_spark, on_spark};
 use crate::catalog::change::{CatalogChange, TableRef};
+use crate::catalog::location::Location;
 use crate::catalog::table::{DataFile, TableMeta};
 use crate::error::SqlError;
 use crate::sql::output::Output;
@@ -24,6 +25,7 @@ use crate::sql::write::static_partitions::insert_target;
 use crate::storage::commit::{StagedFiles, StagedWrite};
 use crate::storage::existing_files::{ExpectedLayout, discover};
 use crate::storage::parquet_writer::StagedFile;
+use crate::storage::write_target::WriteTarget;
 
 /// The namespace of Spark's catalog that holds the staging tables of writes under way.
 const STAGING_NAMESPACE: &str = "bucketsql_staging";
@@ -80,12 +82,13 @@ async fn stage(
     meta: &TableMeta,
     fill: impl FnOnce(ObjectName) -> Result<String, SqlError>,
 ) -> Result<StagedFiles, SqlError> {
-    let write = StagedWrite::of(meta);
+    let write = StagedWrite::local(meta.location.local_for("writing on Spark")?).for_table(meta);
     let staging_name = format!("w_{}", write.id.simple());
     let mut staging = meta.clone();
     staging.schema = STAGING_NAMESPACE.to_string();
     staging.name = staging_name.clone();
-    staging.location = write.staging_dir().to_path_buf();
+    let WriteTarget::Staging(staging_dir) = write.target() else { unreachable!("a local write stages") };
+    staging.location = Location::Local(staging_dir.clone());
     staging.files.clear();
     staging.partitions.clear();
     let fill = fill(ObjectName::from(vec![Ident::new(STAGING_NAMESPACE), Ident::new(&staging_name)]))?;
@@ -104,15 +107,15 @@ async fn stage(
     })
     .await?;
     let expected = ExpectedLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
-    let found = discover(write.staging_dir(), &expected)?;
-    let files = found.into_iter().map(|file| staged_file(&write, file)).collect();
+    let found = discover(&staging.location, &expected, session.tables.stores()).await?;
+    let files = found.into_iter().map(|file| staged_file(&staging.location, file)).collect();
     Ok(StagedFiles { write, files })
 }
 
-/// A file Spark wrote into the staging directory, as the write will publish it.
-fn staged_file(write: &StagedWrite, file: DataFile) -> StagedFile {
+/// A file Spark wrote into the staging directory `staging`, as the write will publish it.
+fn staged_file(staging: &Location, file: DataFile) -> StagedFile {
     StagedFile {
-        staged: write.staging_dir().join(&file.path),
+        staged: staging.join(&file.path),
         relative: file.path,
         partition: file.partition,
         bucket: file.bucket,

@@ -59,10 +59,10 @@ impl TableAppend {
         let partition = ChannelPartition { schema: Arc::clone(&columns), input: Mutex::new(Some(receiver)) };
         let source = StreamingTable::try_new(columns, vec![Arc::new(partition)])?;
         let plan = LogicalPlanBuilder::scan(table, provider_as_source(Arc::new(source)), None)?.build()?;
-        let ctx = session.ctx.clone();
         let target = TableRef::of(&meta);
         // On the query runtime, with the statements' writes: its memory is reused by theirs.
-        let write = executor::spawn(async move { stage_write(&ctx, &meta, plan).await });
+        let writer = Arc::clone(&session);
+        let write = executor::spawn(async move { stage_write(&writer, &meta, plan).await });
         Ok(TableAppend { session, table: target, input: sender, write })
     }
 

@@ -3,14 +3,13 @@
 //! its files.
 
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::SessionContext;
 
 use super::table_writer::{TableLayout, write_table};
 use crate::catalog::change::CatalogChange;
 use crate::catalog::table::{DataFile, TableMeta};
 use crate::error::SqlError;
 use crate::sql::session::Session;
-use crate::storage::commit::{StagedFiles, StagedWrite};
+use crate::storage::commit::StagedFiles;
 
 /// What a write wrote.
 pub(crate) struct Written {
@@ -27,21 +26,21 @@ pub(crate) async fn write_and_publish(
     plan: LogicalPlan,
     change: impl FnOnce(Vec<DataFile>) -> CatalogChange,
 ) -> Result<Written, SqlError> {
-    let staged = stage_write(&session.ctx, meta, plan).await?;
+    let staged = stage_write(session, meta, plan).await?;
     let written = Written { rows: staged.files.iter().map(|f| f.rows as usize).sum(), files: staged.files.len() };
     session.tables.write(change(staged.described()), Some(staged))?;
     Ok(written)
 }
 
-/// Runs `plan` (the table's columns in order) and writes its rows in the table's layout into
-/// a staging directory, where no other session sees them until the write is published.
+/// Runs `plan` (the table's columns in order) and writes its rows in the table's layout,
+/// where no other session sees them until the write is published.
 pub(crate) async fn stage_write(
-    ctx: &SessionContext,
+    session: &Session,
     meta: &TableMeta,
     plan: LogicalPlan,
 ) -> Result<StagedFiles, SqlError> {
-    let write = StagedWrite::of(meta);
+    let write = session.tables.new_write(&meta.location)?.for_table(meta);
     let layout = TableLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
-    let files = write_table(ctx, plan, &layout, &write).await?;
+    let files = write_table(&session.ctx, plan, &layout, &write).await?;
     Ok(StagedFiles { write, files })
 }

@@ -48,7 +48,7 @@ impl<'a> TableLayout<'a> {
 }
 
 /// Runs `plan`, whose output columns are the table's columns in order, and writes its rows
-/// into `write`'s staging directory in the table's layout.
+/// for `write` in the table's layout.
 pub async fn write_table(
     ctx: &SessionContext,
     plan: LogicalPlan,
@@ -63,7 +63,7 @@ pub async fn write_table(
         let physical = create_static_plan(&state, &plan, &QueryHints::default()).await?;
         show_running(&state, &physical)?;
         let layout = WriteLayout::unpartitioned(physical.schema());
-        return write_partitions(physical, ctx.task_ctx(), layout, write.staging_dir(), write.id).await;
+        return write_partitions(physical, ctx.task_ctx(), layout, write.target(), write.id).await;
     }
 
     let input = create_static_plan(&state, &plan, &QueryHints::default()).await?;
@@ -114,7 +114,7 @@ pub async fn write_table(
         bucketed: layout.bucket_spec.is_some(),
         data_columns,
     };
-    write_partitions(sorted, ctx.task_ctx(), layout, write.staging_dir(), write.id).await
+    write_partitions(sorted, ctx.task_ctx(), layout, write.target(), write.id).await
 }
 
 /// Gives the statement's query history entry the plan the write runs.

@@ -29,7 +29,7 @@ impl Converter {
         let partition_filters: Vec<String> = filters.partition.iter().map(|e| render(e, &columns)).collect();
         let data_filters: Vec<String> = filters.data.iter().map(|e| render(e, &columns)).collect();
 
-        let root = format!("file:{}", table.location.display());
+        let root = table.location.uri();
         let (index, paths) = if table.partition_columns.is_empty() {
             ("InMemoryFileIndex", vec![root])
         } else if filters.partition.is_empty() {

@@ -1,0 +1,408 @@
+//! Tables on object storage: a real S3-compatible server (moto's server mode, from PyPI, on
+//! 127.0.0.1) with a bucket made here, and `bucketsql serve --warehouse s3://…` over the wire.
+//! What the bucket holds is read back with an S3 client of the test's own; the rows expected
+//! are worked out from how the tables were filled.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bucketsql::storage::bucket_hash::bucket_ids;
+use bucketsql::storage::file_naming::bucket_id_of;
+use bytes::Bytes;
+use datafusion::arrow::array::{Array, ArrayRef, Int64Array};
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::clients::python_env;
+use crate::common::{TestServer, free_port, sqlstate, text_rows};
+
+const BUCKET: &str = "lake";
+const CREDENTIALS: [(&str, &str); 3] =
+    [("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_REGION", "us-east-1")];
+
+/// moto's S3 server, its objects in memory, stopped when dropped.
+struct S3Server {
+    child: Child,
+    port: u16,
+}
+
+impl S3Server {
+    fn start() -> Self {
+        let python = python_env("python-s3", "s3-requirements.txt");
+        let port = free_port();
+        let child = Command::new(&python)
+            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto's server starts");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "moto's server did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let server = S3Server { child, port };
+        let create = format!(
+            "import boto3; boto3.client('s3', endpoint_url='http://127.0.0.1:{port}', region_name='us-east-1', \
+             aws_access_key_id='test', aws_secret_access_key='test').create_bucket(Bucket='{BUCKET}')"
+        );
+        crate::clients::run(Command::new(&python).args(["-c", &create]));
+        server
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A client of the bucket that is not the server's.
+    fn bucket(&self) -> AmazonS3 {
+        AmazonS3Builder::new()
+            .with_endpoint(self.endpoint())
+            .with_allow_http(true)
+            .with_bucket_name(BUCKET)
+            .with_region("us-east-1")
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .build()
+            .unwrap()
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `serve`'s arguments for a warehouse in the bucket, reached at `endpoint`.
+fn warehouse_args(endpoint: &str) -> Vec<String> {
+    ["--warehouse", &format!("s3://{BUCKET}/warehouse"), "--s3-endpoint", endpoint, "--s3-allow-http"]
+        .map(String::from)
+        .to_vec()
+}
+
+fn start_bucketsql(data_dir: &std::path::Path, endpoint: &str) -> TestServer {
+    let mut args = warehouse_args(endpoint);
+    args.extend(["--allow-location".to_string(), format!("s3://{BUCKET}/external")]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    TestServer::start_with_env(data_dir, &args, &CREDENTIALS)
+}
+
+/// Every object under `prefix`, by key, with its size.
+async fn objects(bucket: &AmazonS3, prefix: &str) -> BTreeMap<String, u64> {
+    let listed: Vec<_> = bucket.list(Some(&ObjectPath::from(prefix))).try_collect().await.unwrap();
+    listed.into_iter().map(|o| (o.location.to_string(), o.size)).collect()
+}
+
+/// Waits for the objects under `prefix` to be those `wanted` says (the janitor deletes in the
+/// background), and gives them.
+async fn objects_until(
+    bucket: &AmazonS3,
+    prefix: &str,
+    wanted: impl Fn(&BTreeMap<String, u64>) -> bool,
+) -> BTreeMap<String, u64> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = objects(bucket, prefix).await;
+        if wanted(&found) {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "the objects under {prefix} stayed {found:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Spark's name for a data file: `part-<task>-<write id>[_<bucket>].c000.snappy.parquet`.
+fn is_sparks_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("part-").and_then(|r| r.strip_suffix(".c000.snappy.parquet")) else {
+        return false;
+    };
+    let (task, id) = rest.split_at(5.min(rest.len()));
+    task.chars().all(|c| c.is_ascii_digit()) && id.starts_with('-') && id.len() >= 37
+}
+
+/// Every object of a bucketed table holds only rows of the Spark bucket its name gives,
+/// sorted on `key`; the count of rows in each bucket.
+async fn bucket_layout(bucket: &AmazonS3, prefix: &str, key: &str, buckets: u32) -> BTreeMap<u32, usize> {
+    let mut rows = BTreeMap::new();
+    for name in objects(bucket, prefix).await.keys() {
+        let file = name.rsplit('/').next().unwrap();
+        assert!(is_sparks_name(file), "{name} is not named as Spark names its files");
+        let id = bucket_id_of(file).unwrap_or_else(|| panic!("{name} names no bucket"));
+        let bytes: Bytes = bucket.get(&ObjectPath::from(name.as_str())).await.unwrap().bytes().await.unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap().build().unwrap();
+        let mut keys = Vec::new();
+        for batch in reader {
+            let batch = batch.unwrap();
+            let column = batch.column_by_name(key).unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
+            keys.extend(column.iter().map(Option::unwrap));
+        }
+        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{name} is not sorted on {key}");
+        let array: ArrayRef = Arc::new(Int64Array::from(keys.clone()));
+        assert!(bucket_ids(&[array], keys.len(), buckets).unwrap().iter().all(|b| *b == id), "{name}: other buckets");
+        *rows.entry(id).or_insert(0) += keys.len();
+    }
+    rows
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
+    let s3 = S3Server::start();
+    let bucket = s3.bucket();
+    let temp = tempfile::tempdir().unwrap();
+    let data_dir = temp.path().join("data");
+    let mut server = start_bucketsql(&data_dir, &s3.endpoint());
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t (k BIGINT, v BIGINT) USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS;
+             INSERT INTO t SELECT id * 7 % 10007, id FROM range(20000);
+             CREATE TABLE u USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 8 BUCKETS AS
+                 SELECT id AS k, id * 2 AS w FROM range(10007);
+             CREATE TABLE p (v BIGINT, d STRING) USING parquet PARTITIONED BY (d);
+             INSERT INTO p SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END FROM range(1000);
+             CREATE TABLE plain (k BIGINT, s STRING) USING parquet;
+             SET spark.sql.autoBroadcastJoinThreshold = -1;",
+        )
+        .await
+        .unwrap();
+    let sink = client.copy_in("COPY plain FROM STDIN").await.unwrap();
+    let rows: String = (0..500).map(|i| format!("{i}\tr{i}\n")).collect();
+    futures::pin_mut!(sink);
+    futures::SinkExt::send(&mut sink, Bytes::from(rows)).await.unwrap();
+    assert_eq!(sink.finish().await.unwrap(), 500);
+
+    // Every object is where Spark looks for it, named as Spark names it, holding its bucket.
+    let t_layout = bucket_layout(&bucket, "warehouse/default/t", "k", 8).await;
+    assert_eq!(t_layout.values().sum::<usize>(), 20000);
+    assert_eq!(bucket_layout(&bucket, "warehouse/default/u", "k", 8).await.len(), 8);
+    let partitions: Vec<String> = objects(&bucket, "warehouse/default/p")
+        .await
+        .keys()
+        .map(|k| k.split('/').nth(3).unwrap().to_string())
+        .collect();
+    assert!(partitions.iter().all(|p| p == "d=even" || p == "d=odd") && partitions.len() >= 2, "{partitions:?}");
+    assert!(!objects(&bucket, "warehouse/default/plain").await.is_empty());
+
+    // The co-bucketed join reads bucket by bucket from the store, with no exchange.
+    let join = "SELECT count(*), sum(v + w) FROM t JOIN u ON t.k = u.k";
+    let expected_sum: i64 = (0..20000i64).map(|id| id + 2 * (id * 7 % 10007)).sum();
+    assert_eq!(text_rows(&client, join).await, vec![vec!["20000".to_string(), expected_sum.to_string()]]);
+    let plan = text_rows(&client, &format!("EXPLAIN {join}")).await.concat().join("\n");
+    assert!(!plan.contains("Exchange hashpartitioning"), "{plan}");
+    assert_eq!(
+        text_rows(&client, "SELECT d, count(*), sum(v) FROM p GROUP BY d ORDER BY d").await,
+        [["even", "500", "249500"], ["odd", "500", "250000"]]
+    );
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(k), max(s) FROM plain").await, [["500", "124750", "r99"]]);
+    // External tables over objects another writer put there, read by their names and footers.
+    for key in objects(&bucket, "warehouse/default/u").await.keys() {
+        let name = key.rsplit('/').next().unwrap();
+        bucket.copy(&ObjectPath::from(key.as_str()), &ObjectPath::from(format!("external/ev/{name}"))).await.unwrap();
+    }
+    client
+        .batch_execute(
+            "CREATE TABLE ev (k BIGINT, w BIGINT) USING parquet CLUSTERED BY (k) INTO 8 BUCKETS
+             LOCATION 's3a://lake/external/ev'",
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(w) FROM ev").await, [["10007", "100130042"]]);
+    let one = objects(&bucket, "external/ev").await.into_keys().next().unwrap();
+    let copy = one.replace("part-", "part-9");
+    bucket.copy(&ObjectPath::from(one.as_str()), &ObjectPath::from(copy.as_str())).await.unwrap();
+    let one_bucket = text_rows(&client, "SELECT count(*) FROM ev").await;
+    assert_eq!(one_bucket, [["10007"]], "an object not refreshed is not read");
+    client.batch_execute("REFRESH TABLE ev").await.unwrap();
+    let refreshed: i64 = text_rows(&client, "SELECT count(*) FROM ev").await[0][0].parse().unwrap();
+    assert!(refreshed > 10007, "{refreshed}");
+    for key in objects(&bucket, "warehouse/default/p").await.keys() {
+        let relative = key.strip_prefix("warehouse/default/p/").unwrap();
+        bucket
+            .copy(&ObjectPath::from(key.as_str()), &ObjectPath::from(format!("external/pe/{relative}")))
+            .await
+            .unwrap();
+    }
+    client
+        .batch_execute(
+            "CREATE TABLE pe (v BIGINT, d STRING) USING parquet PARTITIONED BY (d) LOCATION 's3://lake/external/pe';
+             MSCK REPAIR TABLE pe",
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(v) FROM pe WHERE d = 'odd'").await, [["500", "250000"]]);
+    let outside = client.batch_execute("CREATE TABLE x (k BIGINT) USING parquet LOCATION 's3://lake/elsewhere'").await;
+    assert_eq!(sqlstate(&outside.unwrap_err()), "42501");
+
+    let described = text_rows(&client, "DESCRIBE TABLE EXTENDED t").await;
+    assert!(described.iter().any(|r| r[0] == "Location" && r[1] == format!("s3://{BUCKET}/warehouse/default/t")));
+
+    // An overwrite publishes new objects; the old ones go once no statement reads them.
+    let before = objects(&bucket, "warehouse/default/t").await;
+    client.batch_execute("INSERT OVERWRITE t SELECT id, id FROM range(100)").await.unwrap();
+    let after = objects_until(&bucket, "warehouse/default/t", |now| now.keys().all(|k| !before.contains_key(k))).await;
+    assert!(!after.is_empty());
+    assert_eq!(bucket_layout(&bucket, "warehouse/default/t", "k", 8).await.values().sum::<usize>(), 100);
+
+    // A restart reads every table from the store as it was.
+    drop(client);
+    server.terminate(Duration::from_secs(30));
+    let server = start_bucketsql(&data_dir, &s3.endpoint());
+    let client = server.connect().await;
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(k) FROM t").await, [["100", "4950"]]);
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM u").await, [["10007"]]);
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM p WHERE d = 'odd'").await, [["500"]]);
+
+    // DROP leaves nothing of a managed table in the bucket.
+    client.batch_execute("DROP TABLE t; DROP TABLE p").await.unwrap();
+    objects_until(&bucket, "warehouse/default/t", BTreeMap::is_empty).await;
+    objects_until(&bucket, "warehouse/default/p", BTreeMap::is_empty).await;
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM u").await, [["10007"]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_killed_before_its_commit_leaves_no_object_after_a_restart() {
+    let s3 = S3Server::start();
+    let bucket = s3.bucket();
+    let temp = tempfile::tempdir().unwrap();
+    let data_dir = temp.path().join("data");
+    {
+        let server = start_bucketsql(&data_dir, &s3.endpoint());
+        let client = server.connect().await;
+        client
+            .batch_execute(
+                "CREATE TABLE t (k BIGINT, v BIGINT) USING parquet CLUSTERED BY (k) INTO 4 BUCKETS;
+                 INSERT INTO t SELECT id, id FROM range(1000)",
+            )
+            .await
+            .unwrap();
+    }
+    let committed = objects(&bucket, "warehouse/default/t").await;
+    assert_eq!(committed.len(), 4);
+
+    // Stopped after its objects are uploaded and before the metastore commits them, then
+    // killed there.
+    let log_path = temp.path().join("paused.log");
+    let args = warehouse_args(&s3.endpoint());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut env = CREDENTIALS.to_vec();
+    env.push(("BUCKETSQL_PAUSE_AT", "staged"));
+    let mut paused =
+        TestServer::start_logging_with_env(&data_dir, &args, &env, std::fs::File::create(&log_path).unwrap());
+    let client = paused.connect().await;
+    let write = tokio::spawn(async move { client.batch_execute("INSERT INTO t SELECT id, id FROM range(5000)").await });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log_path).unwrap().contains("paused at a commit step") {
+        assert!(Instant::now() < deadline, "the write did not reach its commit");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let uploaded = objects(&bucket, "warehouse/default/t").await;
+    assert!(uploaded.len() > committed.len(), "the write uploaded nothing before its commit: {uploaded:?}");
+    paused.kill();
+    assert!(write.await.unwrap().is_err());
+
+    // The next start deletes what the killed write uploaded, and nothing the table lists.
+    let server = start_bucketsql(&data_dir, &s3.endpoint());
+    let left = objects_until(&bucket, "warehouse/default/t", |now| now.len() == committed.len()).await;
+    assert_eq!(left, committed);
+    let client = server.connect().await;
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(v) FROM t").await, [["1000", "499500"]]);
+}
+
+/// A TCP relay to the S3 server that can cut every connection and refuse new ones, as a store
+/// that stops would, and later let them through again.
+struct Relay {
+    port: u16,
+    open: Arc<AtomicBool>,
+}
+
+impl Relay {
+    async fn start(target: u16) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(AtomicBool::new(true));
+        let gate = Arc::clone(&open);
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if !gate.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let gate = Arc::clone(&gate);
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", target)).await else { return };
+                    let relay = tokio::io::copy_bidirectional(&mut inbound, &mut outbound);
+                    let cut = async {
+                        while gate.load(Ordering::SeqCst) {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    };
+                    tokio::select! { _ = relay => {}, () = cut => {} }
+                });
+            }
+        });
+        Relay { port, open }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn set_open(&self, open: bool) {
+        self.open.store(open, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_stops_mid_write_fails_the_write_and_publishes_nothing() {
+    let s3 = S3Server::start();
+    let bucket = s3.bucket();
+    let relay = Relay::start(s3.port).await;
+    let temp = tempfile::tempdir().unwrap();
+    let local = temp.path().join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let mut args = warehouse_args(&relay.endpoint());
+    args.extend(["--allow-location".to_string(), local.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = TestServer::start_with_env(&temp.path().join("data"), &args, &CREDENTIALS);
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE t (k BIGINT, v BIGINT) USING parquet CLUSTERED BY (k) INTO 4 BUCKETS;
+             INSERT INTO t SELECT id, id FROM range(1000);
+             CREATE TABLE here (k BIGINT) USING parquet LOCATION '{}';
+             INSERT INTO here VALUES (1), (2)",
+            local.join("here").display()
+        ))
+        .await
+        .unwrap();
+    let committed = objects(&bucket, "warehouse/default/t").await;
+
+    // The store goes away while the write uploads.
+    let cut = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        relay.set_open(false);
+    };
+    let write = client.batch_execute("INSERT INTO t SELECT id, id FROM range(3000000)");
+    let (result, ()) = tokio::join!(write, cut);
+    let error = result.expect_err("a write to a store that stopped fails");
+    assert_eq!(sqlstate(&error), "58030", "{error}");
+
+    // The connection stays usable and tables elsewhere still serve.
+    assert_eq!(text_rows(&client, "SELECT sum(k) FROM here").await, [["3"]]);
+    let unreachable = client.simple_query("SELECT count(*) FROM t").await.expect_err("the store is unreachable");
+    assert_eq!(sqlstate(&unreachable), "58030", "{unreachable}");
+
+    // Back again: the table reads as before, and the write left nothing behind.
+    relay.set_open(true);
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(v) FROM t").await, [["1000", "499500"]]);
+    objects_until(&bucket, "warehouse/default/t", |now| *now == committed).await;
+}
