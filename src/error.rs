@@ -67,13 +67,28 @@ impl SqlError {
         Self::new("58030", message)
     }
     /// An operating-system I/O failure: a full disk (or quota) is PostgreSQL's `53100`
-    /// disk_full, the rest `58030` io_error.
+    /// disk_full, the rest `58030` io_error; an object store's failure carried as one is
+    /// told as [`Self::object_store`] tells it.
     pub fn storage(context: &str, e: &std::io::Error) -> Self {
         use std::io::ErrorKind;
+        if let Some(store) = e.get_ref().and_then(|inner| inner.downcast_ref::<object_store::Error>()) {
+            return Self::object_store(context, store);
+        }
         let code = if matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge) {
             "53100"
         } else {
             "58030"
+        };
+        Self::new(code, format!("{context}: {e}"))
+    }
+    /// An object store's failure: a missing object is `58P01` undefined_file, refused
+    /// credentials `42501` insufficient_privilege, the rest (a store unreachable or failing)
+    /// `58030` io_error.
+    pub fn object_store(context: &str, e: &object_store::Error) -> Self {
+        let code = match e {
+            object_store::Error::NotFound { .. } => "58P01",
+            object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => "42501",
+            _ => "58030",
         };
         Self::new(code, format!("{context}: {e}"))
     }
@@ -314,7 +329,7 @@ fn datafusion_error(e: &DataFusionError) -> SqlError {
             Some(io) => SqlError::storage("parquet", io),
             None => SqlError::io(format!("parquet: {e}")),
         },
-        DataFusionError::ObjectStore(e) => SqlError::io(e.to_string()),
+        DataFusionError::ObjectStore(e) => SqlError::object_store("could not read table files", e),
         other => unclassified(other.to_string()),
     }
 }
@@ -386,6 +401,16 @@ fn execution_error(message: String) -> SqlError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn object_store_failures_keep_their_kind_through_io_errors() {
+        let denied = object_store::Error::PermissionDenied { path: "k".into(), source: "403 Forbidden".into() };
+        assert_eq!(SqlError::storage("could not write parquet", &std::io::Error::other(denied)).code, "42501");
+        let missing = object_store::Error::NotFound { path: "k".into(), source: "404".into() };
+        assert_eq!(datafusion_error(&DataFusionError::ObjectStore(Box::new(missing))).code, "58P01");
+        let down = object_store::Error::Generic { store: "S3", source: "connection refused".into() };
+        assert_eq!(SqlError::storage("could not write parquet", &std::io::Error::other(down)).code, "58030");
+    }
 
     #[test]
     fn datafusion_errors_get_postgres_sqlstates() {

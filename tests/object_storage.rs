@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use bucketsql::storage::bucket_hash::bucket_ids;
@@ -35,10 +35,17 @@ struct S3Server {
 
 impl S3Server {
     fn start() -> Self {
+        Self::start_with_env(&[])
+    }
+
+    /// A server with `env` set: moto checks credentials past the first
+    /// `INITIAL_NO_AUTH_ACTION_COUNT` requests, and knows none but its IAM users'.
+    fn start_with_env(env: &[(&str, &str)]) -> Self {
         let python = python_env("python-s3", "s3-requirements.txt");
         let port = free_port();
         let child = Command::new(&python)
             .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -131,8 +138,8 @@ fn is_sparks_name(name: &str) -> bool {
 }
 
 /// Every object of a bucketed table holds only rows of the Spark bucket its name gives,
-/// sorted on `key`; the count of rows in each bucket.
-async fn bucket_layout(bucket: &AmazonS3, prefix: &str, key: &str, buckets: u32) -> BTreeMap<u32, usize> {
+/// sorted on `key`; the keys of each bucket.
+async fn bucket_layout(bucket: &AmazonS3, prefix: &str, key: &str, buckets: u32) -> BTreeMap<u32, Vec<i64>> {
     let mut rows = BTreeMap::new();
     for name in objects(bucket, prefix).await.keys() {
         let file = name.rsplit('/').next().unwrap();
@@ -149,9 +156,13 @@ async fn bucket_layout(bucket: &AmazonS3, prefix: &str, key: &str, buckets: u32)
         assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{name} is not sorted on {key}");
         let array: ArrayRef = Arc::new(Int64Array::from(keys.clone()));
         assert!(bucket_ids(&[array], keys.len(), buckets).unwrap().iter().all(|b| *b == id), "{name}: other buckets");
-        *rows.entry(id).or_insert(0) += keys.len();
+        rows.entry(id).or_insert_with(Vec::new).extend(keys);
     }
     rows
+}
+
+fn row_count(layout: &BTreeMap<u32, Vec<i64>>) -> usize {
+    layout.values().map(Vec::len).sum()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,8 +194,21 @@ async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
 
     // Every object is where Spark looks for it, named as Spark names it, holding its bucket.
     let t_layout = bucket_layout(&bucket, "warehouse/default/t", "k", 8).await;
-    assert_eq!(t_layout.values().sum::<usize>(), 20000);
-    assert_eq!(bucket_layout(&bucket, "warehouse/default/u", "k", 8).await.len(), 8);
+    assert_eq!(row_count(&t_layout), 20000);
+    let u_layout = bucket_layout(&bucket, "warehouse/default/u", "k", 8).await;
+    assert_eq!(u_layout.len(), 8);
+
+    // SHOW BUCKETS reads each object's footer: its bucket's rows, range and declared order.
+    let shown = text_rows(&client, "SHOW BUCKETS u").await;
+    let expected: Vec<Vec<String>> = u_layout
+        .iter()
+        .map(|(id, keys)| {
+            let (min, max) = (keys.iter().min().unwrap(), keys.iter().max().unwrap());
+            vec![id.to_string(), "1".into(), keys.len().to_string(), min.to_string(), max.to_string(), "t".into()]
+        })
+        .collect();
+    let without_bytes: Vec<Vec<String>> = shown.into_iter().map(|r| [&r[0..3], &r[4..]].concat()).collect();
+    assert_eq!(without_bytes, expected);
     let partitions: Vec<String> = objects(&bucket, "warehouse/default/p")
         .await
         .keys()
@@ -251,7 +275,7 @@ async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
     client.batch_execute("INSERT OVERWRITE t SELECT id, id FROM range(100)").await.unwrap();
     let after = objects_until(&bucket, "warehouse/default/t", |now| now.keys().all(|k| !before.contains_key(k))).await;
     assert!(!after.is_empty());
-    assert_eq!(bucket_layout(&bucket, "warehouse/default/t", "k", 8).await.values().sum::<usize>(), 100);
+    assert_eq!(row_count(&bucket_layout(&bucket, "warehouse/default/t", "k", 8).await), 100);
 
     // A restart reads every table from the store as it was.
     drop(client);
@@ -318,46 +342,65 @@ async fn a_write_killed_before_its_commit_leaves_no_object_after_a_restart() {
     assert_eq!(text_rows(&client, "SELECT count(*), sum(v) FROM t").await, [["1000", "499500"]]);
 }
 
-/// A TCP relay to the S3 server that can cut every connection and refuse new ones, as a store
-/// that stops would, and later let them through again.
+/// What a [`Relay`] does with connections to the S3 server.
+#[derive(Clone, Copy, PartialEq)]
+#[repr(u8)]
+enum Passage {
+    Open,
+    /// Every connection cut and new ones refused, as when the store stops.
+    Cut,
+    /// Connections held open with nothing passing either way, as when the store hangs.
+    Stalled,
+}
+
+/// A TCP relay to the S3 server whose [`Passage`] the test sets.
 struct Relay {
     port: u16,
-    open: Arc<AtomicBool>,
+    passage: Arc<AtomicU8>,
 }
 
 impl Relay {
     async fn start(target: u16) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let open = Arc::new(AtomicBool::new(true));
-        let gate = Arc::clone(&open);
+        let passage = Arc::new(AtomicU8::new(Passage::Open as u8));
+        let gate = Arc::clone(&passage);
         tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
-                if !gate.load(Ordering::SeqCst) {
-                    continue;
-                }
                 let gate = Arc::clone(&gate);
                 tokio::spawn(async move {
+                    let now = || gate.load(Ordering::SeqCst);
+                    while now() == Passage::Stalled as u8 {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    if now() == Passage::Cut as u8 {
+                        return;
+                    }
                     let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", target)).await else { return };
                     let relay = tokio::io::copy_bidirectional(&mut inbound, &mut outbound);
-                    let cut = async {
-                        while gate.load(Ordering::SeqCst) {
+                    let closed = async {
+                        while now() == Passage::Open as u8 {
                             tokio::time::sleep(Duration::from_millis(20)).await;
                         }
                     };
-                    tokio::select! { _ = relay => {}, () = cut => {} }
+                    tokio::select! { _ = relay => return, () = closed => {} }
+                    // A stalled connection stays open, silent, until the store is back; then
+                    // it ends, and the client opens another.
+                    while now() == Passage::Stalled as u8 {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
                 });
             }
         });
-        Relay { port, open }
+        Relay { port, passage }
     }
 
     fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn set_open(&self, open: bool) {
-        self.open.store(open, Ordering::SeqCst);
+    fn set(&self, passage: Passage) {
+        self.passage.store(passage as u8, Ordering::SeqCst);
     }
 }
 
@@ -389,7 +432,7 @@ async fn a_store_that_stops_mid_write_fails_the_write_and_publishes_nothing() {
     // The store goes away while the write uploads.
     let cut = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        relay.set_open(false);
+        relay.set(Passage::Cut);
     };
     let write = client.batch_execute("INSERT INTO t SELECT id, id FROM range(3000000)");
     let (result, ()) = tokio::join!(write, cut);
@@ -402,7 +445,31 @@ async fn a_store_that_stops_mid_write_fails_the_write_and_publishes_nothing() {
     assert_eq!(sqlstate(&unreachable), "58030", "{unreachable}");
 
     // Back again: the table reads as before, and the write left nothing behind.
-    relay.set_open(true);
+    relay.set(Passage::Open);
     assert_eq!(text_rows(&client, "SELECT count(*), sum(v) FROM t").await, [["1000", "499500"]]);
     objects_until(&bucket, "warehouse/default/t", |now| *now == committed).await;
+
+    // A store that hangs holds a statement only until its statement_timeout.
+    relay.set(Passage::Stalled);
+    client.batch_execute("SET statement_timeout = '2s'").await.unwrap();
+    let started = Instant::now();
+    let hung = client.simple_query("SELECT count(*) FROM t").await.expect_err("a hung store times out");
+    assert_eq!(sqlstate(&hung), "57014", "{hung}");
+    assert!(started.elapsed() < Duration::from_secs(20), "cancelled after {:?}", started.elapsed());
+    relay.set(Passage::Open);
+    client.batch_execute("RESET statement_timeout").await.unwrap();
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM t").await, [["1000"]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_the_store_refuses_fail_the_write_with_42501() {
+    let s3 = S3Server::start_with_env(&[("INITIAL_NO_AUTH_ACTION_COUNT", "1")]);
+    let temp = tempfile::tempdir().unwrap();
+    let server = start_bucketsql(&temp.path().join("data"), &s3.endpoint());
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE t (k BIGINT) USING parquet").await.unwrap();
+    let refused = client.batch_execute("INSERT INTO t VALUES (1), (2)").await.expect_err("the keys are refused");
+    assert_eq!(sqlstate(&refused), "42501", "{refused}");
+    assert_eq!(text_rows(&client, "SELECT 1 + 1").await, [["2"]]);
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM t").await, [["0"]]);
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::parquet::arrow::parquet_to_arrow_schema;
 use datafusion::parquet::errors::ParquetError;
-use datafusion::parquet::file::metadata::{FileMetaData, ParquetMetaDataReader};
+use datafusion::parquet::file::metadata::{FileMetaData, ParquetMetaData, ParquetMetaDataReader};
 use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
@@ -70,9 +70,9 @@ pub async fn discover(
                 let footer = footer(&store, &object, size).await?;
                 let name = object.key.rsplit('/').next().unwrap_or_default();
                 let bucket = bucket_of(name, &Location::Object(object.clone()), expected)?;
-                check_columns(&Location::Object(object.clone()), &schema_of(&footer)?, expected)?;
+                check_columns(&Location::Object(object.clone()), &schema_of(footer.file_metadata())?, expected)?;
                 let relative = object.key[prefix.key.len()..].trim_start_matches('/').to_string();
-                let row_count = footer.num_rows() as u64;
+                let row_count = footer.file_metadata().num_rows() as u64;
                 found.push(DataFile { path: relative, partition, bucket, row_count, byte_size: size });
             }
             Ok(found)
@@ -120,7 +120,11 @@ const FOOTER_GUESS: u64 = 64 << 10;
 
 /// The footer of the object `object` of `size` bytes: its end, read with one range request
 /// (two when the footer is larger than the first guess).
-async fn footer(store: &Arc<dyn ObjectStore>, object: &ObjectLocation, size: u64) -> Result<FileMetaData, SqlError> {
+pub(super) async fn footer(
+    store: &Arc<dyn ObjectStore>,
+    object: &ObjectLocation,
+    size: u64,
+) -> Result<ParquetMetaData, SqlError> {
     let path = ObjectPath::from(object.key.as_str());
     let not_parquet = |e: ParquetError| {
         SqlError::invalid_parameter(format!("s3://{}/{} is not a Parquet file: {e}", object.bucket, object.key))
@@ -135,7 +139,7 @@ async fn footer(store: &Arc<dyn ObjectStore>, object: &ObjectLocation, size: u64
             Err(e) => return Err(not_parquet(e)),
         }
     }
-    Ok(reader.finish().map_err(not_parquet)?.file_metadata().clone())
+    reader.finish().map_err(not_parquet)
 }
 
 fn discover_in(location: &Path, expected: &ExpectedLayout<'_>) -> Result<Vec<DataFile>, SqlError> {
@@ -292,7 +296,7 @@ pub async fn first_file_schema(
             let store = stores.store(prefix)?;
             let first = list_objects(&store, prefix, partition_columns).await?.into_iter().next();
             match first {
-                Some((object, size, _)) => Ok(Some(schema_of(&footer(&store, &object, size).await?)?)),
+                Some((object, size, _)) => Ok(Some(schema_of(footer(&store, &object, size).await?.file_metadata())?)),
                 None => Ok(None),
             }
         }

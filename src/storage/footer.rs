@@ -2,15 +2,16 @@
 //! column's smallest and largest values, from the row groups' statistics, and whether the
 //! rows are declared sorted (Parquet's `sorting_columns`, which our writer sets).
 
-use std::path::Path;
-
 use datafusion::arrow::array::Array;
 use datafusion::common::ScalarValue;
 use datafusion::parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use datafusion::parquet::file::metadata::ParquetMetaData;
 use datafusion::parquet::file::reader::FileReader;
 
-use super::existing_files::{open, schema_of};
+use super::existing_files::{footer, open, schema_of};
+use super::object_stores::ObjectStores;
 use super::parquet_writer::sorting_columns;
+use crate::catalog::location::Location;
 use crate::error::SqlError;
 
 /// What statistics say about a column's values.
@@ -61,12 +62,41 @@ pub struct ColumnRange {
     pub sorted: bool,
 }
 
-/// `column`'s range in the file at `path`, and whether the file declares its rows sorted by
-/// `sorted_by` (never, for an empty `sorted_by`).
-pub fn column_range(path: &Path, column: &str, sorted_by: &[String]) -> Result<ColumnRange, SqlError> {
-    let reader = open(path)?;
-    let schema = schema_of(reader.metadata().file_metadata())?;
-    let metadata = reader.metadata();
+/// `column`'s range in each of `files` (paths relative to `location`, with their sizes), and
+/// whether each declares its rows sorted by `sorted_by`, in order. Local footers are read on
+/// a blocking thread; objects' with range requests.
+pub async fn column_ranges(
+    location: &Location,
+    files: Vec<(String, u64)>,
+    column: &str,
+    sorted_by: &[String],
+    stores: &ObjectStores,
+) -> Result<Vec<ColumnRange>, SqlError> {
+    match location {
+        Location::Local(dir) => {
+            let (dir, column, sorted_by) = (dir.clone(), column.to_string(), sorted_by.to_vec());
+            tokio::task::spawn_blocking(move || {
+                files.iter().map(|(path, _)| range_in(open(&dir.join(path))?.metadata(), &column, &sorted_by)).collect()
+            })
+            .await
+            .map_err(|e| SqlError::internal(format!("reading footers failed: {e}")))?
+        }
+        Location::Object(prefix) => {
+            let store = stores.store(prefix)?;
+            let mut ranges = Vec::with_capacity(files.len());
+            for (path, size) in files {
+                let Location::Object(object) = location.join(&path) else { unreachable!("an object joins to one") };
+                ranges.push(range_in(&footer(&store, &object, size).await?, column, sorted_by)?);
+            }
+            Ok(ranges)
+        }
+    }
+}
+
+/// `column`'s range in the file whose footer is `metadata`, and whether the file declares its
+/// rows sorted by `sorted_by` (never, for an empty `sorted_by`).
+fn range_in(metadata: &ParquetMetaData, column: &str, sorted_by: &[String]) -> Result<ColumnRange, SqlError> {
+    let schema = schema_of(metadata.file_metadata())?;
     let row_groups = metadata.row_groups();
     let expected = sorting_columns(&schema, sorted_by);
     let sorted = !sorted_by.is_empty()

@@ -5,7 +5,8 @@
 //! Credentials and region come as the AWS tools take them: the `AWS_*` environment
 //! variables first, then the shared credentials and config files (`AWS_PROFILE`, or
 //! `default`). Requests that fail with a 5xx, a throttling answer or a dropped connection
-//! are retried with exponential backoff, up to [`RETRY_TIMEOUT`] after the first attempt.
+//! are retried with exponential backoff, up to [`RETRY_TIMEOUT`] after the first attempt, and
+//! at most [`MAX_REQUESTS`] are in flight per bucket.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,7 @@ use std::time::Duration;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry, ObjectStoreUrl};
 use object_store::aws::AmazonS3Builder;
+use object_store::limit::LimitStore;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, ObjectStore, RetryConfig};
 use url::Url;
@@ -28,6 +30,9 @@ pub const RETRY_TIMEOUT: Duration = Duration::from_secs(20);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one request may take, a multipart upload's part included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Requests one bucket's client has in flight at most; more wait their turn rather than open
+/// ever more connections to the store.
+const MAX_REQUESTS: usize = 64;
 
 /// What `serve` was told about S3.
 #[derive(Debug, Clone, Default)]
@@ -94,7 +99,7 @@ impl ObjectStores {
             .with_retry(retry)
             .build()
             .map_err(|e| SqlError::invalid_parameter(format!("cannot reach bucket {bucket}: {e}")))?;
-        Ok(Arc::new(store))
+        Ok(Arc::new(LimitStore::new(store, MAX_REQUESTS)))
     }
 }
 
@@ -129,15 +134,10 @@ pub fn scan_path(location: &Location) -> Result<(ObjectStoreUrl, ObjectPath), Sq
     }
 }
 
-/// An object store's failure as the client sees it: what was asked, of which object, and a
-/// SQLSTATE that tells a missing object, refused credentials and an unreachable store apart.
+/// An object store's failure as the client sees it: what was asked, of which object, and the
+/// SQLSTATE [`SqlError::object_store`] gives.
 pub fn object_error(what: &str, location: &ObjectLocation, e: object_store::Error) -> SqlError {
-    let code = match &e {
-        object_store::Error::NotFound { .. } => "58P01",
-        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => "42501",
-        _ => "58030",
-    };
-    SqlError::new(code, format!("could not {what} s3://{}/{}: {e}", location.bucket, location.key))
+    SqlError::object_store(&format!("could not {what} s3://{}/{}", location.bucket, location.key), &e)
 }
 
 #[cfg(test)]

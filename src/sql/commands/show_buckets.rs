@@ -15,7 +15,7 @@ use crate::sql::names::named_table;
 use crate::sql::output::{Output, rows_output};
 use crate::sql::session::Session;
 use crate::sql::write::static_partitions::{check_partition_column, partition_segments};
-use crate::storage::footer::{Bounds, column_range};
+use crate::storage::footer::{Bounds, column_ranges};
 
 pub fn show_buckets_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -54,17 +54,10 @@ pub async fn show_buckets(
         .collect();
     let summary = BucketSummary::of(spec.num_buckets, &files);
     let first_column = spec.bucket_columns[0].clone();
-    let directory = meta.location.local_for("SHOW BUCKETS")?;
-    let paths: Vec<_> = files.iter().map(|f| (f.bucket, directory.join(&f.path))).collect();
-    let sort_columns = spec.sort_columns.clone();
-    let ranges = tokio::task::spawn_blocking(move || {
-        paths
-            .into_iter()
-            .map(|(bucket, path)| Ok((bucket, column_range(&path, &first_column, &sort_columns)?)))
-            .collect::<Result<Vec<_>, SqlError>>()
-    })
-    .await
-    .map_err(|e| SqlError::internal(format!("reading footers failed: {e}")))??;
+    let paths = files.iter().map(|f| (f.path.clone(), f.byte_size)).collect();
+    let ranges =
+        column_ranges(&meta.location, paths, &first_column, &spec.sort_columns, session.tables.stores()).await?;
+    let ranges = files.iter().map(|f| f.bucket).zip(ranges);
 
     let buckets = spec.num_buckets as usize;
     let mut bounds = vec![Bounds::Empty; buckets];
