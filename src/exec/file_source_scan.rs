@@ -14,7 +14,9 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
+use datafusion::datasource::physical_plan::{
+    FileGroup, FileScanConfigBuilder, ParquetFileReaderFactory, ParquetSource,
+};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
@@ -26,6 +28,7 @@ use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
 use super::file_partition::FileSplitting;
+use super::parquet_reads::CountedReads;
 use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::storage::object_stores::scan_path;
 use crate::storage::partition_path::partition_values;
@@ -98,6 +101,8 @@ pub struct ScanRequest {
     pub splitting: FileSplitting,
     /// Spark's `spark.sql.parquet.recordLevelFilter.enabled`: filter rows while decoding.
     pub record_level_filter: bool,
+    /// How the files are read: footers through the runtime's cache, requests counted.
+    pub reads: Arc<CountedReads>,
 }
 
 impl FileSourceScanExec {
@@ -329,7 +334,8 @@ impl FileSourceScanExec {
         let table_schema = TableSchema::builder(Arc::new(Schema::new(file_fields)))
             .with_table_partition_cols(partition_fields)
             .build();
-        let mut source = ParquetSource::new(table_schema);
+        let mut source = ParquetSource::new(table_schema)
+            .with_parquet_file_reader_factory(Arc::clone(&self.request.reads) as Arc<dyn ParquetFileReaderFactory>);
         if let Some(predicate) = &self.request.predicate {
             // Row groups and pages the statistics rule out are skipped. With record-level
             // filtering, the rest is filtered while decoding: the filter columns first, the

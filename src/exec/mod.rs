@@ -20,6 +20,7 @@ pub(crate) mod join_spec;
 pub(crate) mod merge_join;
 pub(crate) mod null_aware_anti_join;
 pub(crate) mod one_shot;
+pub(crate) mod parquet_reads;
 pub(crate) mod plumbing;
 pub(crate) mod query_stage;
 pub(crate) mod range;

@@ -19,6 +19,7 @@ use crate::exec::hash_aggregate::{
     PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED, SHUFFLE_PARTITIONS_AGGREGATED_APART,
 };
 use crate::exec::join::SHUFFLE_PARTITIONS_APART;
+use crate::exec::parquet_reads::READ_REQUESTS;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::adaptive::adaptive_spark_plan::AdaptiveSparkPlanExec;
 
@@ -148,6 +149,14 @@ pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
                 }
                 MetricValue::Count { name, .. } if name == "pushdown_rows_pruned" && n > 0 => {
                     Figure::new("rows filtered while decoding", n, Unit::Count)
+                }
+                // What a scan fetched from its files (or its object store): bytes, and the
+                // requests that fetched them.
+                MetricValue::Count { name, .. } if name == "bytes_scanned" => {
+                    Figure::new("bytes fetched", n, Unit::Bytes)
+                }
+                MetricValue::Count { name, .. } if name == READ_REQUESTS => {
+                    Figure::new("read requests", n, Unit::Count)
                 }
                 MetricValue::Count { name, .. } => match PARTITION_WAYS.iter().find(|(way, _)| way == name) {
                     Some((_, way)) if n > 0 => Figure::new(format!("partitions {way}"), n, Unit::Count),

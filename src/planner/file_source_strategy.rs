@@ -25,7 +25,9 @@ use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::config::SparkConf;
 use crate::exec::file_partition::FileSplitting;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
+use crate::exec::parquet_reads::CountedReads;
 use crate::storage::bucket_hash::bucket_ids;
+use crate::storage::object_stores::scan_path;
 use crate::storage::partition_path::partition_values;
 
 /// True when every column `expr` reads is a partition column.
@@ -68,6 +70,8 @@ pub fn plan_scan(
         Some(_) => BucketedStatus::BucketColumnsNotRead,
     };
 
+    let (store, _) = scan_path(&table.location).map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let store = state.runtime_env().object_store(&store)?;
     let physical = |e: &Expr| state.create_physical_expr(e.clone(), &df_schema);
     // Spark's reader prunes row groups with the pushed filters only. DataFusion's pruning
     // would also unwrap a narrowing cast (`cast(d as int) = 4` read as `d = 4`) and skip row
@@ -96,6 +100,7 @@ pub fn plan_scan(
             min_partitions: conf.min_partition_num.unwrap_or(state.config().target_partitions()),
         },
         record_level_filter: conf.record_level_filter,
+        reads: Arc::new(CountedReads::new(store, state.runtime_env().cache_manager.get_file_metadata_cache())),
     })
 }
 

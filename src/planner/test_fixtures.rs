@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::compute::SortOptions;
 use datafusion::common::{JoinType, NullEquality};
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::functions_aggregate::count::count_udaf;
 use datafusion::physical_expr::aggregate::AggregateExprBuilder;
 use datafusion::physical_expr::expressions::{Column, col, is_not_null, lit};
@@ -16,6 +17,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
+use object_store::local::LocalFileSystem;
 
 use crate::catalog::location::Location;
 use crate::catalog::table::{BucketSpec, ColumnMeta, DataFile, STATISTICS_SIZE, TableMeta};
@@ -28,6 +30,7 @@ use crate::exec::file_partition::FileSplitting;
 use crate::exec::file_source_scan::{BucketedStatus, FileSourceScanExec, ScanFilters, ScanRequest};
 use crate::exec::join::SparkJoinExec;
 use crate::exec::join_spec::{BuildSide, JoinSpec, JoinStrategy};
+use crate::exec::parquet_reads::CountedReads;
 use crate::exec::query_stage::ShuffleQueryStageExec;
 use crate::exec::shuffle_exchange::{ExchangePartitioning, ShuffleExchangeExec};
 use crate::exec::sort::SortExec;
@@ -177,6 +180,10 @@ impl Scan {
                 predicate: None,
                 splitting: FileSplitting { max_partition_bytes: 128 << 20, open_cost: 4 << 20, min_partitions: 2 },
                 record_level_filter: false,
+                reads: Arc::new(CountedReads::new(
+                    Arc::new(LocalFileSystem::new()),
+                    RuntimeEnv::default().cache_manager.get_file_metadata_cache(),
+                )),
             })
             .unwrap(),
         )

@@ -100,7 +100,7 @@ pub struct Engine {
     pub history: QueryHistory,
     /// `pg_stat_statements`' figures, saved at shutdown.
     pub statement_stats: Arc<StatementStats>,
-    /// The shared memory pool's size, `None` when unbounded.
+    /// `--memory-limit` (the queries' pool and the footer cache together), `None` when unbounded.
     pub memory_limit: Option<usize>,
     /// The Spark cluster `serve --spark-connect` names.
     pub spark: Option<Arc<SparkConnect>>,
@@ -135,8 +135,10 @@ impl Engine {
         janitor.recover()?;
         let mut runtime = RuntimeEnvBuilder::new().with_temp_file_path(spill).with_object_store_registry(stores);
         if let Some(limit) = options.memory_limit {
-            let pool = TrackConsumersPool::new(FairSpillPool::new(limit), NonZeroUsize::new(5).expect("non-zero"));
-            runtime = runtime.with_memory_pool(Arc::new(pool));
+            let footers = footer_cache_bytes(limit);
+            let queries = limit - footers;
+            let pool = TrackConsumersPool::new(FairSpillPool::new(queries), NonZeroUsize::new(5).expect("non-zero"));
+            runtime = runtime.with_memory_pool(Arc::new(pool)).with_metadata_cache_limit(footers);
         }
         let allowed_locations = options
             .allowed_locations
@@ -272,6 +274,12 @@ pub fn valid_name(name: &str) -> Result<&str, SqlError> {
 /// Takes the data directory's lock file, so that a second server on the same directory
 /// stops before it touches anything (its start-up cleanup would delete the first one's
 /// spill files and pending writes).
+/// The share of `--memory-limit` that Parquet footers stay cached in (the scans' reads go
+/// through it, `exec/parquet_reads.rs`); the queries share the rest.
+fn footer_cache_bytes(limit: usize) -> usize {
+    (limit / 32).clamp(1 << 20, 256 << 20).min(limit / 2)
+}
+
 /// A local directory tables live under, made if missing, as its canonical path (so that a
 /// location below it is recognised however it is spelt).
 fn local_root(dir: &Path) -> Result<PathBuf, SqlError> {
