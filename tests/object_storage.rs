@@ -301,11 +301,25 @@ async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
     assert_eq!(text_rows(&client, "SELECT count(*) FROM u").await, [["10007"]]);
     assert_eq!(text_rows(&client, "SELECT count(*) FROM p WHERE d = 'odd'").await, [["500"]]);
 
+    // A rename copies the objects under the new name's prefix and retires the old ones; a
+    // prefix that holds objects already is refused.
+    let names = |objects: BTreeMap<String, u64>| -> Vec<String> {
+        objects.into_keys().map(|k| k.rsplit('/').next().unwrap().to_string()).collect()
+    };
+    let before = names(objects(&bucket, "warehouse/default/u").await);
+    client.batch_execute("ALTER TABLE u RENAME TO v").await.unwrap();
+    assert_eq!(names(objects(&bucket, "warehouse/default/v").await), before);
+    objects_until(&bucket, "warehouse/default/u/", BTreeMap::is_empty).await;
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(w) FROM v").await, [["10007", "100130042"]]);
+    bucket.put(&ObjectPath::from("warehouse/default/taken/x"), Bytes::from_static(b"x").into()).await.unwrap();
+    let taken = client.batch_execute("ALTER TABLE v RENAME TO taken").await.expect_err("the prefix is taken");
+    assert_eq!(sqlstate(&taken), "42710", "{taken}");
+
     // DROP leaves nothing of a managed table in the bucket.
     client.batch_execute("DROP TABLE t; DROP TABLE p").await.unwrap();
-    objects_until(&bucket, "warehouse/default/t", BTreeMap::is_empty).await;
-    objects_until(&bucket, "warehouse/default/p", BTreeMap::is_empty).await;
-    assert_eq!(text_rows(&client, "SELECT count(*) FROM u").await, [["10007"]]);
+    objects_until(&bucket, "warehouse/default/t/", BTreeMap::is_empty).await;
+    objects_until(&bucket, "warehouse/default/p/", BTreeMap::is_empty).await;
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM v").await, [["10007"]]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -181,7 +181,7 @@ pub(crate) async fn run(
             transaction::set_transaction(session, modes, *for_session)?
         }
         Bucket::Sql(Statement::AlterTable(alter)) if rename_table::renames(alter) => {
-            rename_table::rename(session, alter)?
+            rename_table::rename(session, alter).await?
         }
         Bucket::Sql(other) => {
             return Err(SqlError::feature_not_supported(format!("statement not supported: {}", statement_kind(other))));

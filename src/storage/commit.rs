@@ -24,9 +24,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
+use object_store::ObjectStoreExt;
+use object_store::path::Path as ObjectPath;
 use uuid::Uuid;
 
 use super::file_naming::STAGING_DIR;
+use super::object_stores::object_error;
 use super::object_write::ObjectWrite;
 use super::parquet_writer::StagedFile;
 use super::write_target::WriteTarget;
@@ -179,6 +182,38 @@ pub fn stage_links(table: &TableMeta, location: &Path) -> Result<StagedFiles, Sq
             })
         })
         .collect::<Result<_, SqlError>>()?;
+    Ok(StagedFiles { write, files })
+}
+
+/// The objects of `table` copied by their store to the same names under `write`'s table (a
+/// managed table's move to its new name on object storage, which has no rename), each
+/// recorded as pending first, as a write's are.
+pub async fn stage_copies(table: &TableMeta, write: StagedWrite) -> Result<StagedFiles, SqlError> {
+    let (WriteTarget::InPlace(target), Location::Object(_)) = (&write.target, &table.location) else {
+        return Err(SqlError::feature_not_supported(format!(
+            "moving the files of a table at {} to {}",
+            table.location, write.table_location
+        )));
+    };
+    let mut files = Vec::with_capacity(table.files.len());
+    for file in &table.files {
+        let relative = published_path(&file.path).unwrap_or_else(|| file.path.clone());
+        let Location::Object(source) = table.file_path(file) else { unreachable!("an object location joins to one") };
+        let (staged, key) = target.begin(&relative)?;
+        target
+            .store
+            .copy(&ObjectPath::from(source.key.as_str()), &key)
+            .await
+            .map_err(|e| object_error("copy", &source, e))?;
+        files.push(StagedFile {
+            relative,
+            partition: file.partition.clone(),
+            bucket: file.bucket,
+            staged,
+            rows: file.row_count,
+            bytes: file.byte_size,
+        });
+    }
     Ok(StagedFiles { write, files })
 }
 

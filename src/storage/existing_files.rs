@@ -80,6 +80,19 @@ pub async fn discover(
     }
 }
 
+/// Whether anything lives at `location` already: a directory with entries, or objects under
+/// the prefix.
+pub async fn is_occupied(location: &Location, stores: &ObjectStores) -> Result<bool, SqlError> {
+    match location {
+        Location::Local(dir) => Ok(std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())),
+        Location::Object(prefix) => {
+            let store = stores.store(prefix)?;
+            let mut listed = store.list(Some(&ObjectPath::from(prefix.key.as_str())));
+            Ok(listed.try_next().await.map_err(|e| object_error("list", prefix, e))?.is_some())
+        }
+    }
+}
+
 /// The data objects under `prefix`, sorted, with their sizes and partition directories; the
 /// same names are skipped, and the same directories refused, as on a file system.
 async fn list_objects(

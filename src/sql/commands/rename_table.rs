@@ -5,14 +5,16 @@
 //! requires; an external table keeps its location. Statistics and properties stay.
 //!
 //! The move is a commit like a write's: the files are linked into a staging area of the new
-//! directory, the metastore publishes the new name and location with them, and the old
-//! files are retired, so a statement reading the table meanwhile keeps its files.
+//! directory (on object storage, copied by the store to their keys under the new prefix), the
+//! metastore publishes the new name and location with them, and the old files are retired,
+//! so a statement reading the table meanwhile keeps its files.
 //!
 //! `ALTER TABLE t RENAME COLUMN` is refused as Spark refuses it for its file-source tables.
 
 use datafusion::sql::sqlparser::ast::{AlterTable, AlterTableOperation, ObjectName, RenameTableNameKind};
 
 use crate::catalog::change::{CatalogChange, TableRef};
+use crate::catalog::location::Location;
 use crate::catalog::metastore::name_taken;
 use crate::error::SqlError;
 use crate::planner::table_provider::CATALOG_NAME;
@@ -20,7 +22,8 @@ use crate::sql::engine::valid_name;
 use crate::sql::names::{described_table, table_name};
 use crate::sql::output::Output;
 use crate::sql::session::Session;
-use crate::storage::commit::stage_links;
+use crate::storage::commit::{stage_copies, stage_links};
+use crate::storage::existing_files::is_occupied;
 
 /// Whether the statement renames a table or one of its columns, and nothing else.
 pub fn renames(alter: &AlterTable) -> bool {
@@ -31,16 +34,16 @@ pub fn renames(alter: &AlterTable) -> bool {
 }
 
 /// Runs a statement [`renames`] accepts.
-pub fn rename(session: &Session, alter: &AlterTable) -> Result<Output, SqlError> {
+pub async fn rename(session: &Session, alter: &AlterTable) -> Result<Output, SqlError> {
     match alter.operations.as_slice() {
         [
             AlterTableOperation::RenameTable { table_name: RenameTableNameKind::To(to) | RenameTableNameKind::As(to) },
-        ] => rename_table(session, &alter.name, to),
+        ] => rename_table(session, &alter.name, to).await,
         _ => rename_column(session, &alter.name),
     }
 }
 
-fn rename_table(session: &Session, table: &ObjectName, to: &ObjectName) -> Result<Output, SqlError> {
+async fn rename_table(session: &Session, table: &ObjectName, to: &ObjectName) -> Result<Output, SqlError> {
     let (schema, name) = table_name(table)?;
     let to_schema = if to.0.len() == 1 { schema.clone() } else { table_name(to)?.0 };
     let to_name = table_name(to)?.1;
@@ -62,19 +65,20 @@ fn rename_table(session: &Session, table: &ObjectName, to: &ObjectName) -> Resul
         (meta.location.clone(), None)
     } else {
         let location = session.engine.managed_location(&schema, &to_name)?;
-        let directory = location.local_for("RENAME TO of a managed table")?;
-        if std::fs::read_dir(directory).is_ok_and(|mut entries| entries.next().is_some()) {
+        if is_occupied(&location, session.tables.stores()).await? {
             return Err(SqlError::new(
                 "42710",
                 format!(
                     "[LOCATION_ALREADY_EXISTS] Cannot name the managed table as `{CATALOG_NAME}`.`{schema}`.`{to_name}`, \
-                     as its associated location '{}' already exists. Please pick a different table name, or remove \
-                     the existing location first.",
-                    directory.display()
+                     as its associated location '{location}' already exists. Please pick a different table name, or \
+                     remove the existing location first."
                 ),
             ));
         }
-        let staged = stage_links(&meta, directory)?;
+        let staged = match &location {
+            Location::Local(directory) => stage_links(&meta, directory)?,
+            Location::Object(_) => stage_copies(&meta, session.tables.new_write(&location)?.of_new_table()).await?,
+        };
         (location, Some(staged))
     };
     let files = staged.as_ref().map(|s| s.described()).unwrap_or_default();
