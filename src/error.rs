@@ -71,7 +71,7 @@ impl SqlError {
     /// told as [`Self::object_store`] tells it.
     pub fn storage(context: &str, e: &std::io::Error) -> Self {
         use std::io::ErrorKind;
-        if let Some(store) = e.get_ref().and_then(|inner| inner.downcast_ref::<object_store::Error>()) {
+        if let Some(store) = object_store_cause(e) {
             return Self::object_store(context, store);
         }
         let code = if matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge) {
@@ -140,6 +140,22 @@ impl From<std::io::Error> for SqlError {
 }
 
 /// The operating system's error at the root of `e`, if there is one.
+/// The object store's failure under `e`, if one caused it: in its chain of sources, or
+/// carried inside an I/O error there.
+fn object_store_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a object_store::Error> {
+    let mut current = Some(e);
+    while let Some(error) = current {
+        let carried = error.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).map(|inner| inner as _);
+        for candidate in [Some(error), carried].into_iter().flatten() {
+            if let Some(store) = candidate.downcast_ref::<object_store::Error>() {
+                return Some(store);
+            }
+        }
+        current = error.source();
+    }
+    None
+}
+
 pub fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
     let mut current = Some(e);
     while let Some(error) = current {
@@ -285,6 +301,8 @@ fn external_error(inner: &(dyn std::error::Error + Send + Sync + 'static)) -> Sq
         datafusion_error(df)
     } else if let Some(arrow) = inner.downcast_ref::<ArrowError>() {
         arrow_error(arrow)
+    } else if let Some(store) = object_store_cause(inner) {
+        SqlError::object_store("could not read table files", store)
     } else {
         unclassified(inner.to_string())
     }
@@ -325,9 +343,10 @@ fn datafusion_error(e: &DataFusionError) -> SqlError {
             SqlError::new("53200", format!("out of memory: {m}"))
         }
         DataFusionError::IoError(e) => SqlError::storage("could not access table files", e),
-        DataFusionError::ParquetError(e) => match io_cause(e.as_ref()) {
-            Some(io) => SqlError::storage("parquet", io),
-            None => SqlError::io(format!("parquet: {e}")),
+        DataFusionError::ParquetError(e) => match (object_store_cause(e.as_ref()), io_cause(e.as_ref())) {
+            (Some(store), _) => SqlError::object_store("could not read table files", store),
+            (None, Some(io)) => SqlError::storage("parquet", io),
+            (None, None) => SqlError::io(format!("parquet: {e}")),
         },
         DataFusionError::ObjectStore(e) => SqlError::object_store("could not read table files", e),
         other => unclassified(other.to_string()),

@@ -69,6 +69,8 @@ enum Command {
         /// the benchmark's data directory at the same path.
         #[arg(long, value_name = "URL", conflicts_with = "tpch")]
         spark_connect: Option<String>,
+        #[command(flatten)]
+        object_storage: Box<ObjectStorageArgs>,
     },
     /// Learn bucketing step by step: plans, exchanges and what they cost, on generated tables.
     Demo {
@@ -168,6 +170,16 @@ struct ObjectStorageArgs {
     s3_virtual_hosted_style: bool,
 }
 
+impl ObjectStorageArgs {
+    fn s3_settings(&self) -> S3Settings {
+        S3Settings {
+            endpoint: self.s3_endpoint.clone(),
+            virtual_hosted: self.s3_virtual_hosted_style,
+            allow_http: self.s3_allow_http,
+        }
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -188,7 +200,18 @@ async fn run() -> anyhow::Result<()> {
         LogFormat::Json => logs.json().flatten_event(true).init(),
     }
     match command {
-        Command::Bench { rows, buckets, runs, data_dir, memory_limit, json, query_history, tpch, spark_connect } => {
+        Command::Bench {
+            rows,
+            buckets,
+            runs,
+            data_dir,
+            memory_limit,
+            json,
+            query_history,
+            tpch,
+            spark_connect,
+            object_storage,
+        } => {
             if buckets == 0 || runs == 0 || rows == 0 {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
@@ -210,6 +233,8 @@ async fn run() -> anyhow::Result<()> {
                 json,
                 query_history,
                 spark_connect: spark_connect.as_deref().map(SparkConnectUrl::parse).transpose()?,
+                warehouse: object_storage.warehouse.clone(),
+                s3: object_storage.s3_settings(),
             })
             .await?;
         }
@@ -298,12 +323,8 @@ async fn run() -> anyhow::Result<()> {
                 &data_dir,
                 EngineOptions {
                     allowed_locations,
-                    warehouse: object_storage.warehouse,
-                    s3: S3Settings {
-                        endpoint: object_storage.s3_endpoint,
-                        virtual_hosted: object_storage.s3_virtual_hosted_style,
-                        allow_http: object_storage.s3_allow_http,
-                    },
+                    warehouse: object_storage.warehouse.clone(),
+                    s3: object_storage.s3_settings(),
                     memory_limit,
                     query_history,
                     statement_stats_max: pg_stat_statements_max as usize,
@@ -350,11 +371,12 @@ async fn shutdown_signal() {
     }
 }
 
-/// `1024`, `64KiB`, `512MiB`, `4GiB` (also `KB`/`MB`/`GB`, read as binary units).
+/// A directory or an `s3://` URL, as `--warehouse` and `--allow-location` take them.
 fn parse_location(text: &str) -> Result<Location, String> {
     Location::parse(text).map_err(|e| e.message)
 }
 
+/// `1024`, `64KiB`, `512MiB`, `4GiB` (also `KB`/`MB`/`GB`, read as binary units).
 fn parse_bytes(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());

@@ -104,9 +104,14 @@ fn start_bucketsql(data_dir: &std::path::Path, endpoint: &str) -> TestServer {
     TestServer::start_with_env(data_dir, &args, &CREDENTIALS)
 }
 
+/// The store's path of a key, as the key is (`%XX` escapes and all).
+fn object_key(key: &str) -> ObjectPath {
+    ObjectPath::parse(key).unwrap()
+}
+
 /// Every object under `prefix`, by key, with its size.
 async fn objects(bucket: &AmazonS3, prefix: &str) -> BTreeMap<String, u64> {
-    let listed: Vec<_> = bucket.list(Some(&ObjectPath::from(prefix))).try_collect().await.unwrap();
+    let listed: Vec<_> = bucket.list(Some(&object_key(prefix))).try_collect().await.unwrap();
     listed.into_iter().map(|o| (o.location.to_string(), o.size)).collect()
 }
 
@@ -145,7 +150,7 @@ async fn bucket_layout(bucket: &AmazonS3, prefix: &str, key: &str, buckets: u32)
         let file = name.rsplit('/').next().unwrap();
         assert!(is_sparks_name(file), "{name} is not named as Spark names its files");
         let id = bucket_id_of(file).unwrap_or_else(|| panic!("{name} names no bucket"));
-        let bytes: Bytes = bucket.get(&ObjectPath::from(name.as_str())).await.unwrap().bytes().await.unwrap();
+        let bytes: Bytes = bucket.get(&object_key(name)).await.unwrap().bytes().await.unwrap();
         let reader = ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap().build().unwrap();
         let mut keys = Vec::new();
         for batch in reader {
@@ -229,9 +234,9 @@ async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
     );
     assert_eq!(text_rows(&client, "SELECT count(*), sum(k), max(s) FROM plain").await, [["500", "124750", "r99"]]);
     // External tables over objects another writer put there, read by their names and footers.
-    for key in objects(&bucket, "warehouse/default/u").await.keys() {
-        let name = key.rsplit('/').next().unwrap();
-        bucket.copy(&ObjectPath::from(key.as_str()), &ObjectPath::from(format!("external/ev/{name}"))).await.unwrap();
+    for object in objects(&bucket, "warehouse/default/u").await.keys() {
+        let name = object.rsplit('/').next().unwrap();
+        bucket.copy(&object_key(object), &object_key(&format!("external/ev/{name}"))).await.unwrap();
     }
     client
         .batch_execute(
@@ -243,18 +248,34 @@ async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
     assert_eq!(text_rows(&client, "SELECT count(*), sum(w) FROM ev").await, [["10007", "100130042"]]);
     let one = objects(&bucket, "external/ev").await.into_keys().next().unwrap();
     let copy = one.replace("part-", "part-9");
-    bucket.copy(&ObjectPath::from(one.as_str()), &ObjectPath::from(copy.as_str())).await.unwrap();
+    bucket.copy(&object_key(&one), &object_key(&copy)).await.unwrap();
     let one_bucket = text_rows(&client, "SELECT count(*) FROM ev").await;
     assert_eq!(one_bucket, [["10007"]], "an object not refreshed is not read");
     client.batch_execute("REFRESH TABLE ev").await.unwrap();
     let refreshed: i64 = text_rows(&client, "SELECT count(*) FROM ev").await[0][0].parse().unwrap();
     assert!(refreshed > 10007, "{refreshed}");
-    for key in objects(&bucket, "warehouse/default/p").await.keys() {
-        let relative = key.strip_prefix("warehouse/default/p/").unwrap();
-        bucket
-            .copy(&ObjectPath::from(key.as_str()), &ObjectPath::from(format!("external/pe/{relative}")))
-            .await
-            .unwrap();
+    // Another session's write under way has its objects at their final keys already: a table
+    // registered over the prefix, or refreshed, leaves them out until they commit.
+    let writer = server.connect().await;
+    writer.batch_execute("BEGIN; INSERT INTO ev SELECT id, id FROM range(100)").await.unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE ev2 (k BIGINT, w BIGINT) USING parquet CLUSTERED BY (k) INTO 8 BUCKETS
+             LOCATION 's3://lake/external/ev';
+             REFRESH TABLE ev",
+        )
+        .await
+        .unwrap();
+    let counted = |table: &'static str| {
+        let client = &client;
+        async move { text_rows(client, &format!("SELECT count(*) FROM {table}")).await[0][0].parse::<i64>().unwrap() }
+    };
+    assert_eq!((counted("ev").await, counted("ev2").await), (refreshed, refreshed));
+    writer.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!((counted("ev").await, counted("ev2").await), (refreshed, refreshed));
+    for object in objects(&bucket, "warehouse/default/p").await.keys() {
+        let relative = object.strip_prefix("warehouse/default/p/").unwrap();
+        bucket.copy(&object_key(object), &object_key(&format!("external/pe/{relative}"))).await.unwrap();
     }
     client
         .batch_execute(
@@ -264,6 +285,30 @@ async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
         .await
         .unwrap();
     assert_eq!(text_rows(&client, "SELECT count(*), sum(v) FROM pe WHERE d = 'odd'").await, [["500", "250000"]]);
+    // A partition value Spark escapes (`:` as `%3A`) is the key as Spark writes it, and reads
+    // back as written, here and over the same objects registered again.
+    client
+        .batch_execute(
+            "CREATE TABLE q (v BIGINT, s STRING) USING parquet PARTITIONED BY (s); INSERT INTO q VALUES (1, 'a:b')",
+        )
+        .await
+        .unwrap();
+    let q_keys: Vec<String> = objects(&bucket, "warehouse/default/q").await.into_keys().collect();
+    assert!(q_keys.iter().all(|k| k.starts_with("warehouse/default/q/s=a%3Ab/")), "{q_keys:?}");
+    for object in &q_keys {
+        let relative = object.strip_prefix("warehouse/default/q/").unwrap();
+        bucket.copy(&object_key(object), &object_key(&format!("external/qe/{relative}"))).await.unwrap();
+    }
+    client
+        .batch_execute(
+            "CREATE TABLE qe (v BIGINT, s STRING) USING parquet PARTITIONED BY (s) LOCATION 's3://lake/external/qe';
+             MSCK REPAIR TABLE qe; REFRESH TABLE q",
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_rows(&client, "SELECT s, v FROM q").await, [["a:b", "1"]]);
+    assert_eq!(text_rows(&client, "SELECT s, v FROM qe").await, [["a:b", "1"]]);
+
     let outside = client.batch_execute("CREATE TABLE x (k BIGINT) USING parquet LOCATION 's3://lake/elsewhere'").await;
     assert_eq!(sqlstate(&outside.unwrap_err()), "42501");
 
@@ -311,7 +356,7 @@ async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
     assert_eq!(names(objects(&bucket, "warehouse/default/v").await), before);
     objects_until(&bucket, "warehouse/default/u/", BTreeMap::is_empty).await;
     assert_eq!(text_rows(&client, "SELECT count(*), sum(w) FROM v").await, [["10007", "100130042"]]);
-    bucket.put(&ObjectPath::from("warehouse/default/taken/x"), Bytes::from_static(b"x").into()).await.unwrap();
+    bucket.put(&object_key("warehouse/default/taken/x"), Bytes::from_static(b"x").into()).await.unwrap();
     let taken = client.batch_execute("ALTER TABLE v RENAME TO taken").await.expect_err("the prefix is taken");
     assert_eq!(sqlstate(&taken), "42710", "{taken}");
 

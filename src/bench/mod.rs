@@ -8,7 +8,7 @@
 //! descriptors held, shuffled bytes, the exchanges of each plan and the partitions read after
 //! each.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,10 +19,13 @@ use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, collect};
 use futures::StreamExt;
 
+use crate::catalog::location::Location;
+use crate::catalog::table::TableMeta;
 use crate::error::SqlError;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::empty_relation::EmptyRelationExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
+use crate::exec::parquet_reads::READ_REQUESTS;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::exec::spark_connect::SparkConnectUrl;
 use crate::progress::Phase;
@@ -33,6 +36,7 @@ use crate::sql::session::Session;
 use crate::sql::statement;
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::file_naming::bucket_id_of;
+use crate::storage::object_stores::{ObjectStores, S3Settings};
 use crate::workload::{accounts_for, create_accounts, create_bucketed_copy, create_transactions};
 
 /// The settings a query runs under, as the report names them.
@@ -57,6 +61,10 @@ pub struct BenchOptions {
     pub query_history: usize,
     /// A Spark Connect server that also runs the join, beside local execution.
     pub spark_connect: Option<SparkConnectUrl>,
+    /// Where the tables are written: `<data-dir>/warehouse` when not given, or an `s3://`
+    /// prefix, reached as `s3` says.
+    pub warehouse: Option<Location>,
+    pub s3: S3Settings,
 }
 
 struct Measurement {
@@ -149,6 +157,7 @@ impl RssSampler {
 struct PlanFigures {
     rows_scanned: usize,
     bytes_scanned: usize,
+    read_requests: usize,
     exchanges: usize,
     bytes: usize,
     partitions_read: Vec<usize>,
@@ -168,6 +177,7 @@ impl PlanFigures {
         {
             self.rows_scanned += metrics.output_rows().unwrap_or(0);
             self.bytes_scanned += metrics.sum_by_name("bytes_scanned").map_or(0, |v| v.as_usize());
+            self.read_requests += metrics.sum_by_name(READ_REQUESTS).map_or(0, |v| v.as_usize());
         }
         let read_by = match plan.downcast_ref::<AqeShuffleReadExec>() {
             Some(read) => Some(read.specs().len()),
@@ -300,21 +310,15 @@ async fn write_table(session: &Arc<Session>, phase: &mut Phase, table: &str, sql
 }
 
 /// Every file of a bucketed table holds only rows of the bucket its name gives, sorted.
-fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        if name.ends_with(".parquet") {
-            files.push((path, name));
-        }
-    }
-    let mut phase = Phase::start("check", files.len() as u64);
+async fn check_layout(table: &TableMeta, stores: &ObjectStores, buckets: u32) -> Result<(usize, u64), SqlError> {
+    let mut phase = Phase::start("check", table.files.len() as u64);
     let mut rows = 0u64;
-    for (path, name) in &files {
+    for file in &table.files {
+        let name = file.path.rsplit('/').next().unwrap_or_default();
         let bucket = bucket_id_of(name).ok_or_else(|| SqlError::internal(format!("{name} names no bucket")))?;
         phase.begin(format!("bucket {bucket}"));
-        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path)?)?.build()?;
+        let bytes = stores.read(&table.file_path(file)).await?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
         let mut previous = i64::MIN;
         let mut bucket_rows = 0u64;
         for batch in reader {
@@ -341,14 +345,16 @@ fn check_layout(dir: &Path, buckets: u32) -> Result<(usize, u64), SqlError> {
         phase.end(&format!("{bucket_rows} rows, all in their bucket, sorted"));
     }
     phase.finish();
-    Ok((files.len(), rows))
+    Ok((table.files.len(), rows))
 }
 
 pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
-    let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json, query_history, spark_connect } = options;
+    let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json, query_history, spark_connect, warehouse, s3 } =
+        options;
     let accounts = accounts_for(rows);
     let on_spark = spark_connect.is_some();
-    let options = EngineOptions { memory_limit, query_history, spark_connect, ..EngineOptions::default() };
+    let options =
+        EngineOptions { memory_limit, query_history, spark_connect, warehouse, s3, ..EngineOptions::default() };
     let engine = Engine::open(&data_dir, options)?;
     let session = Arc::new(Session::new(Arc::clone(&engine), Arc::new(Backend::new(None)))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -366,10 +372,11 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
     write_table(&session, &mut phase, "acc", &create_bucketed_copy("acc", "acc_plain", buckets)).await?;
     phase.finish();
 
-    let tx_dir = engine.managed_location("default", "tx")?;
-    let (files, checked) = check_layout(tx_dir.local_for("the benchmark")?, buckets)?;
+    let tx = session.tables.table("default", "tx")?.ok_or_else(|| SqlError::internal("tx was not written"))?;
+    let (files, checked) = check_layout(&tx, session.tables.stores(), buckets).await?;
     println!(
-        "write: plain {:.2}s ({:.0} rows/s), bucketed {:.2}s ({:.0} rows/s); layout: {files} files, {checked} rows, every row in its Spark bucket, every file sorted",
+        "write ({}): plain {:.2}s ({:.0} rows/s), bucketed {:.2}s ({:.0} rows/s); layout: {files} files, {checked} rows, every row in its Spark bucket, every file sorted",
+        tx.location.parent().map_or_else(String::new, |warehouse| warehouse.to_string()),
         plain_write.as_secs_f64(),
         rows as f64 / plain_write.as_secs_f64(),
         bucketed_write.as_secs_f64(),
@@ -457,12 +464,13 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         "settings: {FIXED} = broadcasts off, shuffle partitions = buckets; {FIXED_STATIC} = the same without adaptive execution; {DEFAULTS} = every setting at its default (200 shuffle partitions, adaptive execution on); {DEFAULTS_NO_BROADCAST} = defaults with broadcasts off; {SPARK} = defaults, on the Spark Connect server (its plan's figures are Spark's, not shown)"
     );
     println!(
-        "{:<16} {:<9} {:<12} {:>10} {:>11} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14} {:>15}",
+        "{:<16} {:<9} {:<12} {:>10} {:>11} {:>9} {:>14} {:>10} {:>8} {:>11} {:>9} {:>14} {:>15}",
         "query",
         "layout",
         "settings",
         "median ms",
         "read MiB",
+        "requests",
         "rows/s",
         "peak MiB",
         "max fds",
@@ -475,12 +483,13 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         // Spark's plan runs in Spark's processes: its scans and exchanges are not measured here.
         let here = |figure: String| if m.settings == SPARK { "-".to_string() } else { figure };
         println!(
-            "{:<16} {:<9} {:<12} {:>10.1} {:>11} {:>14} {:>10.1} {:>8} {:>11.2} {:>9} {:>14} {:>15}",
+            "{:<16} {:<9} {:<12} {:>10.1} {:>11} {:>9} {:>14} {:>10.1} {:>8} {:>11.2} {:>9} {:>14} {:>15}",
             m.name,
             m.layout,
             m.settings,
             m.median.as_secs_f64() * 1000.0,
             here(format!("{:.1}", m.figures.bytes_scanned as f64 / 1048576.0)),
+            here(m.figures.read_requests.to_string()),
             here(format!("{:.0}", m.rows_per_second)),
             m.peak_rss as f64 / 1048576.0,
             m.peak_fds,
@@ -494,13 +503,14 @@ pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
         .iter()
         .map(|m| {
             format!(
-                "{{\"query\":\"{}\",\"layout\":\"{}\",\"settings\":\"{}\",\"median_ms\":{:.3},\"rows_scanned\":{},\"bytes_scanned\":{},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"peak_fds\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{},\"partitions_read\":{:?}}}",
+                "{{\"query\":\"{}\",\"layout\":\"{}\",\"settings\":\"{}\",\"median_ms\":{:.3},\"rows_scanned\":{},\"bytes_scanned\":{},\"read_requests\":{},\"rows_per_second\":{:.0},\"peak_rss_bytes\":{},\"peak_fds\":{},\"cores_busy\":{:.2},\"exchanges\":{},\"shuffle_bytes\":{},\"partitions_read\":{:?}}}",
                 m.name,
                 m.layout,
                 m.settings,
                 m.median.as_secs_f64() * 1000.0,
                 m.figures.rows_scanned,
                 m.figures.bytes_scanned,
+                m.figures.read_requests,
                 m.rows_per_second,
                 m.peak_rss,
                 m.peak_fds,

@@ -397,7 +397,7 @@ fn rename_table(tx: &Transaction, meta: &TableMeta, to: &str, location: &Locatio
     if *location != meta.location {
         for file in &meta.files {
             retire(tx, meta.id, &meta.file_path(file))?;
-            tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string()])?;
+            live_again(tx, &location.join(&file.path))?;
         }
     }
     tx.execute("UPDATE tables SET name = ?2, location = ?3 WHERE id = ?1", params![meta.id, to, location.to_string()])?;
@@ -588,6 +588,15 @@ fn retire(tx: &Transaction, owner: i64, path: &Location) -> Result<(), SqlError>
     Ok(())
 }
 
+/// A file a table lists from now on: no longer pending, and not to be deleted even if a
+/// record from its path's earlier life says it was retired (a table renamed away and back
+/// reuses its files' names).
+fn live_again(tx: &Transaction, path: &Location) -> Result<(), SqlError> {
+    tx.execute("DELETE FROM pending_files WHERE path = ?1", [path.to_string()])?;
+    tx.execute("DELETE FROM retired_files WHERE path = ?1", [path.to_string()])?;
+    Ok(())
+}
+
 fn commit_files(
     tx: &Transaction,
     table_id: i64,
@@ -620,7 +629,7 @@ fn commit_files(
                 params![table_id, file.partition],
             )?;
         }
-        tx.execute("DELETE FROM pending_files WHERE path = ?1", [location.join(&file.path).to_string()])?;
+        live_again(tx, &location.join(&file.path))?;
     }
     new_version(tx, table_id)
 }

@@ -271,9 +271,6 @@ pub fn valid_name(name: &str) -> Result<&str, SqlError> {
     }
 }
 
-/// Takes the data directory's lock file, so that a second server on the same directory
-/// stops before it touches anything (its start-up cleanup would delete the first one's
-/// spill files and pending writes).
 /// The share of `--memory-limit` that Parquet footers stay cached in (the scans' reads go
 /// through it, `exec/parquet_reads.rs`); the queries share the rest.
 fn footer_cache_bytes(limit: usize) -> usize {
@@ -287,6 +284,9 @@ fn local_root(dir: &Path) -> Result<PathBuf, SqlError> {
     Ok(dir.canonicalize()?)
 }
 
+/// Takes the data directory's lock file, so that a second server on the same directory
+/// stops before it touches anything (its start-up cleanup would delete the first one's
+/// spill files and pending writes).
 fn lock_data_dir(data_dir: &Path) -> Result<File, SqlError> {
     let path = data_dir.join(LOCK_FILE);
     let mut file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path)?;

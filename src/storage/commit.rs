@@ -25,11 +25,10 @@ use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
 use object_store::ObjectStoreExt;
-use object_store::path::Path as ObjectPath;
 use uuid::Uuid;
 
 use super::file_naming::STAGING_DIR;
-use super::object_stores::object_error;
+use super::object_stores::{object_error, object_path};
 use super::object_write::ObjectWrite;
 use super::parquet_writer::StagedFile;
 use super::write_target::WriteTarget;
@@ -200,11 +199,7 @@ pub async fn stage_copies(table: &TableMeta, write: StagedWrite) -> Result<Stage
         let relative = published_path(&file.path).unwrap_or_else(|| file.path.clone());
         let Location::Object(source) = table.file_path(file) else { unreachable!("an object location joins to one") };
         let (staged, key) = target.begin(&relative)?;
-        target
-            .store
-            .copy(&ObjectPath::from(source.key.as_str()), &key)
-            .await
-            .map_err(|e| object_error("copy", &source, e))?;
+        target.store.copy(&object_path(&source)?, &key).await.map_err(|e| object_error("copy", &source, e))?;
         files.push(StagedFile {
             relative,
             partition: file.partition.clone(),

@@ -13,11 +13,10 @@ use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::{FileMetaData, ParquetMetaData, ParquetMetaDataReader};
 use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
 use futures::TryStreamExt;
-use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::file_naming::bucket_id_of;
-use super::object_stores::{ObjectStores, object_error};
+use super::object_stores::{ObjectStores, object_error, object_path};
 use crate::catalog::location::{Location, ObjectLocation};
 use crate::catalog::table::{BucketSpec, ColumnMeta, DataFile};
 use crate::catalog::types::SparkType;
@@ -71,7 +70,7 @@ pub async fn discover(
                 let name = object.key.rsplit('/').next().unwrap_or_default();
                 let bucket = bucket_of(name, &Location::Object(object.clone()), expected)?;
                 check_columns(&Location::Object(object.clone()), &schema_of(footer.file_metadata())?, expected)?;
-                let relative = object.key[prefix.key.len()..].trim_start_matches('/').to_string();
+                let relative = relative_key(&object, prefix).to_string();
                 let row_count = footer.file_metadata().num_rows() as u64;
                 found.push(DataFile { path: relative, partition, bucket, row_count, byte_size: size });
             }
@@ -87,10 +86,15 @@ pub async fn is_occupied(location: &Location, stores: &ObjectStores) -> Result<b
         Location::Local(dir) => Ok(std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())),
         Location::Object(prefix) => {
             let store = stores.store(prefix)?;
-            let mut listed = store.list(Some(&ObjectPath::from(prefix.key.as_str())));
+            let mut listed = store.list(Some(&object_path(prefix)?));
             Ok(listed.try_next().await.map_err(|e| object_error("list", prefix, e))?.is_some())
         }
     }
+}
+
+/// `object`'s key below `prefix`.
+fn relative_key<'a>(object: &'a ObjectLocation, prefix: &ObjectLocation) -> &'a str {
+    object.key.strip_prefix(prefix.key.as_str()).unwrap_or(&object.key).trim_start_matches('/')
 }
 
 /// The data objects under `prefix`, sorted, with their sizes and partition directories; the
@@ -100,19 +104,18 @@ async fn list_objects(
     prefix: &ObjectLocation,
     partition_columns: &[String],
 ) -> Result<Vec<(ObjectLocation, u64, String)>, SqlError> {
-    let listed: Vec<_> = store
-        .list(Some(&ObjectPath::from(prefix.key.as_str())))
-        .try_collect()
-        .await
-        .map_err(|e| object_error("list", prefix, e))?;
+    let listed: Vec<_> =
+        store.list(Some(&object_path(prefix)?)).try_collect().await.map_err(|e| object_error("list", prefix, e))?;
     let mut found = Vec::new();
     for meta in listed {
         let key = meta.location.to_string();
         let object = ObjectLocation { bucket: prefix.bucket.clone(), key: key.clone() };
-        let relative = key[prefix.key.len()..].trim_start_matches('/');
+        let relative = relative_key(&object, prefix).to_string();
         let segments: Vec<&str> = relative.split('/').collect();
-        let (name, dirs) = segments.split_last().expect("a key has a name");
-        if segments.iter().any(|segment| is_hidden(segment)) {
+        let Some((name, dirs)) = segments.split_last() else { continue };
+        // Empty objects are no data files: among them the directory markers some tools put
+        // in a bucket (`dir/`, Hadoop's `dir_$folder$`).
+        if meta.size == 0 || name.is_empty() || segments.iter().any(|segment| is_hidden(segment)) {
             continue;
         }
         for (depth, dir) in dirs.iter().enumerate() {
@@ -121,7 +124,6 @@ async fn list_objects(
         if dirs.len() != partition_columns.len() {
             return Err(outside_partitions(&format!("s3://{}/{key}", prefix.bucket)));
         }
-        debug_assert!(!name.is_empty());
         found.push((object, meta.size, dirs.join("/")));
     }
     found.sort();
@@ -138,7 +140,7 @@ pub(super) async fn footer(
     object: &ObjectLocation,
     size: u64,
 ) -> Result<ParquetMetaData, SqlError> {
-    let path = ObjectPath::from(object.key.as_str());
+    let path = object_path(object)?;
     let not_parquet = |e: ParquetError| {
         SqlError::invalid_parameter(format!("s3://{}/{} is not a Parquet file: {e}", object.bucket, object.key))
     };

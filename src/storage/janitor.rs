@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use super::commit::{prune_empty_dirs, remove_empty_subdirs};
 use super::file_naming::STAGING_DIR;
 use super::object_stores::ObjectStores;
-use super::object_write::delete_in_background;
+use super::object_write::delete_objects;
 use crate::catalog::location::{Location, ObjectLocation};
 use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
@@ -39,6 +39,9 @@ struct JanitorState {
     running: BTreeMap<u64, usize>,
     /// Retired files, by the epoch of their retirement.
     retired: Vec<(u64, Location)>,
+    /// Objects being deleted in the background, whose records go once they are gone: not
+    /// queued again meanwhile.
+    deleting: HashSet<Location>,
 }
 
 /// Held while a statement may read table files.
@@ -84,7 +87,7 @@ impl FileJanitor {
     /// committed, every staging directory and every directory left empty can go: those of
     /// known tables, wherever they live, and those under the warehouse of tables a CREATE
     /// TABLE … AS never committed or a DROP removed, whose directory goes too once empty.
-    pub fn recover(&self) -> Result<(), SqlError> {
+    pub fn recover(self: &Arc<Self>) -> Result<(), SqlError> {
         let left = self.metastore.pending_files()?.into_iter().chain(self.metastore.retired_files()?).collect();
         let gone = self.remove(left);
         self.metastore.forget_files(&gone)?;
@@ -118,13 +121,14 @@ impl FileJanitor {
     }
 
     /// Called after a commit that may have retired files.
-    pub fn files_retired(&self) -> Result<(), SqlError> {
+    pub fn files_retired(self: &Arc<Self>) -> Result<(), SqlError> {
         let retired = self.metastore.retired_files()?;
         {
             let mut state = self.lock();
             state.epoch += 1;
             let epoch = state.epoch;
-            let known: HashSet<Location> = state.retired.iter().map(|(_, p)| p.clone()).collect();
+            let known: HashSet<Location> =
+                state.retired.iter().map(|(_, p)| p.clone()).chain(state.deleting.iter().cloned()).collect();
             state.retired.extend(retired.into_iter().filter(|p| !known.contains(p)).map(|p| (epoch, p)));
         }
         self.collect();
@@ -132,7 +136,7 @@ impl FileJanitor {
     }
 
     /// Deletes retired files that no running statement can still be reading.
-    fn collect(&self) {
+    fn collect(self: &Arc<Self>) {
         let deletable: Vec<Location> = {
             let mut state = self.lock();
             let oldest_running = state.running.keys().next().copied().unwrap_or(u64::MAX);
@@ -144,7 +148,16 @@ impl FileJanitor {
         if deletable.is_empty() {
             return;
         }
-        let gone = self.remove(deletable);
+        // A path a table lists again since (a table renamed away and back) is no longer
+        // retired in the metastore, and stays.
+        let still_retired: HashSet<Location> = match self.metastore.retired_files() {
+            Ok(retired) => retired.into_iter().collect(),
+            Err(e) => {
+                tracing::warn!("could not read the retired files: {e}");
+                return;
+            }
+        };
+        let gone = self.remove(deletable.into_iter().filter(|path| still_retired.contains(path)).collect());
         if let Err(e) = self.metastore.forget_files(&gone) {
             tracing::warn!("could not record deleted files: {e}");
         }
@@ -161,7 +174,7 @@ impl FileJanitor {
 
     /// Removes `files`: the local ones at once, giving those gone afterwards; objects in
     /// the background, each bucket's in turn, forgetting their records once they are gone.
-    fn remove(&self, files: Vec<Location>) -> Vec<Location> {
+    fn remove(self: &Arc<Self>, files: Vec<Location>) -> Vec<Location> {
         let mut gone = Vec::new();
         let mut objects: BTreeMap<String, Vec<ObjectLocation>> = BTreeMap::new();
         for file in files {
@@ -174,11 +187,28 @@ impl FileJanitor {
                 Location::Object(object) => objects.entry(object.bucket.clone()).or_default().push(object),
             }
         }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return gone };
         for bucket in objects.into_values() {
-            match self.stores.store(&bucket[0]) {
-                Ok(store) => delete_in_background(store, Arc::clone(&self.metastore), bucket),
-                Err(e) => tracing::warn!("could not delete retired objects: {e}"),
-            }
+            let store = match self.stores.store(&bucket[0]) {
+                Ok(store) => store,
+                Err(e) => {
+                    tracing::warn!("could not delete retired objects: {e}");
+                    continue;
+                }
+            };
+            let batch: Vec<Location> = bucket.iter().cloned().map(Location::Object).collect();
+            self.lock().deleting.extend(batch.iter().cloned());
+            let janitor = Arc::clone(self);
+            runtime.spawn(async move {
+                let gone = delete_objects(store, bucket).await;
+                if let Err(e) = janitor.metastore.forget_files(&gone) {
+                    tracing::warn!("could not record deleted objects: {e}");
+                }
+                let mut state = janitor.lock();
+                for object in &batch {
+                    state.deleting.remove(object);
+                }
+            });
         }
         gone
     }

@@ -17,7 +17,7 @@ use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStor
 use object_store::aws::AmazonS3Builder;
 use object_store::limit::LimitStore;
 use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 use url::Url;
 
 use super::aws_profile::AwsProfile;
@@ -78,6 +78,18 @@ impl ObjectStores {
         Ok(store)
     }
 
+    /// The whole of the file at `location`, local or an object.
+    pub async fn read(&self, location: &Location) -> Result<bytes::Bytes, SqlError> {
+        match location {
+            Location::Local(path) => Ok(tokio::fs::read(path).await?.into()),
+            Location::Object(object) => {
+                let fetched = self.store(object)?.get(&object_path(object)?).await;
+                let fetched = fetched.map_err(|e| object_error("read", object, e))?;
+                fetched.bytes().await.map_err(|e| object_error("read", object, e))
+            }
+        }
+    }
+
     fn build(&self, bucket: &str) -> Result<Arc<dyn ObjectStore>, SqlError> {
         let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
         if std::env::var_os("AWS_ACCESS_KEY_ID").is_none()
@@ -118,6 +130,14 @@ impl ObjectStoreRegistry for ObjectStores {
     }
 }
 
+/// The store's path of `object`'s key, the key as it is: Spark's partition directories hold
+/// `%XX` escapes already, which reach the store as they are, as Spark's own writes do.
+pub fn object_path(object: &ObjectLocation) -> Result<ObjectPath, SqlError> {
+    ObjectPath::parse(&object.key).map_err(|e| {
+        SqlError::invalid_parameter(format!("s3://{}/{} is not a valid object key: {e}", object.bucket, object.key))
+    })
+}
+
 /// The store a scan of files at `location` reads from, and the path of the location in it.
 pub fn scan_path(location: &Location) -> Result<(ObjectStoreUrl, ObjectPath), SqlError> {
     match location {
@@ -128,9 +148,7 @@ pub fn scan_path(location: &Location) -> Result<(ObjectStoreUrl, ObjectPath), Sq
             ObjectStoreUrl::local_filesystem(),
             ObjectPath::from_absolute_path(path).map_err(|e| SqlError::invalid_parameter(e.to_string()))?,
         )),
-        Location::Object(object) => {
-            Ok((ObjectStoreUrl::parse(object.store_url())?, ObjectPath::from(object.key.as_str())))
-        }
+        Location::Object(object) => Ok((ObjectStoreUrl::parse(object.store_url())?, object_path(object)?)),
     }
 }
 

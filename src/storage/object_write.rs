@@ -6,14 +6,14 @@
 //!
 //! Each object is recorded as pending in the metastore before its upload starts, so that
 //! whatever a crash leaves behind is deleted at the next start. A write that does not
-//! publish deletes its objects as it is dropped.
+//! publish deletes its objects as it is dropped; their records go at the next start.
 
 use std::sync::{Arc, Mutex};
 
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-use super::object_stores::object_error;
+use super::object_stores::{object_error, object_path};
 use crate::catalog::location::{Location, ObjectLocation};
 use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
@@ -40,40 +40,42 @@ impl ObjectWrite {
     pub fn begin(&self, relative: &str) -> Result<(Location, ObjectPath), SqlError> {
         let location = Location::Object(self.table.clone()).join(relative);
         let Location::Object(object) = &location else { unreachable!("an object location joins to one") };
+        let key = object_path(object)?;
         self.metastore.add_pending(std::slice::from_ref(&location))?;
         self.started.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(object.clone());
-        Ok((location.clone(), ObjectPath::from(object.key.as_str())))
+        Ok((location, key))
     }
 
-    /// Deletes every object the write started, in the background, and forgets their pending
-    /// records once they are gone; those it cannot delete stay pending for the next start.
+    /// Deletes every object the write started, in the background. Their pending records stay
+    /// until the next start: a listing that saw an object before its deletion (REFRESH of an
+    /// external table over the same prefix) must still take it for uncommitted, and an upload
+    /// cut off mid-way may yet complete after the deletion, for the next start to delete.
     pub fn discard(&self) {
         let started = std::mem::take(&mut *self.started.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
-        if started.is_empty() {
-            return;
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        if !started.is_empty() {
+            runtime.spawn(delete_objects(Arc::clone(&self.store), started));
         }
-        delete_in_background(Arc::clone(&self.store), Arc::clone(&self.metastore), started);
     }
 }
 
-/// Deletes `objects` from `store` on the runtime, and forgets the pending or retired records
-/// of those gone (a missing object is gone too). Without a runtime (a process that is
-/// stopping) they stay recorded, and the next start deletes them.
-pub fn delete_in_background(store: Arc<dyn ObjectStore>, metastore: Arc<Metastore>, objects: Vec<ObjectLocation>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-    runtime.spawn(async move {
-        let mut gone = Vec::with_capacity(objects.len());
-        for object in objects {
-            match store.delete(&ObjectPath::from(object.key.as_str())).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {
-                    crate::metrics::METRICS.janitor_removals.inc();
-                    gone.push(Location::Object(object));
-                }
-                Err(e) => tracing::warn!("{}", object_error("delete", &object, e)),
+/// Deletes `objects` from `store`, one after another; those gone afterwards (a missing object
+/// is gone too). Those it cannot delete are logged and left to a later attempt.
+pub async fn delete_objects(store: Arc<dyn ObjectStore>, objects: Vec<ObjectLocation>) -> Vec<Location> {
+    let mut gone = Vec::with_capacity(objects.len());
+    for object in objects {
+        let deleted = match object_path(&object) {
+            Ok(key) => store.delete(&key).await.map_err(|e| object_error("delete", &object, e)),
+            Err(e) => Err(e),
+        };
+        match deleted {
+            Ok(()) => {
+                crate::metrics::METRICS.janitor_removals.inc();
+                gone.push(Location::Object(object));
             }
+            Err(e) if e.code == "58P01" => gone.push(Location::Object(object)),
+            Err(e) => tracing::warn!("{e}"),
         }
-        if let Err(e) = metastore.forget_files(&gone) {
-            tracing::warn!("could not record deleted objects: {e}");
-        }
-    });
+    }
+    gone
 }

@@ -17,6 +17,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::async_writer::AsyncFileWriter;
 use datafusion::parquet::arrow::{ArrowSchemaConverter, AsyncArrowWriter, parquet_column};
 use datafusion::parquet::basic::{Compression, Encoding};
+use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::parquet::schema::types::ColumnPath;
@@ -167,13 +168,8 @@ pub async fn write_partitions(
         tasks.spawn(async move {
             let _turn = turns.acquire_owned().await.map_err(|e| SqlError::internal(e.to_string()))?;
             let stream = plan.execute(task, task_ctx)?;
-            match writer.write_all(stream).await {
-                Ok(()) => Ok::<_, SqlError>(writer.done),
-                Err(e) => {
-                    writer.abandon().await;
-                    Err(e)
-                }
-            }
+            writer.write_all(stream).await?;
+            Ok::<_, SqlError>(writer.done)
         });
     }
     let mut files = Vec::new();
@@ -195,21 +191,65 @@ pub async fn write_partitions(
 /// A file's bytes on their way: to a local file, or uploaded to an object store in parts.
 enum Sink {
     Local(File),
-    Object(BufWriter),
+    Object(Upload),
+}
+
+/// An upload to an object store; one dropped before its completion began (its write failed,
+/// or was cancelled) is aborted in the background, so that the store keeps none of its parts.
+/// Once completion has begun there is no aborting it (object_store's `BufWriter` refuses):
+/// parts of an upload whose completion failed stay until the bucket's lifecycle rule removes
+/// them.
+struct Upload {
+    writer: Option<BufWriter>,
+    completing: bool,
+}
+
+impl Upload {
+    fn new(writer: BufWriter) -> Self {
+        Upload { writer: Some(writer), completing: false }
+    }
+
+    fn writer(&mut self) -> datafusion::parquet::errors::Result<&mut BufWriter> {
+        self.writer.as_mut().ok_or_else(|| ParquetError::General("the upload has completed".into()))
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if self.completing {
+            return;
+        }
+        if let (Some(mut upload), Ok(runtime)) = (self.writer.take(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(async move {
+                if let Err(e) = upload.abort().await {
+                    tracing::warn!("could not abort an upload: {e}");
+                }
+            });
+        }
+    }
 }
 
 impl AsyncFileWriter for Sink {
     fn write(&mut self, bytes: bytes::Bytes) -> BoxFuture<'_, datafusion::parquet::errors::Result<()>> {
         match self {
             Sink::Local(file) => AsyncFileWriter::write(file, bytes),
-            Sink::Object(upload) => AsyncFileWriter::write(upload, bytes),
+            Sink::Object(upload) => match upload.writer() {
+                Ok(writer) => AsyncFileWriter::write(writer, bytes),
+                Err(e) => Box::pin(async { Err(e) }),
+            },
         }
     }
 
     fn complete(&mut self) -> BoxFuture<'_, datafusion::parquet::errors::Result<()>> {
         match self {
             Sink::Local(file) => file.complete(),
-            Sink::Object(upload) => upload.complete(),
+            Sink::Object(upload) => {
+                upload.completing = true;
+                match upload.writer() {
+                    Ok(writer) => writer.complete(),
+                    Err(e) => Box::pin(async { Err(e) }),
+                }
+            }
         }
     }
 }
@@ -303,7 +343,7 @@ impl SplittingWriter {
             }
             WriteTarget::InPlace(write) => {
                 let (location, key) = write.begin(&relative)?;
-                (location, Sink::Object(BufWriter::new(Arc::clone(&write.store), key)))
+                (location, Sink::Object(Upload::new(BufWriter::new(Arc::clone(&write.store), key))))
             }
         };
         let writer =
@@ -321,24 +361,15 @@ impl SplittingWriter {
             open.writer.finish().await?;
             let mut file = open.file;
             file.bytes = open.writer.bytes_written() as u64;
-            if let Sink::Local(written) = open.writer.into_inner() {
+            match open.writer.into_inner() {
                 // On disk before the commit names it: a power loss must not leave the
                 // metastore listing a file whose bytes were still in the page cache.
-                written.sync_all().await?;
+                Sink::Local(written) => written.sync_all().await?,
+                Sink::Object(_) => {}
             }
             self.done.push(file);
         }
         Ok(())
-    }
-
-    /// After a failure: an upload under way is aborted, so that its parts are not kept.
-    async fn abandon(&mut self) {
-        if let Some(open) = self.open.take()
-            && let Sink::Object(mut upload) = open.writer.into_inner()
-            && let Err(e) = upload.abort().await
-        {
-            tracing::warn!("could not abort an upload: {e}");
-        }
     }
 }
 

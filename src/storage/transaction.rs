@@ -13,17 +13,19 @@
 //! block's first read and read it until the end; the files it lists are kept until then.
 //! SERIALIZABLE is REPEATABLE READ here: conflicts are between writes only.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::commit::{StagedFiles, StagedWrite, prune_empty_dirs, publish, published_path};
+use super::existing_files::{ExpectedLayout, discover};
 use super::janitor::{FileJanitor, StatementGuard};
 use super::object_stores::ObjectStores;
 use super::object_write::ObjectWrite;
 use crate::catalog::change::CatalogChange;
 use crate::catalog::location::Location;
 use crate::catalog::metastore::{Metastore, MetastoreSnapshot};
-use crate::catalog::table::TableMeta;
+use crate::catalog::table::{DataFile, TableMeta};
 use crate::config::Isolation;
 use crate::error::SqlError;
 
@@ -148,6 +150,20 @@ impl SessionCatalog {
     /// The clients of the object stores tables live on.
     pub fn stores(&self) -> &Arc<ObjectStores> {
         self.janitor.stores()
+    }
+
+    /// The data files at `location` that belong to no write under way and were not retired:
+    /// what [`discover`] finds there, less the files the metastore holds as pending or
+    /// retired (on object storage they sit at their final keys, not in a staging directory).
+    pub async fn discover(
+        &self,
+        location: &Location,
+        expected: &ExpectedLayout<'_>,
+    ) -> Result<Vec<DataFile>, SqlError> {
+        let found = discover(location, expected, self.stores()).await?;
+        let uncommitted: HashSet<Location> =
+            self.metastore.pending_files()?.into_iter().chain(self.metastore.retired_files()?).collect();
+        Ok(found.into_iter().filter(|file| !uncommitted.contains(&location.join(&file.path))).collect())
     }
 
     /// A new write to the table at `location`: staged below it on the local file system,

@@ -26,7 +26,7 @@ use crate::sql::session::Session;
 use crate::sql::spark::{self, routing};
 use crate::sql::write::table_writer::{TableLayout, write_table};
 use crate::storage::commit::StagedFiles;
-use crate::storage::existing_files::{ExpectedLayout, discover, first_file_schema};
+use crate::storage::existing_files::{ExpectedLayout, first_file_schema};
 
 /// The only table format: Spark's default data source, and what its bucketing writes.
 const PARQUET: &str = "parquet";
@@ -98,8 +98,7 @@ pub async fn create_table(session: &Session, create: &CreateTable) -> Result<Out
     };
 
     let expected = ExpectedLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
-    let existing =
-        if external { discover(&table.location, &expected, session.tables.stores()).await? } else { Vec::new() };
+    let existing = if external { session.tables.discover(&table.location, &expected).await? } else { Vec::new() };
     let Some(plan) = query_plan else {
         session.tables.write(CatalogChange::CreateTable { table, files: existing }, None)?;
         return Ok(Output::Command { tag: "CREATE TABLE", rows: None });

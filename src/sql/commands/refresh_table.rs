@@ -11,7 +11,7 @@ use crate::error::SqlError;
 use crate::sql::names::named_table;
 use crate::sql::output::Output;
 use crate::sql::session::Session;
-use crate::storage::existing_files::{ExpectedLayout, discover};
+use crate::storage::existing_files::ExpectedLayout;
 
 /// `REFRESH TABLE t`: every file and partition under an external table's directory. A managed
 /// table's directory holds only what this server wrote, which its file list says already;
@@ -33,6 +33,6 @@ pub(crate) async fn reread_directory(
     repair: PartitionRepair,
 ) -> Result<(), SqlError> {
     let expected = ExpectedLayout::new(&table.columns, &table.partition_columns, table.bucket_spec.as_ref());
-    let found = discover(&table.location, &expected, session.tables.stores()).await?;
+    let found = session.tables.discover(&table.location, &expected).await?;
     session.tables.write(CatalogChange::Resync { table: TableRef::of(table), found, repair }, None)
 }

@@ -13,7 +13,7 @@ use crate::error::SqlError;
 use crate::sql::names::{described_table, table_name};
 use crate::sql::output::Output;
 use crate::sql::session::Session;
-use crate::storage::existing_files::{ExpectedLayout, discover};
+use crate::storage::existing_files::ExpectedLayout;
 
 pub async fn set_location(session: &Session, table: &ObjectName, location: &str) -> Result<Output, SqlError> {
     let (schema, name) = table_name(table)?;
@@ -25,7 +25,7 @@ pub async fn set_location(session: &Session, table: &ObjectName, location: &str)
     }
     let location = session.engine.external_location(location)?;
     let expected = ExpectedLayout::new(&meta.columns, &meta.partition_columns, meta.bucket_spec.as_ref());
-    let found = discover(&location, &expected, session.tables.stores()).await?;
+    let found = session.tables.discover(&location, &expected).await?;
     session.tables.write(CatalogChange::SetLocation { table: TableRef::of(&meta), location, found }, None)?;
     Ok(Output::command("ALTER TABLE"))
 }

@@ -81,7 +81,14 @@ pub(crate) fn route(session: &Session, query: &Statement) -> Result<Route, SqlEr
     if conf.engine == EngineChoice::Spark {
         return Ok(Route::spark(setting));
     }
-    let bytes: u64 = relations(session, query)?.tables.iter().flat_map(|t| &t.files).map(|f| f.byte_size).sum();
+    let tables = relations(session, query)?.tables;
+    if let Some(table) = tables.iter().find(|t| t.location.local().is_none()) {
+        return Ok(Route::local(format!(
+            "{setting}, but `{}`.`{}` lives at {}, which Spark is not set up to read",
+            table.schema, table.name, table.location
+        )));
+    }
+    let bytes: u64 = tables.iter().flat_map(|t| &t.files).map(|f| f.byte_size).sum();
     let threshold = conf.engine_auto_threshold;
     Ok(if bytes > threshold {
         Route::spark(format!(
