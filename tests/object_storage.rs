@@ -547,3 +547,29 @@ async fn credentials_the_store_refuses_fail_the_write_with_42501() {
     assert_eq!(text_rows(&client, "SELECT 1 + 1").await, [["2"]]);
     assert_eq!(text_rows(&client, "SELECT count(*) FROM t").await, [["0"]]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bench_writes_checks_and_times_its_tables_on_s3() {
+    let s3 = S3Server::start();
+    let bucket = s3.bucket();
+    let temp = tempfile::tempdir().unwrap();
+    let bench = Command::new(env!("CARGO_BIN_EXE_bucketsql"))
+        .args(["bench", "--rows", "20000", "--buckets", "4", "--runs", "1", "--query-history", "0"])
+        .args(warehouse_args(&s3.endpoint()))
+        .arg("--data-dir")
+        .arg(temp.path().join("bench"))
+        .envs(CREDENTIALS)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&bench.stdout);
+    assert!(bench.status.success(), "{report}\n{}", String::from_utf8_lossy(&bench.stderr));
+    assert!(report.contains(&format!("write (s3://{BUCKET}/warehouse/default)")), "{report}");
+    assert!(report.contains("layout: 4 files, 20000 rows, every row in its Spark bucket"), "{report}");
+    // The bucketed table's objects are in the bucket, each holding its bucket's rows.
+    let layout = bucket_layout(&bucket, "warehouse/default/tx", "account_id", 4).await;
+    assert_eq!(row_count(&layout), 20000);
+    // Each query's scans made requests to the store.
+    let join = report.lines().find(|l| l.starts_with("join count/sum") && l.contains(" bucketed ")).unwrap();
+    let requests: u64 = join.split_whitespace().nth(6).unwrap().parse().unwrap();
+    assert!(requests > 0, "{join}");
+}
