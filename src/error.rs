@@ -7,6 +7,7 @@ use std::fmt;
 
 use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
+use datafusion::parquet::errors::ParquetError;
 use datafusion::sql::sqlparser::parser::ParserError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +140,6 @@ impl From<std::io::Error> for SqlError {
     }
 }
 
-/// The operating system's error at the root of `e`, if there is one.
 /// The object store's failure under `e`, if one caused it: in its chain of sources, or
 /// carried inside an I/O error there.
 fn object_store_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a object_store::Error> {
@@ -156,6 +156,7 @@ fn object_store_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'
     None
 }
 
+/// The operating system's error at the root of `e`, if there is one.
 pub fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
     let mut current = Some(e);
     while let Some(error) = current {
@@ -343,13 +344,24 @@ fn datafusion_error(e: &DataFusionError) -> SqlError {
             SqlError::new("53200", format!("out of memory: {m}"))
         }
         DataFusionError::IoError(e) => SqlError::storage("could not access table files", e),
-        DataFusionError::ParquetError(e) => match (object_store_cause(e.as_ref()), io_cause(e.as_ref())) {
-            (Some(store), _) => SqlError::object_store("could not read table files", store),
-            (None, Some(io)) => SqlError::storage("parquet", io),
-            (None, None) => SqlError::io(format!("parquet: {e}")),
-        },
+        DataFusionError::ParquetError(e) => parquet_failure(e, "could not read table files", "parquet"),
         DataFusionError::ObjectStore(e) => SqlError::object_store("could not read table files", e),
         other => unclassified(other.to_string()),
+    }
+}
+
+/// A Parquet reader's or writer's failure, with the SQLSTATE of its cause: the object store
+/// (told of as `store_context`), the operating system, or one of ours carried through it.
+pub fn parquet_failure(e: &ParquetError, store_context: &str, context: &str) -> SqlError {
+    if let ParquetError::External(inner) = e
+        && let Some(ours) = inner.downcast_ref::<SqlError>()
+    {
+        return ours.clone();
+    }
+    match (object_store_cause(e), io_cause(e)) {
+        (Some(store), _) => SqlError::object_store(store_context, store),
+        (None, Some(io)) => SqlError::storage(context, io),
+        (None, None) => SqlError::io(format!("{context}: {e}")),
     }
 }
 

@@ -18,10 +18,14 @@ use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::browser::Browser;
 use crate::clients::python_env;
 use crate::common::{TestServer, free_port, sqlstate, text_rows};
+use crate::web_ui::open_statement_page;
 
 const BUCKET: &str = "lake";
 const CREDENTIALS: [(&str, &str); 3] =
@@ -131,6 +135,18 @@ async fn objects_until(
         assert!(Instant::now() < deadline, "the objects under {prefix} stayed {found:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The keys of the multipart uploads the bucket holds open: their parts are out of every
+/// listing of objects. Asked of moto unsigned, as it checks no credentials here.
+async fn open_uploads(port: u16) -> Vec<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let request = format!("GET /{BUCKET}?uploads HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.lines().next().is_some_and(|status| status.contains(" 200 ")), "{answer}");
+    answer.split("<Key>").skip(1).map(|rest| rest.split("</Key>").next().unwrap().to_string()).collect()
 }
 
 /// Spark's name for a data file: `part-<task>-<write id>[_<bucket>].c000.snappy.parquet`.
@@ -414,6 +430,149 @@ async fn a_write_killed_before_its_commit_leaves_no_object_after_a_restart() {
     assert_eq!(left, committed);
     let client = server.connect().await;
     assert_eq!(text_rows(&client, "SELECT count(*), sum(v) FROM t").await, [["1000", "499500"]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_killed_mid_upload_leaves_no_parts_after_a_restart() {
+    let s3 = S3Server::start();
+    let bucket = s3.bucket();
+    let relay = Relay::start(s3.port).await;
+    let temp = tempfile::tempdir().unwrap();
+    let data_dir = temp.path().join("data");
+    // Row groups of a few MiB under this limit, so that each file goes up part by part as it
+    // is written.
+    let mut args = warehouse_args(&relay.endpoint());
+    args.extend(["--memory-limit".to_string(), "64MiB".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut server = TestServer::start_with_env(&data_dir, &args, &CREDENTIALS);
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE wide (id BIGINT, a INT, b INT, c INT, d INT) USING parquet").await.unwrap();
+    // Hashes do not compress: each file passes a part's 10 MiB early on.
+    let write = tokio::spawn(async move {
+        client
+            .batch_execute(
+                "INSERT INTO wide SELECT id, hash(id), hash(id, 1), hash(id, 2), hash(id, 3) FROM range(20000000)",
+            )
+            .await
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while open_uploads(s3.port).await.is_empty() {
+        assert!(Instant::now() < deadline, "no multipart upload started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Killed with parts on their way.
+    relay.set(Passage::Stalled);
+    server.kill();
+    assert!(write.await.unwrap().is_err());
+    let left = open_uploads(s3.port).await;
+    assert!(!left.is_empty(), "the write's uploads ended before the kill");
+    assert!(left.iter().all(|key| key.starts_with("warehouse/default/wide/")), "{left:?}");
+
+    // The next start aborts the uploads and deletes any object the write completed.
+    relay.set(Passage::Open);
+    let server = start_bucketsql(&data_dir, &s3.endpoint());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !open_uploads(s3.port).await.is_empty() {
+        assert!(Instant::now() < deadline, "uploads stayed open: {:?}", open_uploads(s3.port).await);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    objects_until(&bucket, "warehouse/default/wide/", BTreeMap::is_empty).await;
+    let client = server.connect().await;
+    assert_eq!(text_rows(&client, "SELECT count(*) FROM wide").await, [["0"]]);
+}
+
+/// Virtual-hosted-style addressing: each bucket is a host name under the endpoint's
+/// (`lake.s3.test`). No resolver here knows such names, so the server reaches them through an
+/// HTTP proxy (`HTTP_PROXY`, which S3 clients honour), a relay to moto, which takes the bucket
+/// from the Host header. Addressed path-style, the same requests would name bucket `s3`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buckets_addressed_as_host_names_hold_the_tables() {
+    let s3 = S3Server::start();
+    let bucket = s3.bucket();
+    let proxy = Relay::start(s3.port).await;
+    let temp = tempfile::tempdir().unwrap();
+    let args = [
+        "--warehouse",
+        &format!("s3://{BUCKET}/warehouse"),
+        "--s3-endpoint",
+        "http://s3.test",
+        "--s3-allow-http",
+        "--s3-virtual-hosted-style",
+    ];
+    let proxy_url = proxy.endpoint();
+    let mut env = CREDENTIALS.to_vec();
+    env.extend([("HTTP_PROXY", proxy_url.as_str()), ("http_proxy", proxy_url.as_str())]);
+    env.extend([("NO_PROXY", ""), ("no_proxy", "")]);
+    let server = TestServer::start_with_env(&temp.path().join("data"), &args, &env);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t (k BIGINT, v BIGINT) USING parquet CLUSTERED BY (k) INTO 4 BUCKETS;
+             INSERT INTO t SELECT id, id * 2 FROM range(1000)",
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(v) FROM t").await, [["1000", "999000"]]);
+    let layout = bucket_layout(&bucket, "warehouse/default/t/", "k", 4).await;
+    assert_eq!(layout.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(row_count(&layout), 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_ui_shows_an_s3_tables_location_buckets_and_requests() {
+    let s3 = S3Server::start();
+    let bucket = s3.bucket();
+    let temp = tempfile::tempdir().unwrap();
+    let ui = free_port();
+    let mut args = warehouse_args(&s3.endpoint());
+    args.extend(["--ui".to_string(), format!("127.0.0.1:{ui}")]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = TestServer::start_with_env(&temp.path().join("data"), &args, &CREDENTIALS);
+    let client = server.connect().await;
+    let scan = "SELECT sum(v) FROM hot WHERE v >= 0";
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE hot (k BIGINT, v BIGINT) USING parquet CLUSTERED BY (k) SORTED BY (k) INTO 6 BUCKETS;
+             INSERT INTO hot SELECT CASE WHEN id % 2 = 0 THEN 7 ELSE id END, id FROM range(30000);
+             {scan}"
+        ))
+        .await
+        .unwrap();
+    // Rows per bucket as the objects hold them.
+    let layout = bucket_layout(&bucket, "warehouse/default/hot/", "k", 6).await;
+    let objects = objects(&bucket, "warehouse/default/hot/").await;
+
+    let browser = Browser::launch().await.unwrap();
+    let page = browser.new_page().await.unwrap();
+    page.goto(&format!("http://127.0.0.1:{ui}/tables")).await.unwrap();
+    page.click_and_wait_for_load("a[href='/tables/default/hot']").await.unwrap();
+    let text = page.eval("document.body.innerText").await.unwrap();
+    assert!(text.as_str().unwrap().contains(&format!("s3://{BUCKET}/warehouse/default/hot")), "{text}");
+    let bars = page
+        .eval("[...document.querySelectorAll('rect.bucket-bar')].map(b => [Number(b.dataset.bucket), Number(b.dataset.rows)])")
+        .await
+        .unwrap();
+    let expected: Vec<_> = (0..6).map(|b| json!([b, layout.get(&b).map_or(0, Vec::len)])).collect();
+    assert_eq!(bars, json!(expected));
+
+    // The scan's box in the statement's plan counts the requests it made to the store.
+    open_statement_page(&page, ui, scan).await;
+    let figures = page
+        .eval(
+            "[...document.querySelectorAll('svg[data-graph=final] g.node')].filter(n => n.dataset.kind.endsWith('scan'))\
+             .flatMap(n => [...n.querySelectorAll('text.metric')].map(t => t.textContent))",
+        )
+        .await
+        .unwrap();
+    let figures: Vec<&str> = figures.as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    let figure = |name: &str| {
+        let line = figures.iter().find(|f| f.starts_with(name)).unwrap_or_else(|| panic!("no {name}: {figures:?}"));
+        line[name.len()..].trim_start_matches(':').trim().to_string()
+    };
+    // A range of data from each object at least.
+    let requests: usize = figure("read requests").replace(',', "").parse().unwrap();
+    assert!(requests >= objects.len(), "{requests} requests for {} objects: {figures:?}", objects.len());
+    assert!(!figure("bytes fetched").starts_with('0'), "{figures:?}");
 }
 
 /// What a [`Relay`] does with connections to the S3 server.

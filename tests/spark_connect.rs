@@ -19,6 +19,7 @@ use crate::browser::Browser;
 use crate::clients::python_env;
 use crate::common::{TestServer, free_port, sqlstate, text_rows};
 use crate::spark::require_java_17;
+use crate::web_ui::open_statement_page;
 
 /// Spark's JVM takes tens of seconds to start on two busy cores.
 const START_TIMEOUT: Duration = Duration::from_secs(240);
@@ -241,15 +242,7 @@ async fn statements_run_on_spark_through_spark_connect() {
     // before ran here) and shows Spark's plan of it.
     let browser = Browser::launch().await.unwrap();
     let page = browser.new_page().await.unwrap();
-    page.goto(&format!("http://127.0.0.1:{ui}/queries")).await.unwrap();
-    let link = page
-        .eval(&format!(
-            "[...document.querySelectorAll('td.sql a')].find(a => a.textContent === {}).getAttribute('href')",
-            json!(JOIN)
-        ))
-        .await
-        .unwrap();
-    page.goto(&format!("http://127.0.0.1:{ui}{}", link.as_str().unwrap())).await.unwrap();
+    let statement = open_statement_page(&page, ui, JOIN).await;
     let engine = page.eval("document.getElementById('engine').textContent").await.unwrap();
     assert_eq!(engine, json!(format!("ran on Spark: sc://127.0.0.1:{spark_port}")));
     // Spark's plan is fetched beside the statement: the page shows it once it is known.
@@ -257,7 +250,7 @@ async fn statements_run_on_spark_through_spark_connect() {
     while page.eval("document.getElementById('spark-plan') === null").await.unwrap() == json!(true) {
         assert!(Instant::now() < deadline, "no Spark plan on the statement's page");
         tokio::time::sleep(Duration::from_millis(500)).await;
-        page.goto(&format!("http://127.0.0.1:{ui}{}", link.as_str().unwrap())).await.unwrap();
+        page.goto(&statement).await.unwrap();
     }
     let spark_plan = page.eval("document.getElementById('spark-plan').textContent").await.unwrap();
     let spark_plan = spark_plan.as_str().unwrap();

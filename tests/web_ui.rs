@@ -71,6 +71,22 @@ async fn drawn_nodes(page: &Page, graph: &str) -> Vec<Value> {
     nodes.as_array().unwrap().clone()
 }
 
+/// Goes from the list of statements to the page of the newest with this text, as a user would;
+/// the page's address.
+pub async fn open_statement_page(page: &Page, ui: u16, sql: &str) -> String {
+    page.goto(&format!("http://127.0.0.1:{ui}/queries")).await.unwrap();
+    let link = page
+        .eval(&format!(
+            "[...document.querySelectorAll('td.sql a')].find(a => a.textContent === {}).getAttribute('href')",
+            json!(sql)
+        ))
+        .await
+        .unwrap();
+    let address = format!("http://127.0.0.1:{ui}{}", link.as_str().unwrap());
+    page.goto(&address).await.unwrap();
+    address
+}
+
 fn of_kind<'a>(nodes: &'a [Value], kind: &str) -> Vec<&'a Value> {
     nodes.iter().filter(|n| n["kind"] == kind).collect()
 }
@@ -102,18 +118,8 @@ async fn a_plain_join_is_drawn_with_its_shuffles_and_a_bucketed_one_without() {
 
     let browser = Browser::launch().await.unwrap();
     let page = browser.new_page().await.unwrap();
-    let base = format!("http://127.0.0.1:{ui}");
     for (sql, shuffles, bucketed_scans) in [(plain, 2, 0), (bucketed, 0, 2)] {
-        // From the list to the statement's page, as a user would.
-        page.goto(&format!("{base}/queries")).await.unwrap();
-        let link = page
-            .eval(&format!(
-                "[...document.querySelectorAll('td.sql a')].find(a => a.textContent === {}).getAttribute('href')",
-                json!(sql)
-            ))
-            .await
-            .unwrap();
-        page.goto(&format!("{base}{}", link.as_str().unwrap())).await.unwrap();
+        open_statement_page(&page, ui, sql).await;
         assert_eq!(page.last_status().await, Some(200));
         let nodes = drawn_nodes(&page, "final").await;
         assert_eq!(of_kind(&nodes, "shuffle_exchange").len(), shuffles, "{sql}: {nodes:?}");

@@ -159,6 +159,24 @@ impl Metastore {
         self.locations_in("SELECT path FROM pending_files")
     }
 
+    /// Records the multipart upload writing the pending object at `path`.
+    pub fn record_upload(&self, path: &Location, upload_id: &str) -> Result<(), SqlError> {
+        self.with_conn(|conn| {
+            conn.execute("UPDATE pending_files SET upload_id = ?2 WHERE path = ?1", [&path.to_string(), upload_id])?;
+            Ok(())
+        })
+    }
+
+    /// The pending objects written by multipart uploads, with the uploads' ids.
+    pub fn pending_uploads(&self) -> Result<Vec<(Location, String)>, SqlError> {
+        self.with_conn(|conn| {
+            let mut stmt = conn.prepare("SELECT path, upload_id FROM pending_files WHERE upload_id IS NOT NULL")?;
+            let rows: Vec<(String, String)> =
+                stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
+            rows.into_iter().map(|(path, id)| Ok((Location::parse(&path)?, id))).collect()
+        })
+    }
+
     pub fn retired_files(&self) -> Result<Vec<Location>, SqlError> {
         self.locations_in("SELECT path FROM retired_files")
     }
@@ -766,6 +784,20 @@ mod tests {
         let reader = store.table("default", "reader").unwrap().unwrap();
         store.commit(&[write(&reader, WriteMode::Overwrite, &[file("c.parquet", 1)])]).unwrap();
         assert_eq!(store.retired_files().unwrap(), vec![Location::parse("/lake/tx/a.parquet").unwrap()]);
+    }
+
+    #[test]
+    fn a_pending_objects_upload_is_kept_until_its_record_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Metastore::open(&dir.path().join("m.sqlite")).unwrap();
+        let small = Location::parse("s3://lake/t/part-00000-a.c000.snappy.parquet").unwrap();
+        let large = Location::parse("s3://lake/t/part-00001-a.c000.snappy.parquet").unwrap();
+        store.add_pending(&[small.clone(), large.clone()]).unwrap();
+        store.record_upload(&large, "upload-1").unwrap();
+        assert_eq!(store.pending_uploads().unwrap(), vec![(large.clone(), "upload-1".to_string())]);
+        store.forget_files(std::slice::from_ref(&large)).unwrap();
+        assert_eq!(store.pending_uploads().unwrap(), vec![]);
+        assert_eq!(store.pending_files().unwrap(), vec![small]);
     }
 
     #[test]

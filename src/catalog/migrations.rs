@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../catalog-migrations/0001_initial.sql"),
     include_str!("../../catalog-migrations/0002_bucketing.sql"),
     include_str!("../../catalog-migrations/0003_transactions.sql"),
+    include_str!("../../catalog-migrations/0004_object_uploads.sql"),
 ];
 
 /// The schema version this binary writes and understands.

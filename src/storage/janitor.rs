@@ -8,16 +8,17 @@
 //!
 //! Objects on object storage are deleted on the runtime, in the background; a record stays
 //! until its object is gone, so an object whose deletion failed is tried again at the next
-//! start.
+//! start. The multipart upload of an object a crash left pending is aborted before the object
+//! is deleted, so that the store keeps none of its parts.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::commit::{prune_empty_dirs, remove_empty_subdirs};
 use super::file_naming::STAGING_DIR;
 use super::object_stores::ObjectStores;
-use super::object_write::delete_objects;
+use super::object_write::{abort_uploads, delete_objects};
 use crate::catalog::location::{Location, ObjectLocation};
 use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
@@ -84,12 +85,14 @@ impl FileJanitor {
     }
 
     /// Startup: nothing runs yet, so every retired file, every file of a write that never
-    /// committed, every staging directory and every directory left empty can go: those of
-    /// known tables, wherever they live, and those under the warehouse of tables a CREATE
-    /// TABLE … AS never committed or a DROP removed, whose directory goes too once empty.
+    /// committed with its upload, every staging directory and every directory left empty can
+    /// go: those of known tables, wherever they live, and those under the warehouse of tables
+    /// a CREATE TABLE … AS never committed or a DROP removed, whose directory goes too once
+    /// empty.
     pub fn recover(self: &Arc<Self>) -> Result<(), SqlError> {
         let left = self.metastore.pending_files()?.into_iter().chain(self.metastore.retired_files()?).collect();
-        let gone = self.remove(left);
+        let uploads = self.metastore.pending_uploads()?.into_iter().collect();
+        let gone = self.remove(left, uploads);
         self.metastore.forget_files(&gone)?;
         let known: HashSet<Location> = self.metastore.table_locations()?.into_iter().collect();
         for location in known.iter().filter_map(Location::local).filter(|location| location.is_dir()) {
@@ -157,7 +160,8 @@ impl FileJanitor {
                 return;
             }
         };
-        let gone = self.remove(deletable.into_iter().filter(|path| still_retired.contains(path)).collect());
+        let gone =
+            self.remove(deletable.into_iter().filter(|path| still_retired.contains(path)).collect(), HashMap::new());
         if let Err(e) = self.metastore.forget_files(&gone) {
             tracing::warn!("could not record deleted files: {e}");
         }
@@ -174,7 +178,8 @@ impl FileJanitor {
 
     /// Removes `files`: the local ones at once, giving those gone afterwards; objects in
     /// the background, each bucket's in turn, forgetting their records once they are gone.
-    fn remove(self: &Arc<Self>, files: Vec<Location>) -> Vec<Location> {
+    /// An object with an upload in `uploads` goes once the upload is aborted.
+    fn remove(self: &Arc<Self>, files: Vec<Location>, mut uploads: HashMap<Location, String>) -> Vec<Location> {
         let mut gone = Vec::new();
         let mut objects: BTreeMap<String, Vec<ObjectLocation>> = BTreeMap::new();
         for file in files {
@@ -189,17 +194,24 @@ impl FileJanitor {
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return gone };
         for bucket in objects.into_values() {
-            let store = match self.stores.store(&bucket[0]) {
-                Ok(store) => store,
+            let client = self.stores.store(&bucket[0]).and_then(|store| Ok((store, self.stores.uploads(&bucket[0])?)));
+            let (store, client) = match client {
+                Ok(client) => client,
                 Err(e) => {
                     tracing::warn!("could not delete retired objects: {e}");
                     continue;
                 }
             };
             let batch: Vec<Location> = bucket.iter().cloned().map(Location::Object).collect();
+            let open: Vec<(ObjectLocation, String)> = bucket
+                .iter()
+                .filter_map(|object| Some((object.clone(), uploads.remove(&Location::Object(object.clone()))?)))
+                .collect();
             self.lock().deleting.extend(batch.iter().cloned());
             let janitor = Arc::clone(self);
             runtime.spawn(async move {
+                let still_open = abort_uploads(&client, open).await;
+                let bucket = bucket.into_iter().filter(|object| !still_open.contains(object)).collect();
                 let gone = delete_objects(store, bucket).await;
                 if let Err(e) = janitor.metastore.forget_files(&gone) {
                     tracing::warn!("could not record deleted objects: {e}");

@@ -10,6 +10,7 @@ pub mod file_naming;
 pub(crate) mod footer;
 pub(crate) mod janitor;
 pub mod object_stores;
+pub(crate) mod object_upload;
 pub(crate) mod object_write;
 pub(crate) mod parquet_writer;
 pub(crate) mod partition_path;

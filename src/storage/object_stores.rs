@@ -6,7 +6,7 @@
 //! variables first, then the shared credentials and config files (`AWS_PROFILE`, or
 //! `default`). Requests that fail with a 5xx, a throttling answer or a dropped connection
 //! are retried with exponential backoff, up to [`RETRY_TIMEOUT`] after the first attempt, and
-//! at most [`MAX_REQUESTS`] are in flight per bucket.
+//! at most [`MAX_REQUESTS`] are in flight per bucket, and as many parts of multipart uploads.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,8 +16,10 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry, ObjectStoreUrl};
 use object_store::aws::AmazonS3Builder;
 use object_store::limit::LimitStore;
+use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
+use object_store::{ClientOptions, MultipartId, ObjectStore, ObjectStoreExt, PutPayload, PutResult, RetryConfig};
+use tokio::sync::Semaphore;
 use url::Url;
 
 use super::aws_profile::AwsProfile;
@@ -39,8 +41,8 @@ const MAX_REQUESTS: usize = 64;
 pub struct S3Settings {
     /// An S3-compatible server to use instead of AWS (`--s3-endpoint`).
     pub endpoint: Option<String>,
-    /// Buckets addressed as host names (`bucket.endpoint`) rather than as the path's first
-    /// segment.
+    /// Buckets addressed as host names (`bucket.s3.amazonaws.com`, or the bucket's name
+    /// before the endpoint's host) rather than as the path's first segment.
     pub virtual_hosted: bool,
     /// Whether an `http://` endpoint may be used (`--s3-allow-http`).
     pub allow_http: bool,
@@ -51,7 +53,67 @@ pub struct ObjectStores {
     settings: S3Settings,
     /// `file://` and whatever DataFusion registers itself.
     others: DefaultObjectStoreRegistry,
-    buckets: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+    buckets: Mutex<HashMap<String, BucketClient>>,
+}
+
+/// One bucket's client, for its requests and for its multipart uploads.
+#[derive(Clone)]
+struct BucketClient {
+    store: Arc<dyn ObjectStore>,
+    uploads: Uploads,
+}
+
+impl std::fmt::Debug for BucketClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BucketClient").field("store", &self.store).finish_non_exhaustive()
+    }
+}
+
+/// A bucket's multipart uploads, made a call at a time. `put_multipart` hides an upload's id,
+/// and the id is what a later start needs to abort an upload a crash left: the store keeps
+/// (and bills) the parts of an upload never completed, out of any listing, until it is
+/// aborted.
+#[derive(Clone)]
+pub struct Uploads {
+    store: Arc<dyn MultipartStore>,
+    /// Parts in flight to the bucket, at most [`MAX_REQUESTS`].
+    parts: Arc<Semaphore>,
+}
+
+impl Uploads {
+    pub async fn create(&self, key: &ObjectPath) -> object_store::Result<MultipartId> {
+        self.store.create_multipart(key).await
+    }
+
+    pub async fn put_part(
+        &self,
+        key: &ObjectPath,
+        id: &MultipartId,
+        index: usize,
+        data: PutPayload,
+    ) -> object_store::Result<PartId> {
+        // The semaphore is never closed.
+        let _permit = self.parts.acquire().await.ok();
+        self.store.put_part(key, id, index, data).await
+    }
+
+    pub async fn complete(
+        &self,
+        key: &ObjectPath,
+        id: &MultipartId,
+        parts: Vec<PartId>,
+    ) -> object_store::Result<PutResult> {
+        self.store.complete_multipart(key, id, parts).await
+    }
+
+    /// Aborts the upload, deleting its parts; one the store does not know (aborted or
+    /// completed already) is done with too.
+    pub async fn abort(&self, key: &ObjectPath, id: &MultipartId) -> object_store::Result<()> {
+        match self.store.abort_multipart(key, id).await {
+            Err(object_store::Error::NotFound { .. }) => Ok(()),
+            done => done,
+        }
+    }
 }
 
 impl ObjectStores {
@@ -69,13 +131,22 @@ impl ObjectStores {
 
     /// The client of `location`'s bucket.
     pub fn store(&self, location: &ObjectLocation) -> Result<Arc<dyn ObjectStore>, SqlError> {
+        Ok(self.client(&location.bucket)?.store)
+    }
+
+    /// The multipart uploads to `location`'s bucket.
+    pub fn uploads(&self, location: &ObjectLocation) -> Result<Uploads, SqlError> {
+        Ok(self.client(&location.bucket)?.uploads)
+    }
+
+    fn client(&self, bucket: &str) -> Result<BucketClient, SqlError> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(store) = buckets.get(&location.bucket) {
-            return Ok(Arc::clone(store));
+        if let Some(client) = buckets.get(bucket) {
+            return Ok(client.clone());
         }
-        let store = self.build(&location.bucket)?;
-        buckets.insert(location.bucket.clone(), Arc::clone(&store));
-        Ok(store)
+        let client = self.build(bucket)?;
+        buckets.insert(bucket.to_string(), client.clone());
+        Ok(client)
     }
 
     /// The whole of the file at `location`, local or an object.
@@ -90,15 +161,19 @@ impl ObjectStores {
         }
     }
 
-    fn build(&self, bucket: &str) -> Result<Arc<dyn ObjectStore>, SqlError> {
+    fn build(&self, bucket: &str) -> Result<BucketClient, SqlError> {
         let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
         if std::env::var_os("AWS_ACCESS_KEY_ID").is_none()
             && let Some(profile) = AwsProfile::load()?
         {
             builder = profile.apply(builder);
         }
-        if let Some(endpoint) = &self.settings.endpoint {
-            builder = builder.with_endpoint(endpoint);
+        match &self.settings.endpoint {
+            Some(endpoint) if self.settings.virtual_hosted => {
+                builder = builder.with_endpoint(bucket_endpoint(endpoint, bucket)?);
+            }
+            Some(endpoint) => builder = builder.with_endpoint(endpoint),
+            None => {}
         }
         let client = ClientOptions::new()
             .with_allow_http(self.settings.allow_http)
@@ -111,8 +186,26 @@ impl ObjectStores {
             .with_retry(retry)
             .build()
             .map_err(|e| SqlError::invalid_parameter(format!("cannot reach bucket {bucket}: {e}")))?;
-        Ok(Arc::new(LimitStore::new(store, MAX_REQUESTS)))
+        Ok(BucketClient {
+            uploads: Uploads { store: Arc::new(store.clone()), parts: Arc::new(Semaphore::new(MAX_REQUESTS)) },
+            store: Arc::new(LimitStore::new(store, MAX_REQUESTS)),
+        })
     }
+}
+
+/// The endpoint of `bucket` addressed by host name: the bucket's name before the host of
+/// `endpoint`, as S3-compatible servers take it (`http://minio:9000` gives
+/// `http://lake.minio:9000` for bucket `lake`). An IP address has no such names.
+fn bucket_endpoint(endpoint: &str, bucket: &str) -> Result<String, SqlError> {
+    let refused = |why: &str| SqlError::invalid_parameter(format!("--s3-endpoint {endpoint} {why}"));
+    let mut url = Url::parse(endpoint).map_err(|e| refused(&format!("is not a URL: {e}")))?;
+    let host = match url.host() {
+        Some(url::Host::Domain(host)) => host.to_string(),
+        Some(_) => return Err(refused("is an IP address: virtual-hosted-style addressing needs a host name")),
+        None => return Err(refused("names no host")),
+    };
+    url.set_host(Some(&format!("{bucket}.{host}"))).map_err(|e| refused(&e.to_string()))?;
+    Ok(url.as_str().trim_end_matches('/').to_string())
 }
 
 impl ObjectStoreRegistry for ObjectStores {
@@ -167,6 +260,14 @@ mod tests {
         let settings = S3Settings { endpoint: Some("http://127.0.0.1:9000".into()), ..S3Settings::default() };
         assert_eq!(ObjectStores::new(settings.clone()).unwrap_err().code, "22023");
         assert!(ObjectStores::new(S3Settings { allow_http: true, ..settings }).is_ok());
+    }
+
+    #[test]
+    fn virtual_hosted_buckets_are_host_names_under_the_endpoint() {
+        assert_eq!(bucket_endpoint("http://minio.local:9000", "lake").unwrap(), "http://lake.minio.local:9000");
+        assert_eq!(bucket_endpoint("https://storage.example.com/", "a-b").unwrap(), "https://a-b.storage.example.com");
+        assert_eq!(bucket_endpoint("http://127.0.0.1:9000", "lake").unwrap_err().code, "22023");
+        assert_eq!(bucket_endpoint("not a url", "lake").unwrap_err().code, "22023");
     }
 
     #[test]

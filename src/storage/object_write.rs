@@ -4,22 +4,25 @@
 //! would its own. The commit stays the metastore transaction that adds the files to the
 //! table's list; until then no reader lists them.
 //!
-//! Each object is recorded as pending in the metastore before its upload starts, so that
-//! whatever a crash leaves behind is deleted at the next start. A write that does not
-//! publish deletes its objects as it is dropped; their records go at the next start.
+//! Each object is recorded as pending in the metastore before its upload starts, and a
+//! multipart upload's id before its first part, so that whatever a crash leaves behind is
+//! deleted or aborted at the next start. A write that does not publish deletes its objects as
+//! it is dropped; their records go at the next start.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{MultipartId, ObjectStore, ObjectStoreExt};
 
-use super::object_stores::{object_error, object_path};
+use super::object_stores::{Uploads, object_error, object_path};
 use crate::catalog::location::{Location, ObjectLocation};
 use crate::catalog::metastore::Metastore;
 use crate::error::SqlError;
 
 pub struct ObjectWrite {
     pub store: Arc<dyn ObjectStore>,
+    pub uploads: Uploads,
     table: ObjectLocation,
     metastore: Arc<Metastore>,
     /// Every object this write has started, to delete if it does not publish.
@@ -27,8 +30,13 @@ pub struct ObjectWrite {
 }
 
 impl ObjectWrite {
-    pub fn new(store: Arc<dyn ObjectStore>, table: ObjectLocation, metastore: Arc<Metastore>) -> Self {
-        ObjectWrite { store, table, metastore, started: Mutex::default() }
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        uploads: Uploads,
+        table: ObjectLocation,
+        metastore: Arc<Metastore>,
+    ) -> Self {
+        ObjectWrite { store, uploads, table, metastore, started: Mutex::default() }
     }
 
     pub fn table_location(&self) -> Location {
@@ -44,6 +52,11 @@ impl ObjectWrite {
         self.metastore.add_pending(std::slice::from_ref(&location))?;
         self.started.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(object.clone());
         Ok((location, key))
+    }
+
+    /// Records the multipart upload writing the object at `location`, before its first part.
+    pub fn record_upload(&self, location: &Location, id: &MultipartId) -> Result<(), SqlError> {
+        self.metastore.record_upload(location, id)
     }
 
     /// Deletes every object the write started, in the background. Their pending records stay
@@ -78,4 +91,21 @@ pub async fn delete_objects(store: Arc<dyn ObjectStore>, objects: Vec<ObjectLoca
         }
     }
     gone
+}
+
+/// Aborts the multipart uploads of `uploads`, one after another; the objects whose upload may
+/// still be open (the store did not answer), to be left with their records for a later start.
+pub async fn abort_uploads(client: &Uploads, uploads: Vec<(ObjectLocation, MultipartId)>) -> HashSet<ObjectLocation> {
+    let mut open = HashSet::new();
+    for (object, id) in uploads {
+        let aborted = match object_path(&object) {
+            Ok(key) => client.abort(&key, &id).await.map_err(|e| object_error("abort the upload of", &object, e)),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = aborted {
+            tracing::warn!("{e}");
+            open.insert(object);
+        }
+    }
+    open
 }

@@ -17,18 +17,17 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::async_writer::AsyncFileWriter;
 use datafusion::parquet::arrow::{ArrowSchemaConverter, AsyncArrowWriter, parquet_column};
 use datafusion::parquet::basic::{Compression, Encoding};
-use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::parquet::schema::types::ColumnPath;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use object_store::buffered::BufWriter;
 use tokio::fs::File;
 use tokio::sync::Semaphore;
 
 use super::file_naming::data_file_name;
+use super::object_upload::ObjectUpload;
 use super::partition_path::partition_path;
 use super::write_target::WriteTarget;
 use crate::catalog::location::Location;
@@ -191,65 +190,21 @@ pub async fn write_partitions(
 /// A file's bytes on their way: to a local file, or uploaded to an object store in parts.
 enum Sink {
     Local(File),
-    Object(Upload),
-}
-
-/// An upload to an object store; one dropped before its completion began (its write failed,
-/// or was cancelled) is aborted in the background, so that the store keeps none of its parts.
-/// Once completion has begun there is no aborting it (object_store's `BufWriter` refuses):
-/// parts of an upload whose completion failed stay until the bucket's lifecycle rule removes
-/// them.
-struct Upload {
-    writer: Option<BufWriter>,
-    completing: bool,
-}
-
-impl Upload {
-    fn new(writer: BufWriter) -> Self {
-        Upload { writer: Some(writer), completing: false }
-    }
-
-    fn writer(&mut self) -> datafusion::parquet::errors::Result<&mut BufWriter> {
-        self.writer.as_mut().ok_or_else(|| ParquetError::General("the upload has completed".into()))
-    }
-}
-
-impl Drop for Upload {
-    fn drop(&mut self) {
-        if self.completing {
-            return;
-        }
-        if let (Some(mut upload), Ok(runtime)) = (self.writer.take(), tokio::runtime::Handle::try_current()) {
-            runtime.spawn(async move {
-                if let Err(e) = upload.abort().await {
-                    tracing::warn!("could not abort an upload: {e}");
-                }
-            });
-        }
-    }
+    Object(ObjectUpload),
 }
 
 impl AsyncFileWriter for Sink {
     fn write(&mut self, bytes: bytes::Bytes) -> BoxFuture<'_, datafusion::parquet::errors::Result<()>> {
         match self {
             Sink::Local(file) => AsyncFileWriter::write(file, bytes),
-            Sink::Object(upload) => match upload.writer() {
-                Ok(writer) => AsyncFileWriter::write(writer, bytes),
-                Err(e) => Box::pin(async { Err(e) }),
-            },
+            Sink::Object(upload) => Box::pin(upload.write(bytes)),
         }
     }
 
     fn complete(&mut self) -> BoxFuture<'_, datafusion::parquet::errors::Result<()>> {
         match self {
             Sink::Local(file) => file.complete(),
-            Sink::Object(upload) => {
-                upload.completing = true;
-                match upload.writer() {
-                    Ok(writer) => writer.complete(),
-                    Err(e) => Box::pin(async { Err(e) }),
-                }
-            }
+            Sink::Object(upload) => Box::pin(upload.complete()),
         }
     }
 }
@@ -343,7 +298,7 @@ impl SplittingWriter {
             }
             WriteTarget::InPlace(write) => {
                 let (location, key) = write.begin(&relative)?;
-                (location, Sink::Object(Upload::new(BufWriter::new(Arc::clone(&write.store), key))))
+                (location.clone(), Sink::Object(ObjectUpload::new(Arc::clone(write), location, key)))
             }
         };
         let writer =
@@ -375,9 +330,6 @@ impl SplittingWriter {
 
 impl From<datafusion::parquet::errors::ParquetError> for SqlError {
     fn from(e: datafusion::parquet::errors::ParquetError) -> Self {
-        match crate::error::io_cause(&e) {
-            Some(io) => SqlError::storage("could not write parquet", io),
-            None => SqlError::io(format!("could not write parquet: {e}")),
-        }
+        crate::error::parquet_failure(&e, "could not write table files", "could not write parquet")
     }
 }

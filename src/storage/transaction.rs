@@ -172,8 +172,9 @@ impl SessionCatalog {
         match location {
             Location::Local(path) => Ok(StagedWrite::local(path)),
             Location::Object(object) => {
-                let store = self.janitor.stores().store(object)?;
-                Ok(StagedWrite::in_place(ObjectWrite::new(store, object.clone(), Arc::clone(&self.metastore))))
+                let stores = self.janitor.stores();
+                let (store, uploads) = (stores.store(object)?, stores.uploads(object)?);
+                Ok(StagedWrite::in_place(ObjectWrite::new(store, uploads, object.clone(), Arc::clone(&self.metastore))))
             }
         }
     }
