@@ -453,9 +453,24 @@ impl CheckedArithmetic {
         else {
             return Err(DataFusionError::Internal(format!("{} takes two DECIMALs", self.name())));
         };
-        let (left_scale, right_scale) = (*left_scale, *right_scale);
+        let left = (left.as_primitive::<Decimal128Type>(), *left_scale);
+        let right = (right.as_primitive::<Decimal128Type>(), *right_scale);
+        let values = match self.decimal_in_128_bits(left, right, precision, scale) {
+            Some(values) => values,
+            None => self.decimal_exact(left, right, precision, scale, overflow)?,
+        };
+        Ok(Arc::new(values.with_precision_and_scale(precision, scale)?))
+    }
+
+    fn decimal_exact(
+        &self,
+        (left, left_scale): (&Decimal128Array, i8),
+        (right, right_scale): (&Decimal128Array, i8),
+        precision: u8,
+        scale: i8,
+        overflow: OnOverflow,
+    ) -> Result<Decimal128Array> {
         let bound = DecimalBound::of(precision, scale);
-        let (left, right) = (left.as_primitive::<Decimal128Type>(), right.as_primitive::<Decimal128Type>());
         let exact = |a: i128, b: i128| -> i256 {
             let (a, b) = (i256::from_i128(a), i256::from_i128(b));
             let common = left_scale.max(right_scale);
@@ -466,8 +481,7 @@ impl CheckedArithmetic {
                 Arithmetic::Multiply => rescale(a.wrapping_mul(b), left_scale + right_scale, scale),
             }
         };
-        let values = left
-            .iter()
+        left.iter()
             .zip(right.iter())
             .map(|(a, b)| {
                 let (Some(a), Some(b)) = (a, b) else { return Ok(None) };
@@ -478,8 +492,39 @@ impl CheckedArithmetic {
                     (Err(e), OnOverflow::Fail) => Err(DataFusionError::External(Box::new(e))),
                 }
             })
-            .collect::<Result<Decimal128Array>>()?;
-        Ok(Arc::new(values.with_precision_and_scale(precision, scale)?))
+            .collect()
+    }
+
+    /// The common case of [`Self::decimal`] at Arrow's speed: where the exact result has the
+    /// result's scale already (nothing to round) and every value fits 128 bits and the result's
+    /// precision. None where a value does not, for the exact path to give its error or NULL.
+    fn decimal_in_128_bits(
+        &self,
+        (left, left_scale): (&Decimal128Array, i8),
+        (right, right_scale): (&Decimal128Array, i8),
+        precision: u8,
+        scale: i8,
+    ) -> Option<Decimal128Array> {
+        let limit = 10i128.checked_pow(u32::from(precision))?;
+        let fits = |v: Option<i128>| {
+            v.filter(|v| v.unsigned_abs() < limit.unsigned_abs()).ok_or_else(|| ArrowError::ComputeError(String::new()))
+        };
+        let computed = match self.arithmetic {
+            Arithmetic::Multiply if left_scale + right_scale == scale => {
+                try_binary::<_, _, _, Decimal128Type>(left, right, |a: i128, b: i128| fits(a.checked_mul(b)))
+            }
+            Arithmetic::Add | Arithmetic::Subtract if left_scale.max(right_scale) == scale && scale >= 0 => {
+                let factor = |from: i8| 10i128.checked_pow((scale - from) as u32);
+                let (left_factor, right_factor) = (factor(left_scale)?, factor(right_scale)?);
+                let subtract = self.arithmetic == Arithmetic::Subtract;
+                try_binary::<_, _, _, Decimal128Type>(left, right, |a: i128, b: i128| {
+                    let (a, b) = (a.checked_mul(left_factor), b.checked_mul(right_factor));
+                    fits(a.zip(b).and_then(|(a, b)| if subtract { a.checked_sub(b) } else { a.checked_add(b) }))
+                })
+            }
+            _ => return None,
+        };
+        computed.ok()
     }
 
     /// Integers added, subtracted or multiplied as Java's operators do, wrapping around.
@@ -587,6 +632,62 @@ mod tests {
     fn schema() -> DFSchema {
         let fields = [("i", DataType::Int32), ("j", DataType::Int32), ("d", DataType::Float64)];
         DFSchema::try_from(Schema::new(fields.map(|(name, dt)| Field::new(name, dt, true)).to_vec())).unwrap()
+    }
+
+    /// Where the 128-bit path answers, it answers as the exact path does; it declines where a
+    /// value overflows, or where the result must be rounded.
+    #[test]
+    fn decimals_in_128_bits_agree_with_the_exact_arithmetic() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // (operation, left type, right type, largest operand, whether every result fits)
+        let cases = [
+            (Arithmetic::Multiply, (15, 2), (16, 2), 10i128.pow(15), true),
+            (Arithmetic::Multiply, (32, 4), (16, 2), 10i128.pow(20), true),
+            (Arithmetic::Multiply, (38, 0), (38, 0), 10i128.pow(30), false),
+            (Arithmetic::Add, (10, 3), (12, 5), 10i128.pow(10), true),
+            (Arithmetic::Subtract, (38, 2), (38, 2), 10i128.pow(38) - 1, false),
+            (Arithmetic::Subtract, (7, 0), (20, 9), 10i128.pow(7), true),
+            (Arithmetic::Multiply, (38, 10), (38, 10), 10i128.pow(10), true),
+        ];
+        for (arithmetic, (p1, s1), (p2, s2), largest, all_fit) in cases {
+            let DataType::Decimal128(precision, scale) =
+                arithmetic.decimal_type(PrecisionLoss::Allowed, (p1, s1), (p2, s2))
+            else {
+                unreachable!()
+            };
+            let mut operand = |p: u8, s: i8| {
+                let bound = largest.min(10i128.pow(u32::from(p))) as u128;
+                let values = (0..500).map(|i| {
+                    let magnitude = (u128::from(next()) * u128::from(next()) % bound) as i128;
+                    (i % 7 != 0).then_some(if next() % 2 == 0 { magnitude } else { -magnitude })
+                });
+                values.collect::<Decimal128Array>().with_precision_and_scale(p, s).unwrap()
+            };
+            let (left, right) = (operand(p1, s1), operand(p2, s2));
+            let function = CheckedArithmetic::new(arithmetic, OnOverflow::Null, PrecisionLoss::Allowed);
+            let exact = function.decimal_exact((&left, s1), (&right, s2), precision, scale, OnOverflow::Null).unwrap();
+            let case = format!("{arithmetic:?} ({p1},{s1}) ({p2},{s2}) into ({precision},{scale})");
+            let both_valid = left.iter().zip(right.iter()).filter(|(a, b)| a.is_some() && b.is_some()).count();
+            let overflowed = exact.len() - exact.null_count() < both_valid;
+            assert_eq!(overflowed, !all_fit, "{case}");
+            let rounded = match arithmetic {
+                Arithmetic::Multiply => s1 + s2 != scale,
+                _ => s1.max(s2) != scale,
+            };
+            match function.decimal_in_128_bits((&left, s1), (&right, s2), precision, scale) {
+                Some(fast) => {
+                    assert!(!overflowed && !rounded, "{case}: answered");
+                    assert_eq!(fast, exact, "{case}");
+                }
+                None => assert!(overflowed || rounded, "{case}: declined"),
+            }
+        }
     }
 
     /// Integral operands of one type become the checked function; others keep the operator.
