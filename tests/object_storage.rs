@@ -338,12 +338,21 @@ async fn tables_live_in_an_s3_warehouse_in_sparks_layout() {
     assert!(!after.is_empty());
     assert_eq!(row_count(&bucket_layout(&bucket, "warehouse/default/t", "k", 8).await), 100);
 
+    // OPTIMIZE rewrites each bucket's objects into one, sorted; the old ones go.
+    client.batch_execute("INSERT INTO t SELECT id, id FROM range(100, 200)").await.unwrap();
+    let mut appended = bucket_layout(&bucket, "warehouse/default/t", "k", 8).await;
+    assert!(objects(&bucket, "warehouse/default/t").await.len() > appended.len(), "one object per bucket already");
+    appended.values_mut().for_each(|keys| keys.sort_unstable());
+    client.batch_execute("OPTIMIZE t").await.unwrap();
+    objects_until(&bucket, "warehouse/default/t", |now| now.len() == appended.len()).await;
+    assert_eq!(bucket_layout(&bucket, "warehouse/default/t", "k", 8).await, appended);
+
     // A restart reads every table from the store as it was.
     drop(client);
     server.terminate(Duration::from_secs(30));
     let server = start_bucketsql(&data_dir, &s3.endpoint());
     let client = server.connect().await;
-    assert_eq!(text_rows(&client, "SELECT count(*), sum(k) FROM t").await, [["100", "4950"]]);
+    assert_eq!(text_rows(&client, "SELECT count(*), sum(k) FROM t").await, [["200", "19900"]]);
 
     // Each scan tells the requests it made and the bytes they fetched; footers, once read,
     // come from the cache.
