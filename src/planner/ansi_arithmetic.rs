@@ -505,9 +505,9 @@ impl CheckedArithmetic {
         precision: u8,
         scale: i8,
     ) -> Option<Decimal128Array> {
-        let limit = 10i128.checked_pow(u32::from(precision))?;
+        let limit = 10u128.checked_pow(u32::from(precision))?;
         let fits = |v: Option<i128>| {
-            v.filter(|v| v.unsigned_abs() < limit.unsigned_abs()).ok_or_else(|| ArrowError::ComputeError(String::new()))
+            v.filter(|v| v.unsigned_abs() < limit).ok_or_else(|| ArrowError::ComputeError(String::new()))
         };
         let computed = match self.arithmetic {
             Arithmetic::Multiply if left_scale + right_scale == scale => {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use super::commit::{prune_empty_dirs, remove_empty_subdirs};
 use super::file_naming::STAGING_DIR;
-use super::object_stores::ObjectStores;
+use super::object_stores::{BucketClient, ObjectStores};
 use super::object_write::{abort_uploads, delete_objects};
 use crate::catalog::location::{Location, ObjectLocation};
 use crate::catalog::metastore::Metastore;
@@ -194,8 +194,7 @@ impl FileJanitor {
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return gone };
         for bucket in objects.into_values() {
-            let client = self.stores.store(&bucket[0]).and_then(|store| Ok((store, self.stores.uploads(&bucket[0])?)));
-            let (store, client) = match client {
+            let BucketClient { store, uploads: client } = match self.stores.client(&bucket[0].bucket) {
                 Ok(client) => client,
                 Err(e) => {
                     tracing::warn!("could not delete retired objects: {e}");

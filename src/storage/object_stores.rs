@@ -58,9 +58,9 @@ pub struct ObjectStores {
 
 /// One bucket's client, for its requests and for its multipart uploads.
 #[derive(Clone)]
-struct BucketClient {
-    store: Arc<dyn ObjectStore>,
-    uploads: Uploads,
+pub struct BucketClient {
+    pub store: Arc<dyn ObjectStore>,
+    pub uploads: Uploads,
 }
 
 impl std::fmt::Debug for BucketClient {
@@ -134,12 +134,8 @@ impl ObjectStores {
         Ok(self.client(&location.bucket)?.store)
     }
 
-    /// The multipart uploads to `location`'s bucket.
-    pub fn uploads(&self, location: &ObjectLocation) -> Result<Uploads, SqlError> {
-        Ok(self.client(&location.bucket)?.uploads)
-    }
-
-    fn client(&self, bucket: &str) -> Result<BucketClient, SqlError> {
+    /// The client of `bucket`, for requests and multipart uploads alike.
+    pub fn client(&self, bucket: &str) -> Result<BucketClient, SqlError> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(client) = buckets.get(bucket) {
             return Ok(client.clone());

@@ -43,7 +43,8 @@ enum UploadState {
         parts: WriteMultipart,
         id: MultipartId,
     },
-    /// Completing or completed: from here on a failure's upload is left to the next start.
+    /// Completing or completed: `complete` aborts an upload whose completion fails, so a drop
+    /// has nothing left to abort.
     Finishing,
 }
 

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::commit::{StagedFiles, StagedWrite, prune_empty_dirs, publish, published_path};
 use super::existing_files::{ExpectedLayout, discover};
 use super::janitor::{FileJanitor, StatementGuard};
-use super::object_stores::ObjectStores;
+use super::object_stores::{BucketClient, ObjectStores};
 use super::object_write::ObjectWrite;
 use crate::catalog::change::CatalogChange;
 use crate::catalog::location::Location;
@@ -172,8 +172,7 @@ impl SessionCatalog {
         match location {
             Location::Local(path) => Ok(StagedWrite::local(path)),
             Location::Object(object) => {
-                let stores = self.janitor.stores();
-                let (store, uploads) = (stores.store(object)?, stores.uploads(object)?);
+                let BucketClient { store, uploads } = self.janitor.stores().client(&object.bucket)?;
                 Ok(StagedWrite::in_place(ObjectWrite::new(store, uploads, object.clone(), Arc::clone(&self.metastore))))
             }
         }
