@@ -13,7 +13,7 @@ into as many directories, each sorted, for the write comparison. Every query's r
 compared between the two engines. Prints medians and ratios (bucketsql / DuckDB: below 1 is
 faster); `--json FILE` keeps them.
 
-    python3 bench/peers.py target/release/bucketsql --tpch 1 [--runs 3] [--data-dir DIR]
+    python3 bench/peers.py target/release/bucketsql --tpch 1 [--runs 3] [--data-dir DIR] [--memory-limit SIZE]
 
 runs `bucketsql bench --tpch SF` (TPC-H's 22 queries on plain tables of one Parquet file each
 and on bucketed copies, answers checked against the specification's at SF1), then the same
@@ -95,6 +95,7 @@ def main():
     parser.add_argument('--venv', default=os.path.expanduser('~/.cache/bucketsql-peers-venv'))
     parser.add_argument('--tpch', type=float, metavar='SF', help="TPC-H's queries at this scale factor")
     parser.add_argument('--data-dir', help='where --tpch keeps its generated files (default: a temporary one)')
+    parser.add_argument('--memory-limit', help="the server's --memory-limit for --tpch (default: its own)")
     args = parser.parse_args()
     in_venv(args.venv)
     import duckdb
@@ -219,13 +220,36 @@ def same_value(ours, theirs):
     return abs(a - b) <= 1e-6 + abs(b) * 1e-12 or abs(a - b) <= abs(b) * 1e-9
 
 
+def same_row(ours, theirs):
+    return len(ours) == len(theirs) and all(same_value(x, y) for x, y in zip(ours, theirs))
+
+
+def same_answer(ours, theirs):
+    """Row by row, except that rows tied in the ORDER BY may come in either order: where the
+    rows at a position differ, they must share a value (the tie), and each row must be matched by
+    one of the other answer's."""
+    if len(ours) != len(theirs):
+        return False
+    unmatched = list(theirs)
+    for mine, other in zip(ours, theirs):
+        if not same_row(mine, other) and not any(same_value(x, y) for x, y in zip(mine, other)):
+            return False
+        match = next((i for i, row in enumerate(unmatched) if same_row(mine, row)), None)
+        if match is None:
+            return False
+        unmatched.pop(match)
+    return True
+
+
 def tpch(duckdb, args):
     """`bucketsql bench --tpch` and DuckDB over the same files; non-zero when an answer differs."""
     data_dir = args.data_dir or tempfile.mkdtemp(prefix='bucketsql-tpch-')
     report_file = os.path.join(data_dir, 'tpch-report.json')
     try:
+        limit = ['--memory-limit', args.memory_limit] if args.memory_limit else []
         subprocess.run([os.path.abspath(args.binary), 'bench', '--tpch', str(args.tpch), '--runs', str(args.runs),
-                        '--buckets', str(args.buckets), '--data-dir', data_dir, '--json', report_file], check=True)
+                        '--buckets', str(args.buckets), '--data-dir', data_dir, '--json', report_file, *limit],
+                       check=True)
         with open(report_file) as f:
             ours = json.load(f)
         duck = duckdb.connect()
@@ -236,9 +260,7 @@ def tpch(duckdb, args):
         rows = []
         for query in ours['queries']:
             seconds, answer = median_seconds(lambda: duck.execute(query['sql']).fetchall(), args.runs)
-            agrees = len(answer) == len(query['rows']) and all(
-                len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-                for a, b in zip(query['rows'], answer))
+            agrees = same_answer(query['rows'], answer)
             rows.append({'query': query['query'], 'plain_ms': query['plain']['median_ms'],
                          'bucketed_ms': query['bucketed']['median_ms'], 'duckdb_ms': seconds * 1000,
                          'agrees': agrees, 'duckdb_rows': len(answer)})

@@ -8,8 +8,11 @@
 //! small share of an input batch never travels alone: copying each value once where every
 //! column is of a plain type (`scatter`), else by reordering a few batches at a time and
 //! copying out each partition's runs (`gather`). The batches stay in memory, held against the
-//! query memory pool by one spillable reservation per map task; when it cannot grow, the task
-//! appends everything it holds as one run to its spill file (see `spill`).
+//! query memory pool by one spillable reservation per map task; when it cannot grow, or when
+//! holding more would fill past half of the pool, the task appends everything it holds as one
+//! run to its spill file (see `spill`). The other half stays for the operators that run beside
+//! the map tasks and for the reduce side: map outputs that filled the pool left the sorts above
+//! the exchange no memory, and a sort without memory compares and spills its rows.
 //! Where we differ: output that fits stays in memory (Spark always writes files and leans on
 //! the OS cache), and spill runs are not merged at the end.
 
@@ -20,7 +23,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::disk_manager::DiskManager;
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -166,13 +169,13 @@ async fn write_map_output(
     metrics: ExchangeMetrics,
     mut route: impl FnMut(&RecordBatch) -> Result<Option<Vec<u32>>>,
 ) -> Result<MapOutput> {
-    let reservation =
-        MemoryConsumer::new(format!("ShuffleExchange[map {map}]")).with_can_spill(true).register(context.memory_pool());
+    let pool = context.memory_pool();
+    let reservation = MemoryConsumer::new(format!("ShuffleExchange[map {map}]")).with_can_spill(true).register(pool);
     let mut writer = MapWriter::new(
         stream.schema(),
         partitions,
         context.session_config().batch_size(),
-        reservation,
+        (reservation, Arc::clone(pool)),
         Arc::clone(&context.runtime_env().disk_manager),
         metrics,
     );
@@ -199,17 +202,22 @@ struct MapWriter {
     rows: Vec<u64>,
     data_size: u64,
     reservation: MemoryReservation,
+    pool: Arc<dyn MemoryPool>,
     spill: MapSpill,
     disk: Arc<DiskManager>,
     metrics: ExchangeMetrics,
 }
+
+/// The least a map task holds before it spills to keep half of the pool free, so that its
+/// spill runs are not tiny when other operators hold that half.
+pub(super) const LEAST_RUN_BYTES: usize = 8 << 20;
 
 impl MapWriter {
     fn new(
         schema: SchemaRef,
         partitions: usize,
         batch_size: usize,
-        reservation: MemoryReservation,
+        (reservation, pool): (MemoryReservation, Arc<dyn MemoryPool>),
         disk: Arc<DiskManager>,
         metrics: ExchangeMetrics,
     ) -> Self {
@@ -227,6 +235,7 @@ impl MapWriter {
             rows: vec![0; partitions],
             data_size: 0,
             reservation,
+            pool,
             spill: MapSpill::default(),
             disk,
             metrics,
@@ -268,10 +277,23 @@ impl MapWriter {
 
     /// Holds what the task has against the memory pool, or spills it when the pool says no.
     async fn reserve_or_spill(&mut self) -> Result<()> {
-        if self.reservation.try_resize(self.held_bytes + self.batcher.buffered_bytes()).is_err() {
+        if !self.hold_in_memory(self.held_bytes + self.batcher.buffered_bytes()) {
             self.spill().await?;
         }
         Ok(())
+    }
+
+    /// Whether the task may hold `bytes` in memory: the pool grants them, and they leave half
+    /// of a bounded pool free (or are too few to be worth a run of their own).
+    fn hold_in_memory(&self, bytes: usize) -> bool {
+        let within_half = match self.pool.memory_limit() {
+            MemoryLimit::Finite(limit) if bytes >= LEAST_RUN_BYTES => {
+                let others = self.pool.reserved().saturating_sub(self.reservation.size());
+                others + bytes <= limit / 2
+            }
+            _ => true,
+        };
+        within_half && self.reservation.try_resize(bytes).is_ok()
     }
 
     /// Appends everything the task holds, partition by partition, as one run to its spill file.
@@ -288,7 +310,7 @@ impl MapWriter {
 
     async fn finish(mut self) -> Result<MapOutput> {
         self.flush()?;
-        if self.reservation.try_resize(self.held_bytes).is_err() {
+        if !self.hold_in_memory(self.held_bytes) {
             self.spill().await?;
         }
         let spilled = mem::take(&mut self.spill).into_parts(self.held.len());

@@ -57,6 +57,16 @@ impl ShuffleReadSpec {
     }
 }
 
+/// Where a batch of a part comes from. Batches read back from a spill file go through the
+/// coalescer (which copies them) whatever their size: they are decoded in place from one read's
+/// buffer, so each would count the whole read against the memory pool of whatever holds it
+/// (a sort holding a partition's batches counted tens of times its rows, ran out and spilled).
+#[derive(Clone, Copy)]
+enum Origin {
+    Memory,
+    Spill,
+}
+
 /// Streams the parts handed to one read.
 pub(super) struct PartsReader {
     parts: VecDeque<MapPart>,
@@ -96,8 +106,10 @@ impl PartsReader {
                 return None;
             }
             let pushed = match self.fetch().await {
-                Ok(Some(batch)) if batch.num_rows() * 2 >= self.batch_size => return Some(Ok(batch)),
-                Ok(Some(batch)) => self.small.push_batch(batch),
+                Ok(Some((batch, Origin::Memory))) if batch.num_rows() * 2 >= self.batch_size => {
+                    return Some(Ok(batch));
+                }
+                Ok(Some((batch, _))) => self.small.push_batch(batch),
                 Ok(None) => {
                     self.finished = true;
                     self.small.finish_buffered_batch()
@@ -115,10 +127,10 @@ impl PartsReader {
     }
 
     /// The next batch of the parts: each part's batches in memory, then its spilled segments.
-    async fn fetch(&mut self) -> Result<Option<RecordBatch>> {
+    async fn fetch(&mut self) -> Result<Option<(RecordBatch, Origin)>> {
         loop {
             if let Some(batch) = self.read_back.pop_front() {
-                return Ok(Some(batch));
+                return Ok(Some((batch, Origin::Spill)));
             }
             if let Some(spilled) = &mut self.spilled {
                 match spilled.next_batches(&self.reads).await? {
@@ -130,7 +142,7 @@ impl PartsReader {
             }
             let Some(part) = self.parts.front_mut() else { return Ok(None) };
             if let Some(batch) = part.pop() {
-                return Ok(Some(batch));
+                return Ok(Some((batch, Origin::Memory)));
             }
             self.spilled = part.take_spilled();
             self.parts.pop_front();

@@ -159,36 +159,52 @@ impl ShuffleExchangeExec {
             let metrics = ExchangeMetrics::new(&self.metrics);
             let (input, partitioning) = (Arc::clone(&self.input), self.partitioning.clone());
             let reads = Arc::clone(&self.spill_reads);
+            let slots = context.session_config().target_partitions();
             async move {
                 let outputs = match partitioning {
                     ExchangePartitioning::Range(ordering, n) => {
                         let keys = SortKeys::try_new(ordering, &input.schema())?;
                         let per_map = sample_size_per_map(n, maps);
-                        let buffered = run_all((0..maps).map(|map| {
-                            let sample = KeySample::new(keys.clone(), per_map, map);
-                            buffer_map_task(Arc::clone(&input), map, Arc::clone(&context), sample, metrics.first_pass())
-                        }))
+                        let buffered = run_all(
+                            (0..maps).map(|map| {
+                                let sample = KeySample::new(keys.clone(), per_map, map);
+                                buffer_map_task(
+                                    Arc::clone(&input),
+                                    map,
+                                    Arc::clone(&context),
+                                    sample,
+                                    metrics.first_pass(),
+                                )
+                            }),
+                            slots,
+                        )
                         .await?;
                         let (buffered, samples): (Vec<_>, Vec<_>) = buffered.into_iter().unzip();
                         let router = RangeRouter::from_samples(samples, n, keys);
-                        run_all(buffered.into_iter().enumerate().map(|(map, output)| {
-                            route_map_task(
-                                output,
-                                map,
-                                input.schema(),
-                                Arc::clone(&context),
-                                router.clone(),
-                                Arc::clone(&reads),
-                                metrics.clone(),
-                            )
-                        }))
+                        run_all(
+                            buffered.into_iter().enumerate().map(|(map, output)| {
+                                route_map_task(
+                                    output,
+                                    map,
+                                    input.schema(),
+                                    Arc::clone(&context),
+                                    router.clone(),
+                                    Arc::clone(&reads),
+                                    metrics.clone(),
+                                )
+                            }),
+                            slots,
+                        )
                         .await?
                     }
                     partitioning => {
-                        run_all((0..maps).map(|map| {
-                            let (input, context) = (Arc::clone(&input), Arc::clone(&context));
-                            run_map_task(input, map, context, partitioning.clone(), metrics.clone())
-                        }))
+                        run_all(
+                            (0..maps).map(|map| {
+                                let (input, context) = (Arc::clone(&input), Arc::clone(&context));
+                                run_map_task(input, map, context, partitioning.clone(), metrics.clone())
+                            }),
+                            slots,
+                        )
                         .await?
                     }
                 };
@@ -202,12 +218,22 @@ impl ShuffleExchangeExec {
     }
 }
 
-/// Runs the map tasks side by side; the first error drops (and so aborts) the others.
+/// Runs the map tasks, at most `slots` at a time, as Spark runs a stage's tasks in its
+/// executor's slots; the first error drops (and so aborts) the others. Started all at once,
+/// every task's sorts and aggregates would register with the memory pool together, each
+/// granted a sliver of it, and would spill what fits in memory when they run a few at a time.
 async fn run_all<T: Send + 'static>(
     tasks: impl Iterator<Item = impl std::future::Future<Output = Result<T>> + Send + 'static>,
+    slots: usize,
 ) -> Result<Vec<T>> {
+    let slots = Arc::new(Semaphore::new(slots.max(1)));
     let spawned = tasks.map(|task| {
-        SpawnedTask::spawn(task).map(|joined| joined.map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?)
+        let slots = Arc::clone(&slots);
+        SpawnedTask::spawn(async move {
+            let _slot = slots.acquire_owned().await.map_err(|e| DataFusionError::External(Box::new(e)))?;
+            task.await
+        })
+        .map(|joined| joined.map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?)
     });
     futures::future::try_join_all(spawned).await
 }

@@ -25,7 +25,7 @@ use datafusion::physical_plan::test::TestMemoryExec;
 use datafusion::physical_plan::test::exec::{BlockingExec, MockExec, assert_strong_count_converges_to_zero};
 use futures::{FutureExt, StreamExt};
 
-use super::{ExchangePartitioning, ShuffleExchangeExec, ShuffleReadSpec, spill};
+use super::{ExchangePartitioning, ShuffleExchangeExec, ShuffleReadSpec, map_output, spill};
 use crate::storage::bucket_hash::bucket_ids;
 
 fn schema() -> SchemaRef {
@@ -155,6 +155,25 @@ async fn spilling_under_a_tiny_memory_limit_returns_the_same_rows() {
     assert!(spills(&spilled) > 0);
     assert!((1..=3).contains(&metric(&spilled, "spill_files")), "one spill file per map task at most");
     assert_eq!(tight.memory_pool().reserved(), 0);
+}
+
+#[tokio::test]
+async fn map_outputs_leave_half_of_a_bounded_pool_to_the_operators_above() {
+    // 4 map tasks of 1M rows of 16 bytes: 64 MB, which a 96 MiB pool would hold whole.
+    let (maps, batches, rows, partitions) = (4, 10, 100_000, 4);
+    let limit = 96 << 20;
+    let (context, exchange) = (context(Some(limit)), hash(input(maps, batches, rows), partitions));
+    exchange.materialize(Arc::clone(&context)).await.unwrap();
+    // Without the rule nothing would spill; a task may keep a remainder too small for a run.
+    let held = context.memory_pool().reserved();
+    assert!(held <= limit / 2 + map_output::LEAST_RUN_BYTES, "map outputs hold {held} bytes of a {limit}-byte pool");
+    assert!(spills(&exchange) > 0);
+    let expected = expected(maps, batches, rows, partitions);
+    for partition in 0..partitions {
+        let read = keys(exchange.execute(partition, Arc::clone(&context)).unwrap()).await;
+        assert_eq!(read, expected_keys(&expected, (0..maps).map(|map| (map, partition))), "partition {partition}");
+    }
+    assert_eq!(context.memory_pool().reserved(), 0);
 }
 
 /// Descriptors this process has open.

@@ -107,7 +107,7 @@ impl AggregateUDFImpl for SparkAvg {
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         match self.decimal_input(&args)? {
-            Some(averaging) => Ok(Box::new(DecimalAverage { averaging, total: Some(0), count: 0 })),
+            Some(averaging) => Ok(Box::new(DecimalAverage { averaging, group: GroupAverage::default() })),
             None if args.is_distinct => self.distinct.accumulator(args),
             None => self.inner.accumulator(args),
         }
@@ -119,7 +119,7 @@ impl AggregateUDFImpl for SparkAvg {
 
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
         match self.decimal_input(&args)? {
-            Some(averaging) => Ok(Box::new(DecimalAverages { averaging, totals: Vec::new(), counts: Vec::new() })),
+            Some(averaging) => Ok(Box::new(DecimalAverages { averaging, groups: Vec::new() })),
             None => self.inner.create_groups_accumulator(args),
         }
     }
@@ -189,38 +189,74 @@ fn out_of_range() -> DataFusionError {
     ).into()
 }
 
+/// One group's running total and count. The total is `lost` once it passed 128 bits under
+/// legacy mode (or came from a partial total that had): its average is NULL. One 32-byte value
+/// per group, so that adding to a group among many touches one cache line.
+#[derive(Debug, Clone, Copy, Default)]
+struct GroupAverage {
+    total: i128,
+    count: i64,
+    lost: bool,
+}
+
 impl Averaging {
-    /// `total` (`None` once past 128 bits, under legacy mode) with `value` added.
-    fn added(&self, total: Option<i128>, value: Option<i128>) -> Result<Option<i128>> {
-        match (total, value.map(|v| total.map(|t| t.checked_add(v)))) {
-            (Some(_), Some(Some(Some(sum)))) => Ok(Some(sum)),
-            (_, Some(Some(None))) if self.mode == EvalMode::Ansi => Err(out_of_range()),
-            _ => Ok(None),
+    /// Adds `value` (`None`: a partial total that was lost) and `count` rows to `group`; a total
+    /// past 128 bits fails under ANSI mode and is lost under legacy mode.
+    #[inline]
+    fn add(&self, group: &mut GroupAverage, value: Option<i128>, count: i64) -> Result<()> {
+        group.count += count;
+        if group.lost {
+            return Ok(());
+        }
+        match value.map(|value| group.total.checked_add(value)) {
+            Some(Some(total)) => group.total = total,
+            Some(None) if self.mode == EvalMode::Ansi => return Err(out_of_range()),
+            _ => group.lost = true,
+        }
+        Ok(())
+    }
+
+    /// The partial total of `group`: NULL for no rows, or one lost.
+    fn partial_total(group: &GroupAverage) -> Option<i128> {
+        (group.count > 0 && !group.lost).then_some(group.total)
+    }
+
+    fn group_average(&self, group: &GroupAverage) -> Result<Option<i128>> {
+        if group.lost { Ok(None) } else { self.average(group.total, group.count) }
+    }
+}
+
+/// The rows a batch of input values or partial totals adds: one each for values; for partial
+/// totals their counts, where a NULL total with rows is one that was lost, and one without
+/// rows adds nothing.
+fn rows_added(totals: &Decimal128Array, counts: Option<&Int64Array>, row: usize) -> Option<(Option<i128>, i64)> {
+    let value = totals.is_valid(row).then(|| totals.value(row));
+    match counts {
+        None => value.map(|value| (Some(value), 1)),
+        Some(counts) => {
+            let count = counts.value(row);
+            (value.is_some() || count > 0).then_some((value, count))
         }
     }
 }
 
-/// One group's total (`None` once it overflowed, under legacy mode) and count.
+/// One group's average, for a window or an aggregate without groups.
 #[derive(Debug)]
 struct DecimalAverage {
     averaging: Averaging,
-    total: Option<i128>,
-    count: i64,
+    group: GroupAverage,
 }
 
 impl DecimalAverage {
-    /// Adds input values, or (with their `counts`) partial totals, where a NULL total of rows
-    /// is one that overflowed.
-    fn add(&mut self, totals: &ArrayRef, counts: Option<&ArrayRef>, sign: i128) -> Result<()> {
+    /// Adds input values, or (with their `counts`) partial totals; `sign` -1 takes rows back out.
+    fn add(&mut self, totals: &ArrayRef, counts: Option<&ArrayRef>, sign: i64) -> Result<()> {
         let totals = totals.as_primitive::<Decimal128Type>();
+        let counts = counts.map(|c| c.as_primitive::<Int64Type>());
         for row in 0..totals.len() {
-            let count = counts.map_or(1, |c| c.as_primitive::<Int64Type>().value(row));
-            if totals.is_null(row) && (counts.is_none() || count == 0) {
-                continue;
+            if let Some((value, count)) = rows_added(totals, counts, row) {
+                let value = value.map(|v| i128::from(sign) * v);
+                self.averaging.add(&mut self.group, value, sign * count)?;
             }
-            let value = totals.is_valid(row).then(|| sign * totals.value(row));
-            self.total = self.averaging.added(self.total, value)?;
-            self.count += sign as i64 * count;
         }
         Ok(())
     }
@@ -246,18 +282,14 @@ impl Accumulator for DecimalAverage {
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
         let Averaging { total_precision, input_scale, .. } = self.averaging;
         Ok(vec![
-            ScalarValue::Decimal128(self.total.filter(|_| self.count > 0), total_precision, input_scale),
-            ScalarValue::Int64(Some(self.count)),
+            ScalarValue::Decimal128(Averaging::partial_total(&self.group), total_precision, input_scale),
+            ScalarValue::Int64(Some(self.group.count)),
         ])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let Averaging { precision, scale, .. } = self.averaging;
-        let average = match self.total {
-            Some(total) => self.averaging.average(total, self.count)?,
-            None => None,
-        };
-        Ok(ScalarValue::Decimal128(average, precision, scale))
+        Ok(ScalarValue::Decimal128(self.averaging.group_average(&self.group)?, precision, scale))
     }
 
     fn size(&self) -> usize {
@@ -265,12 +297,11 @@ impl Accumulator for DecimalAverage {
     }
 }
 
-/// Many groups' totals (`None` once one overflowed, under legacy mode) and counts.
+/// Many groups' totals and counts.
 #[derive(Debug)]
 struct DecimalAverages {
     averaging: Averaging,
-    totals: Vec<Option<i128>>,
-    counts: Vec<i64>,
+    groups: Vec<GroupAverage>,
 }
 
 impl DecimalAverages {
@@ -282,19 +313,23 @@ impl DecimalAverages {
         filter: Option<&BooleanArray>,
         groups_total: usize,
     ) -> Result<()> {
-        self.totals.resize(groups_total, Some(0));
-        self.counts.resize(groups_total, 0);
+        self.groups.resize(groups_total, GroupAverage::default());
         let totals = totals.as_primitive::<Decimal128Type>();
+        if counts.is_none() && filter.is_none() && totals.null_count() == 0 {
+            // Input values without NULLs, the common case: straight over the values.
+            for (&group, &value) in groups.iter().zip(totals.values().iter()) {
+                self.averaging.add(&mut self.groups[group], Some(value), 1)?;
+            }
+            return Ok(());
+        }
         let counts = counts.map(|c| c.as_primitive::<Int64Type>());
         for (row, &group) in groups.iter().enumerate() {
-            let count = counts.map_or(1, |c| c.value(row));
-            let overflowed = counts.is_some() && count > 0;
-            if (totals.is_null(row) && !overflowed) || filter.is_some_and(|f| !f.is_valid(row) || !f.value(row)) {
+            if filter.is_some_and(|f| !f.is_valid(row) || !f.value(row)) {
                 continue;
             }
-            let value = totals.is_valid(row).then(|| totals.value(row));
-            self.totals[group] = self.averaging.added(self.totals[group], value)?;
-            self.counts[group] += count;
+            if let Some((value, count)) = rows_added(totals, counts, row) {
+                self.averaging.add(&mut self.groups[group], value, count)?;
+            }
         }
         Ok(())
     }
@@ -316,24 +351,18 @@ impl GroupsAccumulator for DecimalAverages {
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        let (totals, counts) = (emit_to.take_needed(&mut self.totals), emit_to.take_needed(&mut self.counts));
-        let averages = totals
-            .into_iter()
-            .zip(counts)
-            .map(|(total, count)| match total {
-                Some(total) => self.averaging.average(total, count),
-                None => Ok(None),
-            })
-            .collect::<Result<Decimal128Array>>()?;
+        let groups = emit_to.take_needed(&mut self.groups);
+        let averages =
+            groups.iter().map(|group| self.averaging.group_average(group)).collect::<Result<Decimal128Array>>()?;
         let Averaging { precision, scale, .. } = self.averaging;
         Ok(Arc::new(averages.with_precision_and_scale(precision, scale)?))
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
-        let (totals, counts) = (emit_to.take_needed(&mut self.totals), emit_to.take_needed(&mut self.counts));
-        let totals = totals.iter().zip(&counts).map(|(total, count)| total.filter(|_| *count > 0));
-        let totals = self.averaging.totals(totals.collect())?;
-        Ok(vec![Arc::new(totals), Arc::new(Int64Array::from(counts))])
+        let groups = emit_to.take_needed(&mut self.groups);
+        let totals = self.averaging.totals(groups.iter().map(Averaging::partial_total).collect())?;
+        let counts: Int64Array = groups.iter().map(|group| Some(group.count)).collect();
+        Ok(vec![Arc::new(totals), Arc::new(counts)])
     }
 
     fn convert_to_state(&self, values: &[ArrayRef], opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
@@ -345,6 +374,88 @@ impl GroupsAccumulator for DecimalAverages {
     }
 
     fn size(&self) -> usize {
-        self.totals.capacity() * size_of::<i128>() + self.counts.capacity() * size_of::<i64>()
+        self.groups.capacity() * size_of::<GroupAverage>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decimals(values: &[Option<i128>], precision: u8, scale: i8) -> ArrayRef {
+        Arc::new(Decimal128Array::from(values.to_vec()).with_precision_and_scale(precision, scale).unwrap())
+    }
+
+    fn averages(mode: EvalMode) -> DecimalAverages {
+        DecimalAverages { averaging: Averaging { mode, ..Averaging::of(15, 2) }, groups: Vec::new() }
+    }
+
+    /// The average of positive `decimal(15, 2)` values as `decimal(19, 6)`, rounded half up,
+    /// worked out in whole numbers of millionths.
+    fn expected_average(values: &[i128]) -> i128 {
+        let (total, count) = (values.iter().sum::<i128>() * 10_000, values.len() as i128);
+        (2 * total + count) / (2 * count)
+    }
+
+    #[test]
+    fn groups_average_their_values_with_and_without_nulls_and_through_partial_totals() {
+        let values: Vec<i128> = (0..3000).map(|i| (i * 7919) % 100_003 + 1).collect();
+        let groups: Vec<usize> = (0..3000).map(|i| (i * 31) % 7).collect();
+        let expected: Vec<i128> = (0..7)
+            .map(|g| {
+                let mine: Vec<i128> = values.iter().zip(&groups).filter(|(_, x)| **x == g).map(|(v, _)| *v).collect();
+                expected_average(&mine)
+            })
+            .collect();
+        // All at once, without NULLs.
+        let mut whole = averages(EvalMode::Ansi);
+        let all: Vec<Option<i128>> = values.iter().copied().map(Some).collect();
+        whole.update_batch(&[decimals(&all, 15, 2)], &groups, None, 7).unwrap();
+        let result = whole.evaluate(EmitTo::All).unwrap();
+        assert_eq!(result.data_type(), &DataType::Decimal128(19, 6));
+        let result = result.as_primitive::<Decimal128Type>();
+        assert_eq!(result.values().to_vec(), expected);
+        // In two partial halves, each with a NULL that counts for nothing, merged.
+        let mut merged = averages(EvalMode::Ansi);
+        for half in [0..1500, 1500..3000] {
+            let mut partial = averages(EvalMode::Ansi);
+            let mut half_values: Vec<Option<i128>> = all[half.clone()].to_vec();
+            let mut half_groups = groups[half].to_vec();
+            half_values.push(None);
+            half_groups.push(3);
+            partial.update_batch(&[decimals(&half_values, 15, 2)], &half_groups, None, 7).unwrap();
+            let state = partial.state(EmitTo::All).unwrap();
+            assert_eq!(state[0].data_type(), &DataType::Decimal128(25, 2));
+            merged.merge_batch(&state, &(0..7).collect::<Vec<_>>(), 7).unwrap();
+        }
+        let result = merged.evaluate(EmitTo::All).unwrap();
+        assert_eq!(result.as_primitive::<Decimal128Type>().values().to_vec(), expected);
+    }
+
+    #[test]
+    fn a_total_past_128_bits_fails_under_ansi_and_is_null_under_legacy_mode() {
+        let huge = decimals(&[Some(i128::MAX / 2 + 1), Some(i128::MAX / 2 + 1), Some(5)], 38, 0);
+        let groups = [0, 0, 1];
+        let mut ansi = DecimalAverages { averaging: Averaging::of(38, 0), groups: Vec::new() };
+        let error = ansi.update_batch(std::slice::from_ref(&huge), &groups, None, 2).unwrap_err();
+        assert!(error.to_string().contains("NUMERIC_VALUE_OUT_OF_RANGE"), "{error}");
+        let mut legacy = DecimalAverages {
+            averaging: Averaging { mode: EvalMode::Legacy, ..Averaging::of(38, 0) },
+            groups: Vec::new(),
+        };
+        legacy.update_batch(&[huge], &groups, None, 2).unwrap();
+        let state = legacy.state(EmitTo::All).unwrap();
+        // The lost total travels as NULL with its rows, and stays lost when merged.
+        assert!(state[0].is_null(0));
+        assert_eq!(state[1].as_primitive::<Int64Type>().values().to_vec(), vec![2, 1]);
+        let mut merged = DecimalAverages {
+            averaging: Averaging { mode: EvalMode::Legacy, ..Averaging::of(38, 0) },
+            groups: Vec::new(),
+        };
+        merged.merge_batch(&state, &[0, 1], 2).unwrap();
+        let result = merged.evaluate(EmitTo::All).unwrap();
+        let result = result.as_primitive::<Decimal128Type>();
+        assert!(result.is_null(0));
+        assert_eq!(result.value(1), 5_0000);
     }
 }
