@@ -18,7 +18,7 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, ArrowNativeTypeOp, AsArray, Decimal128Array, PrimitiveArray};
-use datafusion::arrow::compute::kernels::arity::try_binary;
+use datafusion::arrow::compute::kernels::arity::{binary, try_binary};
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::{
     ArrowPrimitiveType, DataType, Decimal128Type, Int8Type, Int16Type, Int32Type, Int64Type, i256,
@@ -498,6 +498,9 @@ impl CheckedArithmetic {
     /// The common case of [`Self::decimal`] at Arrow's speed: where the exact result has the
     /// result's scale already (nothing to round) and every value fits 128 bits and the result's
     /// precision. None where a value does not, for the exact path to give its error or NULL.
+    /// Where the operands' largest values leave no room for a result past the result's precision,
+    /// nothing is checked value by value, and operands that fit a long multiply in one 64-bit
+    /// instruction.
     fn decimal_in_128_bits(
         &self,
         (left, left_scale): (&Decimal128Array, i8),
@@ -509,18 +512,38 @@ impl CheckedArithmetic {
         let fits = |v: Option<i128>| {
             v.filter(|v| v.unsigned_abs() < limit).ok_or_else(|| ArrowError::ComputeError(String::new()))
         };
+        let (left_largest, right_largest) = (magnitude_bound(left), magnitude_bound(right));
         let computed = match self.arithmetic {
             Arithmetic::Multiply if left_scale + right_scale == scale => {
-                try_binary::<_, _, _, Decimal128Type>(left, right, |a: i128, b: i128| fits(a.checked_mul(b)))
+                let long = i64::MAX as u128;
+                match left_largest.checked_mul(right_largest) {
+                    Some(largest) if largest < limit && left_largest <= long && right_largest <= long => {
+                        binary(left, right, |a: i128, b: i128| i128::from(a as i64) * i128::from(b as i64))
+                    }
+                    Some(largest) if largest < limit => binary(left, right, |a: i128, b: i128| a.wrapping_mul(b)),
+                    _ => try_binary::<_, _, _, Decimal128Type>(left, right, |a: i128, b: i128| fits(a.checked_mul(b))),
+                }
             }
             Arithmetic::Add | Arithmetic::Subtract if left_scale.max(right_scale) == scale && scale >= 0 => {
                 let factor = |from: i8| 10i128.checked_pow((scale - from) as u32);
                 let (left_factor, right_factor) = (factor(left_scale)?, factor(right_scale)?);
                 let subtract = self.arithmetic == Arithmetic::Subtract;
-                try_binary::<_, _, _, Decimal128Type>(left, right, |a: i128, b: i128| {
-                    let (a, b) = (a.checked_mul(left_factor), b.checked_mul(right_factor));
-                    fits(a.zip(b).and_then(|(a, b)| if subtract { a.checked_sub(b) } else { a.checked_add(b) }))
-                })
+                let largest = left_largest
+                    .checked_mul(left_factor.unsigned_abs())
+                    .zip(right_largest.checked_mul(right_factor.unsigned_abs()))
+                    .and_then(|(a, b)| a.checked_add(b));
+                if largest.is_some_and(|largest| largest < limit) {
+                    // Wrapping only for the values under NULLs, which are not read.
+                    let right_factor = if subtract { right_factor.wrapping_neg() } else { right_factor };
+                    binary(left, right, |a: i128, b: i128| {
+                        a.wrapping_mul(left_factor).wrapping_add(b.wrapping_mul(right_factor))
+                    })
+                } else {
+                    try_binary::<_, _, _, Decimal128Type>(left, right, |a: i128, b: i128| {
+                        let (a, b) = (a.checked_mul(left_factor), b.checked_mul(right_factor));
+                        fits(a.zip(b).and_then(|(a, b)| if subtract { a.checked_sub(b) } else { a.checked_add(b) }))
+                    })
+                }
             }
             _ => return None,
         };
@@ -590,6 +613,12 @@ impl CheckedArithmetic {
     }
 }
 
+/// A bound on the magnitudes of `values` (under NULLs too), within twice the largest: their
+/// bits or-ed together, in one pass that vectorizes.
+fn magnitude_bound(values: &Decimal128Array) -> u128 {
+    values.values().iter().fold(0, |bound, v| bound | v.unsigned_abs())
+}
+
 /// A DECIMAL `result` whose values all fit its precision; where one does not, Spark's
 /// NUMERIC_VALUE_OUT_OF_RANGE, or NULL in its place for the `try_` functions and legacy mode.
 fn in_precision(result: ArrayRef, overflow: OnOverflow) -> Result<ArrayRef> {
@@ -654,6 +683,9 @@ mod tests {
             (Arithmetic::Subtract, (38, 2), (38, 2), 10i128.pow(38) - 1, false),
             (Arithmetic::Subtract, (7, 0), (20, 9), 10i128.pow(7), true),
             (Arithmetic::Multiply, (38, 10), (38, 10), 10i128.pow(10), true),
+            (Arithmetic::Multiply, (18, 0), (18, 3), 10i128.pow(18) - 1, true),
+            (Arithmetic::Multiply, (19, 0), (18, 0), 10i128.pow(19) - 1, true),
+            (Arithmetic::Add, (37, 0), (37, 0), 10i128.pow(37) - 1, true),
         ];
         for (arithmetic, (p1, s1), (p2, s2), largest, all_fit) in cases {
             let DataType::Decimal128(precision, scale) =
