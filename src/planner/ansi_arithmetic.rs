@@ -498,9 +498,9 @@ impl CheckedArithmetic {
     /// The common case of [`Self::decimal`] at Arrow's speed: where the exact result has the
     /// result's scale already (nothing to round) and every value fits 128 bits and the result's
     /// precision. None where a value does not, for the exact path to give its error or NULL.
-    /// Where the operands' largest values leave no room for a result past the result's precision,
-    /// nothing is checked value by value, and operands that fit a long multiply in one 64-bit
-    /// instruction.
+    /// Where the operands' largest values (under NULLs too) leave no room for a result past the
+    /// result's precision, nothing is checked value by value, and operands that fit a long
+    /// multiply in one 64-bit instruction.
     fn decimal_in_128_bits(
         &self,
         (left, left_scale): (&Decimal128Array, i8),
@@ -512,15 +512,15 @@ impl CheckedArithmetic {
         let fits = |v: Option<i128>| {
             v.filter(|v| v.unsigned_abs() < limit).ok_or_else(|| ArrowError::ComputeError(String::new()))
         };
-        let (left_largest, right_largest) = (magnitude_bound(left), magnitude_bound(right));
         let computed = match self.arithmetic {
             Arithmetic::Multiply if left_scale + right_scale == scale => {
+                let (left_largest, right_largest) = (magnitude_bound(left), magnitude_bound(right));
                 let long = i64::MAX as u128;
                 match left_largest.checked_mul(right_largest) {
                     Some(largest) if largest < limit && left_largest <= long && right_largest <= long => {
                         binary(left, right, |a: i128, b: i128| i128::from(a as i64) * i128::from(b as i64))
                     }
-                    Some(largest) if largest < limit => binary(left, right, |a: i128, b: i128| a.wrapping_mul(b)),
+                    Some(largest) if largest < limit => binary(left, right, |a: i128, b: i128| a * b),
                     _ => try_binary::<_, _, _, Decimal128Type>(left, right, |a: i128, b: i128| fits(a.checked_mul(b))),
                 }
             }
@@ -528,16 +528,13 @@ impl CheckedArithmetic {
                 let factor = |from: i8| 10i128.checked_pow((scale - from) as u32);
                 let (left_factor, right_factor) = (factor(left_scale)?, factor(right_scale)?);
                 let subtract = self.arithmetic == Arithmetic::Subtract;
-                let largest = left_largest
+                let largest = magnitude_bound(left)
                     .checked_mul(left_factor.unsigned_abs())
-                    .zip(right_largest.checked_mul(right_factor.unsigned_abs()))
+                    .zip(magnitude_bound(right).checked_mul(right_factor.unsigned_abs()))
                     .and_then(|(a, b)| a.checked_add(b));
                 if largest.is_some_and(|largest| largest < limit) {
-                    // Wrapping only for the values under NULLs, which are not read.
-                    let right_factor = if subtract { right_factor.wrapping_neg() } else { right_factor };
-                    binary(left, right, |a: i128, b: i128| {
-                        a.wrapping_mul(left_factor).wrapping_add(b.wrapping_mul(right_factor))
-                    })
+                    let right_factor = if subtract { -right_factor } else { right_factor };
+                    binary(left, right, |a: i128, b: i128| a * left_factor + b * right_factor)
                 } else {
                     try_binary::<_, _, _, Decimal128Type>(left, right, |a: i128, b: i128| {
                         let (a, b) = (a.checked_mul(left_factor), b.checked_mul(right_factor));
