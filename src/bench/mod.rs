@@ -111,11 +111,8 @@ fn open_descriptors() -> u64 {
 
 /// Hands memory freed by earlier queries back to the system, so that a query's peak is its own.
 fn return_freed_memory() {
-    // SAFETY: `malloc_trim` only releases free heap memory; it has no preconditions.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    // SAFETY: `mi_collect` only frees and returns unused memory; it has no preconditions.
+    unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
 fn rss_bytes() -> u64 {
