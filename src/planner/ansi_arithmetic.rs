@@ -36,7 +36,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 
 use super::decimal_division::{
-    DECIMAL_DIVIDE, DecimalBound, decimal_operands, quotient_half_up, result_decimal, wider_decimal,
+    DECIMAL_DIVIDE, DecimalBound, decimal_operands, power_of_ten, quotient_half_up, result_decimal, wider_decimal,
 };
 use super::division::{ANSI_DIVIDE, ANSI_REMAINDER};
 use super::expression_rule::is_comparison;
@@ -308,7 +308,7 @@ fn in_34_digits(value: i256) -> i256 {
     if digits <= 34 {
         return value;
     }
-    let unit = i256::from_i128(10).wrapping_pow(digits - 34);
+    let unit = power_of_ten(digits - 34);
     let (quotient, remainder) = (value.wrapping_div(unit), value.wrapping_rem(unit));
     let twice = remainder.wrapping_abs().wrapping_mul(i256::from_i128(2));
     let away = twice > unit || (twice == unit && quotient.wrapping_rem(i256::from_i128(2)) != i256::ZERO);
@@ -640,11 +640,10 @@ fn in_precision(result: ArrayRef, overflow: OnOverflow) -> Result<ArrayRef> {
 /// `value`, a DECIMAL of scale `from`, at scale `to`: multiplied up, or divided down rounding
 /// half up (away from zero on a half), as Spark's `Decimal.changePrecision`.
 fn rescale(value: i256, from: i8, to: i8) -> i256 {
-    let ten = i256::from_i128(10);
     if to >= from {
-        return value.wrapping_mul(ten.wrapping_pow((to - from) as u32));
+        return value.wrapping_mul(power_of_ten((to - from) as u32));
     }
-    quotient_half_up(value, ten.wrapping_pow((from - to) as u32))
+    quotient_half_up(value, power_of_ten((from - to) as u32))
 }
 
 #[cfg(test)]

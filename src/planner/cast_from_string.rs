@@ -29,7 +29,7 @@ use datafusion::logical_expr::{
     ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::decimal_division::DecimalBound;
+use super::decimal_division::{DecimalBound, power_of_ten};
 use crate::error::malformed_string;
 use crate::exec::columnar::{input_column, shaped_like};
 
@@ -440,7 +440,7 @@ pub fn string_to_decimal(text: &str, scale: i8) -> Option<i256> {
         for byte in digits.bytes() {
             unscaled = unscaled.wrapping_mul(ten).wrapping_add(i256::from_i128(i128::from(byte - b'0')));
         }
-        unscaled = unscaled.wrapping_mul(ten.wrapping_pow(shift as u32));
+        unscaled = unscaled.wrapping_mul(power_of_ten(shift as u32));
     } else {
         let dropped = usize::try_from(-i64::from(shift)).ok()?;
         let kept = digits.len().saturating_sub(dropped);

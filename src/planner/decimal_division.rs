@@ -250,14 +250,25 @@ impl ScalarUDFImpl for DecimalDivide {
 /// `a * 10^shift / b` rounded half up (away from zero on a half), in 256 bits: a DECIMAL(38)
 /// times 10^44 still fits.
 pub fn divide_half_up(a: i128, b: i128, shift: i32) -> i256 {
-    let ten = i256::from_i128(10);
     let (mut numerator, mut denominator) = (i256::from_i128(a), i256::from_i128(b));
     if shift >= 0 {
-        numerator = numerator.wrapping_mul(ten.wrapping_pow(shift as u32));
+        numerator = numerator.wrapping_mul(power_of_ten(shift as u32));
     } else {
-        denominator = denominator.wrapping_mul(ten.wrapping_pow(shift.unsigned_abs()));
+        denominator = denominator.wrapping_mul(power_of_ten(shift.unsigned_abs()));
     }
     quotient_half_up(numerator, denominator)
+}
+
+/// 10^`exponent` in 256 bits (wrapped past 10^76), looked up: `i256::wrapping_pow` multiplies
+/// in 256 bits each time, and the callers ask once per value or per group.
+pub fn power_of_ten(exponent: u32) -> i256 {
+    static POWERS: LazyLock<Vec<i256>> = LazyLock::new(|| {
+        std::iter::successors(Some(i256::ONE), |power| power.checked_mul(i256::from_i128(10))).collect()
+    });
+    match POWERS.get(exponent as usize) {
+        Some(power) => *power,
+        None => i256::from_i128(10).wrapping_pow(exponent),
+    }
 }
 
 /// `numerator / denominator` rounded half up (away from zero on a half).
@@ -285,7 +296,7 @@ pub struct DecimalBound {
 
 impl DecimalBound {
     pub fn of(precision: u8, scale: i8) -> Self {
-        DecimalBound { limit: i256::from_i128(10).wrapping_pow(u32::from(precision)), precision, scale }
+        DecimalBound { limit: power_of_ten(u32::from(precision)), precision, scale }
     }
 
     /// Spark's NUMERIC_VALUE_OUT_OF_RANGE unless the type holds `value`.
@@ -317,6 +328,16 @@ fn out_of_range(quotient: i256, precision: u8, scale: i8) -> SqlError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn powers_of_ten_are_a_one_and_zeros_then_wrap_as_multiplying_does() {
+        for exponent in 0..=76 {
+            let written = i256::from_string(&format!("1{}", "0".repeat(exponent as usize)));
+            assert_eq!(Some(power_of_ten(exponent)), written, "10^{exponent}");
+        }
+        let wrapped = (0..80).fold(i256::ONE, |power, _| power.wrapping_mul(i256::from_i128(10)));
+        assert_eq!(power_of_ten(80), wrapped);
+    }
 
     /// Spark 4.3's result types (`EXPLAIN`ed and run): decimal(12,2) / 3 → (16,6), / an INT
     /// column → (21,13), / a BIGINT → (26,23), (12,2) / (5,1) → (19,8), (38,10) / (38,10) →

@@ -3,8 +3,9 @@
 //! which Spark adds in front of it so that scans get `IsNotNull` pushed (`PushedFilters: [IsNotNull(k),
 //! EqualTo(k,42)]`, `PartitionFilters: [isnotnull(d), (d = …)]`). `isnotnull(cast(k as
 //! double))` and `isnotnull(k + 1)` are `isnotnull(k)`, as Spark infers them. A join's
-//! condition does the same for the sides whose rows it may drop (both for inner and semi joins,
-//! the inner side of an outer or anti join): `k1.k < f.z` filters `isnotnull(k)` and
+//! condition does the same for the sides whose rows it may drop (both for inner joins, the
+//! inner side of an outer join; not for semi and anti joins, which Spark makes of subqueries
+//! after it infers): `k1.k < f.z` filters `isnotnull(k)` and
 //! `isnotnull(z)` under the join. Spark infers more (equalities across joins); that does not
 //! change where rows move.
 //!
@@ -249,8 +250,10 @@ impl OptimizerRule for InferFiltersFromConstraints {
 /// the join on each side whose unmatched rows the join drops.
 fn filter_join_sides(join: Join) -> Result<Transformed<LogicalPlan>> {
     let (filter_left, filter_right) = match join.join_type {
-        JoinType::Inner | JoinType::LeftSemi | JoinType::RightSemi => (true, true),
-        JoinType::Left | JoinType::LeftAnti | JoinType::LeftMark => (false, true),
+        // Spark infers before subqueries become semi and anti joins (`RewritePredicateSubquery`).
+        JoinType::LeftSemi | JoinType::LeftAnti => (false, false),
+        JoinType::Inner | JoinType::RightSemi => (true, true),
+        JoinType::Left | JoinType::LeftMark => (false, true),
         JoinType::Right | JoinType::RightAnti | JoinType::RightMark => (true, false),
         JoinType::Full => (false, false),
     };

@@ -27,6 +27,7 @@ pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
 pub mod keep_null_safe_joins;
+pub mod keep_semi_joins_unfiltered;
 pub mod keep_sort_keys;
 pub mod normalize_nan_and_zero;
 pub mod overridden_rule;
@@ -79,6 +80,7 @@ use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
 use keep_null_safe_joins::KeepNullSafeJoins;
+use keep_semi_joins_unfiltered::KeepSemiJoinsUnfiltered;
 use keep_sort_keys::KeepSortKeys;
 use normalize_nan_and_zero::NormalizeNaNAndZero;
 use pull_out_grouping_expressions::{name_keys_for_combining, pull_out_grouping_expressions};
@@ -126,11 +128,12 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
 /// cross-join elimination keeping NULL-safe joins apart and its sorts keeping their keys; then Spark's shape for EXCEPT and
 /// INTERSECT, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
-    let (single_distinct, cross_join, sort_keys, simplify) = (
+    let (single_distinct, cross_join, sort_keys, simplify, null_keys) = (
         SingleDistinctAggregate::default(),
         KeepNullSafeJoins::default(),
         KeepSortKeys::default(),
         UnwrapCastInBinaryComparison::default(),
+        KeepSemiJoinsUnfiltered::default(),
     );
     let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Optimizer::new()
         .rules
@@ -141,6 +144,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
                 name if name == cross_join.name() => Arc::new(KeepNullSafeJoins::default()),
                 name if name == sort_keys.name() => Arc::new(KeepSortKeys::default()),
                 name if name == simplify.name() => Arc::new(UnwrapCastInBinaryComparison::default()),
+                name if name == null_keys.name() => Arc::new(KeepSemiJoinsUnfiltered::default()),
                 _ => rule,
             }
         })

@@ -260,6 +260,11 @@ CASES = [
     ("F7 an added column aggregated by the bucket key", [],
      "SELECT k, count(f) AS nf, max(e) AS me FROM kn GROUP BY k"),
     ("F7 a truncated table filled again joins", [], "SELECT t.o, x.p FROM kt t JOIN k4 x ON t.k = x.k"),
+    # Subqueries become semi and anti joins after Spark infers filters: no isnotnull of their keys.
+    ("F9 EXISTS with a condition", [],
+     "SELECT k, j FROM k1 x WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k AND y.m <> x.j)"),
+    ("F9 IN and NOT EXISTS", [],
+     "SELECT a, z FROM flat f WHERE f.a IN (SELECT p FROM k4) AND NOT EXISTS (SELECT 1 FROM k2 y WHERE y.k = f.z)"),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.
