@@ -214,8 +214,11 @@ pub fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> 
 }
 
 /// Runs `command` (stdin closed, stdout and stderr into one log file) for at most `timeout`:
-/// its exit status, `None` past the timeout, and what it wrote.
+/// its exit status, `None` past the timeout, and what it wrote. Past the timeout the processes
+/// it started go too (it leads a process group of its own): a script's server left running
+/// would take the cores of the tests after it.
 pub fn run_logged(command: &mut Command, timeout: Duration) -> (Option<std::process::ExitStatus>, String) {
+    use std::os::unix::process::CommandExt;
     let temp = tempfile::tempdir().expect("temp dir");
     let log_path = temp.path().join("output.log");
     let log = std::fs::File::create(&log_path).unwrap();
@@ -223,8 +226,14 @@ pub fn run_logged(command: &mut Command, timeout: Duration) -> (Option<std::proc
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)
+        .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("{command:?} did not start: {e}"));
     let status = wait_with_timeout(&mut child, timeout);
+    if status.is_none() {
+        let group = libc::pid_t::try_from(child.id()).expect("a process id");
+        // SAFETY: kill only sends a signal, here to the group the child led.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+    }
     (status, std::fs::read_to_string(&log_path).unwrap_or_default())
 }
