@@ -5,9 +5,8 @@
 //! double))` and `isnotnull(k + 1)` are `isnotnull(k)`, as Spark infers them. A join's
 //! condition does the same for the sides whose rows it may drop (both for inner joins, the
 //! inner side of an outer join; not for semi and anti joins, which Spark makes of subqueries
-//! after it infers): `k1.k < f.z` filters `isnotnull(k)` and
-//! `isnotnull(z)` under the join. Spark infers more (equalities across joins); that does not
-//! change where rows move.
+//! after it infers): `k1.k < f.z` filters `isnotnull(k)` and `isnotnull(z)` under the join.
+//! Spark infers more (equalities across joins); that does not change where rows move.
 //!
 //! Runs last among the logical rules, so that it sees filters already pushed into scans.
 

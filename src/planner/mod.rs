@@ -124,9 +124,10 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
 }
 
 /// DataFusion's logical rules, with Spark's rewrite of several distinct aggregates before its
-/// single-distinct rewrite, which keeps Spark's result types, its
-/// cross-join elimination keeping NULL-safe joins apart and its sorts keeping their keys; then Spark's shape for EXCEPT and
-/// INTERSECT, and its inferred `isnotnull` filters last.
+/// single-distinct rewrite, which keeps Spark's result types, its cross-join elimination
+/// keeping NULL-safe joins apart, its sorts keeping their keys and its `isnotnull` of join keys
+/// kept off semi and anti joins; then Spark's shape for EXCEPT and INTERSECT, and its inferred
+/// `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let (single_distinct, cross_join, sort_keys, simplify, null_keys) = (
         SingleDistinctAggregate::default(),

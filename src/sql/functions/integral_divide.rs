@@ -19,6 +19,7 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 
 use crate::config::EvalMode;
+use crate::planner::decimal_division::power_of_ten;
 use crate::planner::division::null_where_zero;
 
 /// Integers meet a decimal as DECIMAL(20,0), which holds any BIGINT.
@@ -98,9 +99,8 @@ impl ScalarUDFImpl for IntegralDivide {
 /// DECIMAL quotients truncated toward zero, exactly, then taken to 64 bits as Spark's
 /// `Decimal.toLong` takes them: a quotient past BIGINT's range wraps around.
 fn decimal_quotients(left: &ArrayRef, left_scale: i8, right: &ArrayRef, right_scale: i8) -> Result<ArrayRef> {
-    let ten = i256::from_i128(10);
     // a / 10^sa ÷ b / 10^sb is (a · 10^sb) ÷ (b · 10^sa), which 256 bits hold for 38 digits.
-    let (left_up, right_up) = (ten.wrapping_pow(right_scale as u32), ten.wrapping_pow(left_scale as u32));
+    let (left_up, right_up) = (power_of_ten(right_scale as u32), power_of_ten(left_scale as u32));
     let quotients: Int64Array = try_binary(
         left.as_primitive::<Decimal128Type>(),
         right.as_primitive::<Decimal128Type>(),
