@@ -226,7 +226,9 @@ async fn run() -> anyhow::Result<()> {
                 if !(scale > 0.0 && scale.is_finite()) {
                     anyhow::bail!("--tpch takes a positive scale factor");
                 }
-                let options = TpchOptions { scale, buckets, runs, data_dir, memory_limit, json };
+                let (warehouse, s3) = (object_storage.warehouse.clone(), object_storage.s3_settings());
+                let options =
+                    TpchOptions { scale, buckets, runs, data_dir, memory_limit, json, warehouse, s3, query_history };
                 bucketsql::bench::tpch::run(options).await?;
                 return Ok(());
             }

@@ -43,3 +43,40 @@ fn tpch_answers_agree_with_duckdb_on_plain_and_bucketed_tables() {
     let exchanges = |n: usize, layout: &str| queries[n - 1][layout]["exchanges"].as_u64().unwrap();
     assert!(exchanges(18, "bucketed") < exchanges(18, "plain"), "Q18: {}", queries[17]);
 }
+
+/// `--warehouse` places the bench's bucketed copies, as it places `serve`'s managed tables;
+/// `--spark-connect`, which times only the bench's own join, is refused with TPC-H.
+#[test]
+fn tpch_bucketed_copies_go_to_the_warehouse_given() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let warehouse = tempfile::tempdir().unwrap();
+    let (status, output) = run_logged(
+        Command::new(env!("CARGO_BIN_EXE_bucketsql"))
+            .args(["bench", "--tpch", "0.01", "--runs", "1", "--data-dir"])
+            .arg(data_dir.path())
+            .arg("--warehouse")
+            .arg(warehouse.path()),
+        Duration::from_secs(600),
+    );
+    assert!(status.is_some_and(|s| s.success()), "bench --tpch failed ({status:?}):\n{output}");
+    let files = |dir: std::path::PathBuf| -> Vec<String> {
+        let entries = std::fs::read_dir(&dir).map(|entries| entries.flatten().collect::<Vec<_>>()).unwrap_or_default();
+        entries
+            .iter()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".parquet"))
+            .collect()
+    };
+    let written = files(warehouse.path().join("default").join("lineitem_bucketed"));
+    assert_eq!(written.len(), 16, "one file per bucket of lineitem_bucketed: {written:?}\n{output}");
+    assert!(files(data_dir.path().join("warehouse").join("default").join("lineitem_bucketed")).is_empty());
+
+    let (status, output) = run_logged(
+        Command::new(env!("CARGO_BIN_EXE_bucketsql"))
+            .args(["bench", "--tpch", "0.01", "--spark-connect", "sc://127.0.0.1:1", "--data-dir"])
+            .arg(data_dir.path()),
+        Duration::from_secs(60),
+    );
+    assert!(status.is_some_and(|s| !s.success()), "{output}");
+    assert!(output.contains("'--tpch <SF>' cannot be used with '--spark-connect <URL>'"), "{output}");
+}

@@ -38,6 +38,7 @@ use crate::progress::Phase;
 use crate::sql::activity::Backend;
 use crate::sql::engine::{Engine, EngineOptions};
 use crate::sql::session::Session;
+use crate::storage::object_stores::S3Settings;
 
 pub struct TpchOptions {
     pub scale: f64,
@@ -46,6 +47,12 @@ pub struct TpchOptions {
     pub data_dir: PathBuf,
     pub memory_limit: Option<usize>,
     pub json: Option<PathBuf>,
+    /// Where the bucketed copies are written: `<data-dir>/warehouse` when not given, or an
+    /// `s3://` prefix.
+    pub warehouse: Option<Location>,
+    pub s3: S3Settings,
+    /// Statements the query history keeps, as `serve` does for its web UI.
+    pub query_history: usize,
 }
 
 /// The eight tables, each with the key its bucketed copy is clustered and sorted by; the small
@@ -327,7 +334,7 @@ struct QueryResult {
 }
 
 pub async fn run(options: TpchOptions) -> Result<(), SqlError> {
-    let TpchOptions { scale, buckets, runs, data_dir, memory_limit, json } = options;
+    let TpchOptions { scale, buckets, runs, data_dir, memory_limit, json, warehouse, s3, query_history } = options;
     let dir = tables_dir(&data_dir, scale);
     std::fs::create_dir_all(&dir)?;
     let dir = dir.canonicalize()?;
@@ -336,6 +343,9 @@ pub async fn run(options: TpchOptions) -> Result<(), SqlError> {
         EngineOptions {
             memory_limit,
             allowed_locations: vec![Location::Local(dir.clone())],
+            warehouse,
+            s3,
+            query_history,
             ..EngineOptions::default()
         },
     )?;
