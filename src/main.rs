@@ -221,30 +221,23 @@ async fn run() -> anyhow::Result<()> {
             if buckets == 0 || runs == 0 || rows == 0 {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
-            let memory_limit = shared_memory_limit(memory_limit);
-            if let Some(scale) = tpch {
-                if !(scale > 0.0 && scale.is_finite()) {
-                    anyhow::bail!("--tpch takes a positive scale factor");
-                }
-                let (warehouse, s3) = (object_storage.warehouse.clone(), object_storage.s3_settings());
-                let options =
-                    TpchOptions { scale, buckets, runs, data_dir, memory_limit, json, warehouse, s3, query_history };
-                bucketsql::bench::tpch::run(options).await?;
-                return Ok(());
-            }
-            bucketsql::bench::run(bucketsql::bench::BenchOptions {
-                rows,
-                buckets,
-                runs,
-                data_dir,
-                memory_limit,
-                json,
+            let engine = EngineOptions {
+                memory_limit: shared_memory_limit(memory_limit),
                 query_history,
                 spark_connect: spark_connect.as_deref().map(SparkConnectUrl::parse).transpose()?,
                 warehouse: object_storage.warehouse.clone(),
                 s3: object_storage.s3_settings(),
-            })
-            .await?;
+                ..EngineOptions::default()
+            };
+            if let Some(scale) = tpch {
+                if !(scale > 0.0 && scale.is_finite()) {
+                    anyhow::bail!("--tpch takes a positive scale factor");
+                }
+                bucketsql::bench::tpch::run(TpchOptions { scale, buckets, runs, data_dir, json, engine }).await?;
+                return Ok(());
+            }
+            bucketsql::bench::run(bucketsql::bench::BenchOptions { rows, buckets, runs, data_dir, json, engine })
+                .await?;
         }
         Command::Demo { rows, connect, sql } => {
             if rows == 0 {

@@ -19,7 +19,6 @@ use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, collect};
 use futures::StreamExt;
 
-use crate::catalog::location::Location;
 use crate::catalog::table::TableMeta;
 use crate::error::SqlError;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
@@ -27,7 +26,6 @@ use crate::exec::empty_relation::EmptyRelationExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::parquet_reads::READ_REQUESTS;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
-use crate::exec::spark_connect::SparkConnectUrl;
 use crate::progress::Phase;
 use crate::sql::activity::Backend;
 use crate::sql::engine::{Engine, EngineOptions};
@@ -36,7 +34,7 @@ use crate::sql::session::Session;
 use crate::sql::statement;
 use crate::storage::bucket_hash::bucket_ids;
 use crate::storage::file_naming::bucket_id_of;
-use crate::storage::object_stores::{ObjectStores, S3Settings};
+use crate::storage::object_stores::ObjectStores;
 use crate::workload::{accounts_for, create_accounts, create_bucketed_copy, create_transactions};
 
 /// The settings a query runs under, as the report names them.
@@ -54,17 +52,11 @@ pub struct BenchOptions {
     pub buckets: u32,
     pub runs: usize,
     pub data_dir: PathBuf,
-    pub memory_limit: Option<usize>,
     pub json: Option<PathBuf>,
-    /// Statements the query history keeps, as `serve` keeps them for its web UI; 0 measures
-    /// the queries without it.
-    pub query_history: usize,
-    /// A Spark Connect server that also runs the join, beside local execution.
-    pub spark_connect: Option<SparkConnectUrl>,
-    /// Where the tables are written: `<data-dir>/warehouse` when not given, or an `s3://`
-    /// prefix, reached as `s3` says.
-    pub warehouse: Option<Location>,
-    pub s3: S3Settings,
+    /// The engine's options as `serve` would open it with: its memory limit, query history
+    /// (0 measures the queries without one), warehouse and S3 settings, and a Spark Connect
+    /// server that also runs the join, beside local execution.
+    pub engine: EngineOptions,
 }
 
 struct Measurement {
@@ -346,13 +338,10 @@ async fn check_layout(table: &TableMeta, stores: &ObjectStores, buckets: u32) ->
 }
 
 pub async fn run(options: BenchOptions) -> Result<(), SqlError> {
-    let BenchOptions { rows, buckets, runs, data_dir, memory_limit, json, query_history, spark_connect, warehouse, s3 } =
-        options;
+    let BenchOptions { rows, buckets, runs, data_dir, json, engine } = options;
     let accounts = accounts_for(rows);
-    let on_spark = spark_connect.is_some();
-    let options =
-        EngineOptions { memory_limit, query_history, spark_connect, warehouse, s3, ..EngineOptions::default() };
-    let engine = Engine::open(&data_dir, options)?;
+    let on_spark = engine.spark_connect.is_some();
+    let engine = Engine::open(&data_dir, engine)?;
     let session = Arc::new(Session::new(Arc::clone(&engine), Arc::new(Backend::new(None)))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(

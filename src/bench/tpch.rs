@@ -38,21 +38,15 @@ use crate::progress::Phase;
 use crate::sql::activity::Backend;
 use crate::sql::engine::{Engine, EngineOptions};
 use crate::sql::session::Session;
-use crate::storage::object_stores::S3Settings;
 
 pub struct TpchOptions {
     pub scale: f64,
     pub buckets: u32,
     pub runs: usize,
     pub data_dir: PathBuf,
-    pub memory_limit: Option<usize>,
     pub json: Option<PathBuf>,
-    /// Where the bucketed copies are written: `<data-dir>/warehouse` when not given, or an
-    /// `s3://` prefix.
-    pub warehouse: Option<Location>,
-    pub s3: S3Settings,
-    /// Statements the query history keeps, as `serve` does for its web UI.
-    pub query_history: usize,
+    /// The engine's options, as for the join bench (`BenchOptions::engine`).
+    pub engine: EngineOptions,
 }
 
 /// The eight tables, each with the key its bucketed copy is clustered and sorted by; the small
@@ -334,21 +328,12 @@ struct QueryResult {
 }
 
 pub async fn run(options: TpchOptions) -> Result<(), SqlError> {
-    let TpchOptions { scale, buckets, runs, data_dir, memory_limit, json, warehouse, s3, query_history } = options;
+    let TpchOptions { scale, buckets, runs, data_dir, json, engine } = options;
     let dir = tables_dir(&data_dir, scale);
     std::fs::create_dir_all(&dir)?;
     let dir = dir.canonicalize()?;
-    let engine = Engine::open(
-        &data_dir,
-        EngineOptions {
-            memory_limit,
-            allowed_locations: vec![Location::Local(dir.clone())],
-            warehouse,
-            s3,
-            query_history,
-            ..EngineOptions::default()
-        },
-    )?;
+    let engine =
+        Engine::open(&data_dir, EngineOptions { allowed_locations: vec![Location::Local(dir.clone())], ..engine })?;
     let session = Arc::new(Session::new(Arc::clone(&engine), Arc::new(Backend::new(None)))?);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(

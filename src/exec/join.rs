@@ -47,8 +47,8 @@ pub struct SparkJoinExec {
     left: Arc<dyn ExecutionPlan>,
     right: Arc<dyn ExecutionPlan>,
     inner: Arc<dyn ExecutionPlan>,
-    /// Whether the join runs on our merge loop (`merge_join`) rather than `inner`, which
-    /// still gives the plan's properties.
+    /// Whether the join runs on our merge loops (`merge_join`, `merge_semi_join`) rather than
+    /// `inner`, which still gives the plan's properties.
     merges: bool,
     /// Set when it joins the shuffle partitions of its coalesced partitions one by one
     /// ([`Self::joining_shuffle_partitions_apart`]): the properties it then has, with no order.
@@ -345,8 +345,8 @@ fn merged(
             return merge_join::merge_inner_join(left, right, (left_key, right_key), schema, batch_size, metrics, pool);
         }
     };
-    let filter = spec.filter.clone();
-    merge_semi_join(existence, (left, left_key), (right, right_key), filter, batch_size, metrics, pool)
+    let join = (existence, spec.filter.clone());
+    merge_semi_join(join, (left, left_key), (right, right_key), schema, batch_size, metrics, pool)
 }
 
 /// What joins one shuffle partition of output partition `partition` on its own: both sides

@@ -36,13 +36,13 @@ pub(super) fn applies(spec: &JoinSpec, left: &SchemaRef, right: &SchemaRef) -> b
     let (Ok(left_type), Ok(right_type)) = (left_key.data_type(left), right_key.data_type(right)) else {
         return false;
     };
-    let join_type = match spec.join_type {
+    let supported_type = match spec.join_type {
         JoinType::Inner => spec.filter.is_none(),
         JoinType::LeftSemi | JoinType::LeftAnti => true,
         _ => false,
     };
     spec.strategy == JoinStrategy::SortMerge
-        && join_type
+        && supported_type
         && spec.null_equality == NullEquality::NullEqualsNothing
         && left_type == right_type
         && integral(&left_type)
@@ -125,8 +125,8 @@ pub(super) struct Source {
 #[derive(Clone)]
 pub(super) struct Segment {
     pub(super) source: Arc<Source>,
-    pub(super) start: usize,
-    pub(super) end: usize,
+    start: usize,
+    end: usize,
 }
 
 /// A side's run of rows sharing one key: one segment, and more only if the run crosses
@@ -140,7 +140,7 @@ pub(super) struct Run {
 }
 
 impl Run {
-    pub(super) fn segments(&self) -> impl Iterator<Item = &Segment> {
+    fn segments(&self) -> impl Iterator<Item = &Segment> {
         std::iter::once(&self.first).chain(&self.more)
     }
 
@@ -229,11 +229,15 @@ impl Side {
         let end = (start + 1..values.len()).find(|&r| values[r] != key || keys.is_null(r))?;
         self.row = end;
         let first = Segment { source: Arc::clone(source), start, end };
+        // The run this one replaces, if it crossed batches, is done with.
+        self.reservation.free();
         Some(Some(Run { key, first, more: Vec::new(), rows: end - start }))
     }
 
-    /// The next run of rows with a non-null key, which may continue into later batches.
-    pub(super) async fn next_run(&mut self) -> Result<Option<Run>> {
+    /// The next run of rows with a non-null key, which may continue into later batches. Only
+    /// with `all_rows` does it hold the rows past its first batch; without, it stands for the
+    /// key alone, as a semi join without a condition needs, however many rows have it.
+    pub(super) async fn next_run(&mut self, all_rows: bool) -> Result<Option<Run>> {
         self.reservation.free();
         loop {
             if !self.ensure_rows().await? {
@@ -257,11 +261,12 @@ impl Side {
                 let segment = Segment { source: Arc::clone(&source), start: self.row, end: self.row + len };
                 match &mut run {
                     None => run = Some(Run { key, first: segment, more: Vec::new(), rows: len }),
-                    Some(run) => {
+                    Some(run) if all_rows => {
                         self.reservation.try_grow(segment.source.batch.get_array_memory_size())?;
                         run.more.push(segment);
                         run.rows += len;
                     }
+                    Some(_) => {}
                 }
                 self.row += len;
                 if self.row < source.batch.num_rows() || !self.ensure_rows().await? {
@@ -370,10 +375,10 @@ impl MergeLoop for MergeJoin {
                 return self.emit().map(Some);
             }
             if self.left_run.is_none() {
-                self.left_run = self.left.next_run().await?;
+                self.left_run = self.left.next_run(true).await?;
             }
             if self.right_run.is_none() {
-                self.right_run = self.right.next_run().await?;
+                self.right_run = self.right.next_run(true).await?;
             }
             let (Some(l), Some(r)) = (&self.left_run, &self.right_run) else {
                 return if self.output.len() > 0 { self.emit().map(Some) } else { Ok(None) };
@@ -527,7 +532,7 @@ pub(super) mod tests {
 
     /// Random sides of a few keys each (half of them without nulls, which the loop within
     /// batches takes), cut into batches of one row, a few rows and many rows; then one key
-    /// on both sides, an empty side and nulls alone.
+    /// on both sides, an empty side on either and nulls alone.
     pub(in crate::exec) fn cases() -> Vec<Case> {
         let mut state = 7u64;
         let mut random = move |n: u64| {
@@ -546,10 +551,11 @@ pub(super) mod tests {
                     .collect()
             };
             let (left, right) = (draw(60), draw(40));
-            cases.push((left, right, (sizes[case % 3], sizes[(case / 3) % 3]), [1, 5, 1024][case % 3]));
+            cases.push((left, right, (sizes[case % 3], sizes[(case / 3) % 3]), [1, 5, 1024][(case / 9) % 3]));
         }
         cases.push((vec![Some(1); 30], vec![Some(1); 25], (&[4], &[6]), 7));
         cases.push((vec![], vec![Some(1)], (&[4], &[6]), 7));
+        cases.push((vec![Some(1), None], vec![], (&[4], &[6]), 7));
         cases.push((vec![None, None], vec![None], (&[1], &[1]), 7));
         cases
     }
@@ -561,15 +567,20 @@ pub(super) mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_key_with_more_rows_than_memory_allows_fails_the_query() {
-        let (left, _) = side("l", &[Some(4); 5000], &[100]);
-        let (right, _) = side("r", &[Some(4); 3], &[1]);
+    /// A task whose memory pool holds 64 KiB: less than a run of thousands of rows.
+    pub(in crate::exec) fn context_of_64_kib() -> Arc<TaskContext> {
         let runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
             .with_memory_limit(64 << 10, 1.0)
             .build_arc()
             .unwrap();
-        let context = Arc::new(TaskContext::default().with_runtime(runtime));
+        Arc::new(TaskContext::default().with_runtime(runtime))
+    }
+
+    #[tokio::test]
+    async fn a_key_with_more_rows_than_memory_allows_fails_the_query() {
+        let (left, _) = side("l", &[Some(4); 5000], &[100]);
+        let (right, _) = side("r", &[Some(4); 3], &[1]);
+        let context = context_of_64_kib();
         let fields: Vec<Field> =
             side_schema("l").fields().iter().chain(side_schema("r").fields()).map(|f| f.as_ref().clone()).collect();
         let keys = (Arc::new(Column::new("l_key", 0)) as _, Arc::new(Column::new("r_key", 0)) as _);

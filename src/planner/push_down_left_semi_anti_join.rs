@@ -28,11 +28,23 @@ impl OptimizerRule for PushDownLeftSemiAntiJoin {
     }
 
     fn rewrite(&self, plan: LogicalPlan, _config: &dyn OptimizerConfig) -> Result<Transformed<LogicalPlan>> {
-        // Top down: a join pushed one level is met again as a child, and pushed further.
-        plan.transform_down(|node| match node {
-            LogicalPlan::Join(join) if pushable(&join) => push_down(join),
-            other => Ok(Transformed::no(other)),
-        })
+        // Top down: a join pushed one level is met again as a child, and pushed further. A
+        // semi join standing on another is met before that one moves, so passes repeat until
+        // none moves, as Spark's operator optimization repeats to a fixed point (at most
+        // `spark.sql.optimizer.maxIterations`, 100, times).
+        let (mut plan, mut moved) = (plan, false);
+        for _ in 0..100 {
+            let pass = plan.transform_down(|node| match node {
+                LogicalPlan::Join(join) if pushable(&join) => push_down(join),
+                other => Ok(Transformed::no(other)),
+            })?;
+            plan = pass.data;
+            if !pass.transformed {
+                break;
+            }
+            moved = true;
+        }
+        Ok(if moved { Transformed::yes(plan) } else { Transformed::no(plan) })
     }
 }
 
