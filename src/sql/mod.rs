@@ -13,6 +13,7 @@ pub(crate) mod generators;
 pub(crate) mod grouping_functions;
 pub(crate) mod grouping_limits;
 pub mod history;
+pub(crate) mod in_list_duplicates;
 pub(crate) mod interrupt;
 pub(crate) mod names;
 pub(crate) mod outer_join_using;

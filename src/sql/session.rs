@@ -25,8 +25,8 @@ use super::dialect::{BucketSqlStatement, parse_sql};
 use super::engine::Engine;
 use super::history::RunningStatement;
 use super::{
-    functions, generators, grouping_functions, grouping_limits, interrupt, outer_join_using, pg_catalog, rewrite,
-    tuple_in_subquery,
+    functions, generators, grouping_functions, grouping_limits, in_list_duplicates, interrupt, outer_join_using,
+    pg_catalog, rewrite, tuple_in_subquery,
 };
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::config::{self, EvalMode, Isolation, PrecisionLoss, SparkConf};
@@ -163,6 +163,7 @@ impl Session {
         let state = self.ctx.state();
         let plan = interrupt::off_workers(async move {
             grouping_limits::check(&stmt)?;
+            in_list_duplicates::rewrite(&mut stmt);
             pg_catalog::rewrite::rewrite(&mut stmt);
             generators::rewrite(&mut stmt)?;
             rewrite::rewrite(&mut stmt, mode);
@@ -195,11 +196,15 @@ impl Session {
     /// The columns `plan` (as [`Self::plan`] made it) returns once analyzed, with the types
     /// the rows will have: type coercion widens a set operation's branches to one type, which
     /// the unanalyzed plan still gives as the first branch's. A plan that cannot be analyzed
-    /// yet (parameters of no known type) gives its own columns.
-    pub(crate) fn result_schema(&self, plan: &LogicalPlan) -> SchemaRef {
+    /// yet (parameters of no known type) gives its own columns. Analyzing a large statement
+    /// takes as long as planning it, so it runs off the workers too.
+    pub(crate) async fn result_schema(&self, plan: LogicalPlan) -> Result<SchemaRef, SqlError> {
         let state = self.ctx.state();
-        let analyzed = state.analyzer().execute_and_check(plan.clone(), state.config_options(), |_, _| {});
-        Arc::new(analyzed.as_ref().unwrap_or(plan).schema().as_arrow().clone())
+        interrupt::off_workers(async move {
+            let analyzed = state.analyzer().execute_and_check(plan.clone(), state.config_options(), |_, _| {});
+            Ok(Arc::new(analyzed.as_ref().unwrap_or(&plan).schema().as_arrow().clone()))
+        })
+        .await
     }
 
     /// `plan` (as [`Self::plan`] made it) after DataFusion's analyzer and after its optimizer,

@@ -94,11 +94,12 @@ async fn prepare_untimed(
     let (planned_types, result_schema) = match &statement {
         BucketSqlStatement::Sql(stmt) if plans_through_datafusion(stmt) => {
             let plan = session.plan(stmt).await?;
+            let types = parameter_types(&plan)?;
             let schema = match stmt {
                 Statement::Insert(_) => None,
-                _ => Some(session.result_schema(&plan)),
+                _ => Some(session.result_schema(plan).await?),
             };
-            (parameter_types(&plan)?, schema)
+            (types, schema)
         }
         other => (Vec::new(), dispatch::result_schema(other)),
     };

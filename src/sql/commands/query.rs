@@ -14,7 +14,7 @@ pub(crate) async fn run(session: &Session, stmt: &Statement, params: Vec<ScalarV
     let plan = session.plan(stmt).await?.with_param_values(ParamValues::from(params))?;
     let physical = session.physical_plan(stmt, &plan).await?;
     // The analyzed plan's columns: an unanalyzed set operation still has its first branch's types.
-    let schema = session.result_schema(&plan);
+    let schema = session.result_schema(plan).await?;
     let stream = execute_stream(physical, session.task_context())?;
     Ok(Output::Rows { schema, stream })
 }
