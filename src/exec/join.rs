@@ -7,8 +7,8 @@
 //! `BuildRight` join runs as DataFusion's join with the inputs swapped and a projection that
 //! restores the column order. The children seen by the planner and EXPLAIN are always
 //! Spark's (left, right); the DataFusion join is rebuilt from them whenever they change. An
-//! inner sort-merge join on one integral key with no condition runs on our own merge loop
-//! (`merge_join`) instead.
+//! inner sort-merge join on one integral key with no condition, and a semi or anti one on
+//! one integral key, run on our own merge loops (`merge_join`, `merge_semi_join`) instead.
 
 use std::fmt;
 use std::ops::Range;
@@ -19,6 +19,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::JoinType;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
@@ -34,6 +35,7 @@ use super::aqe_shuffle_read::AqeShuffleReadExec;
 use super::downcast_plan::downcast_plan;
 use super::join_spec::{BuildSide, JoinSpec, JoinStrategy};
 use super::merge_join;
+use super::merge_semi_join::{Existence, merge_semi_join};
 use super::null_aware_anti_join::NullAwareAntiJoinExec;
 use super::query_stage::BroadcastQueryStageExec;
 use super::reused_exchange::ReusedExchangeExec;
@@ -45,8 +47,8 @@ pub struct SparkJoinExec {
     left: Arc<dyn ExecutionPlan>,
     right: Arc<dyn ExecutionPlan>,
     inner: Arc<dyn ExecutionPlan>,
-    /// Whether the join runs on our merge loop (`merge_join`) rather than `inner`, which
-    /// still gives the plan's properties.
+    /// Whether the join runs on our merge loops (`merge_join`, `merge_semi_join`) rather than
+    /// `inner`, which still gives the plan's properties.
     merges: bool,
     /// Set when it joins the shuffle partitions of its coalesced partitions one by one
     /// ([`Self::joining_shuffle_partitions_apart`]): the properties it then has, with no order.
@@ -280,7 +282,6 @@ impl ExecutionPlan for SparkJoinExec {
         if !self.merges {
             return self.inner.execute(partition, context);
         }
-        let keys = self.spec.on.first().cloned().expect("one key");
         let batch_size = context.session_config().batch_size();
         if let Some((left, right, range)) = self.apart.as_ref().and_then(|_| self.shuffle_partitions(partition)) {
             MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_APART, partition).add(range.len());
@@ -291,7 +292,7 @@ impl ExecutionPlan for SparkJoinExec {
             let join = Arc::new(ShufflePartitionJoin {
                 left,
                 right,
-                key: keys,
+                spec: self.spec.clone(),
                 schema: self.schema(),
                 metrics: self.metrics.clone(),
                 partition,
@@ -319,7 +320,7 @@ impl ExecutionPlan for SparkJoinExec {
         let left = self.left.execute(partition, Arc::clone(&context))?;
         let right = self.right.execute(partition, Arc::clone(&context))?;
         let metrics = (&self.metrics, partition);
-        Ok(merge_join::merge_inner_join(left, right, keys, self.schema(), batch_size, metrics, context.memory_pool()))
+        Ok(merged(&self.spec, (left, right), self.schema(), batch_size, metrics, context.memory_pool()))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -327,12 +328,33 @@ impl ExecutionPlan for SparkJoinExec {
     }
 }
 
+/// The join of these streams of its sides, on the merge loop of its join type.
+fn merged(
+    spec: &JoinSpec,
+    (left, right): (SendableRecordBatchStream, SendableRecordBatchStream),
+    schema: SchemaRef,
+    batch_size: usize,
+    metrics: (&ExecutionPlanMetricsSet, usize),
+    pool: &Arc<dyn MemoryPool>,
+) -> SendableRecordBatchStream {
+    let (left_key, right_key) = spec.on.first().cloned().expect("one key");
+    let existence = match spec.join_type {
+        JoinType::LeftSemi => Existence::Semi,
+        JoinType::LeftAnti => Existence::Anti,
+        _ => {
+            return merge_join::merge_inner_join(left, right, (left_key, right_key), schema, batch_size, metrics, pool);
+        }
+    };
+    let join = (existence, spec.filter.clone());
+    merge_semi_join(join, (left, left_key), (right, right_key), schema, batch_size, metrics, pool)
+}
+
 /// What joins one shuffle partition of output partition `partition` on its own: both sides
 /// read and sorted, then merged.
 struct ShufflePartitionJoin {
     left: SortedRead,
     right: SortedRead,
-    key: (Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>),
+    spec: JoinSpec,
     schema: SchemaRef,
     metrics: ExecutionPlanMetricsSet,
     partition: usize,
@@ -346,10 +368,9 @@ impl ShufflePartitionJoin {
             let rows = side.read.execute_shuffle_partition(self.partition, shuffle_partition, &self.context)?;
             Ok(side.sort.sort_stream(self.partition, rows, Arc::clone(&self.context)))
         };
-        Ok(merge_join::merge_inner_join(
-            side(&self.left)?,
-            side(&self.right)?,
-            self.key.clone(),
+        Ok(merged(
+            &self.spec,
+            (side(&self.left)?, side(&self.right)?),
             Arc::clone(&self.schema),
             self.batch_size,
             (&self.metrics, self.partition),

@@ -1,6 +1,7 @@
 //! The merge loop of Spark's `SortMergeJoin` in its commonest form: an inner join on one key
 //! of an integral, date or timestamp type, with no condition beyond the key (the join of two
-//! tables bucketed by that key).
+//! tables bucketed by that key). Its sides and the stream around the loop also serve the
+//! semi and anti joins' loop (`merge_semi_join`).
 //!
 //! Spark's `SortMergeJoinScanner` walks both sorted sides, buffers the right side's rows of the
 //! current key and pairs each left row with them. This loop does the same over the keys
@@ -22,7 +23,7 @@ use datafusion::error::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, Time};
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
@@ -35,9 +36,13 @@ pub(super) fn applies(spec: &JoinSpec, left: &SchemaRef, right: &SchemaRef) -> b
     let (Ok(left_type), Ok(right_type)) = (left_key.data_type(left), right_key.data_type(right)) else {
         return false;
     };
+    let supported_type = match spec.join_type {
+        JoinType::Inner => spec.filter.is_none(),
+        JoinType::LeftSemi | JoinType::LeftAnti => true,
+        _ => false,
+    };
     spec.strategy == JoinStrategy::SortMerge
-        && spec.join_type == JoinType::Inner
-        && spec.filter.is_none()
+        && supported_type
         && spec.null_equality == NullEquality::NullEqualsNothing
         && left_type == right_type
         && integral(&left_type)
@@ -58,69 +63,90 @@ pub(super) fn merge_inner_join(
     metrics: (&ExecutionPlanMetricsSet, usize),
     pool: &Arc<dyn MemoryPool>,
 ) -> SendableRecordBatchStream {
-    let (set, partition) = metrics;
-    let reservation = |side: &str| MemoryConsumer::new(format!("SortMergeJoin[{partition}] {side} run")).register(pool);
+    let (left, right) = Side::pair((left, left_key), (right, right_key), metrics.1, pool);
     let join = MergeJoin {
-        left: Side::new(left, left_key, reservation("left")),
-        right: Side::new(right, right_key, reservation("right")),
+        left,
+        right,
         left_run: None,
         right_run: None,
         pending: None,
         output: Output::default(),
         schema: Arc::clone(&schema),
         batch_size: batch_size.max(1),
-        join_time: MetricBuilder::new(set).subset_time("join_time", partition),
-        baseline: BaselineMetrics::new(set, partition),
-        done: false,
     };
-    let stream = futures::stream::unfold(join, |mut join| async move {
-        if join.done {
-            return None;
-        }
+    merge_stream(join, schema, metrics)
+}
+
+/// A merge loop over two sorted sides, giving one output batch at a time.
+pub(super) trait MergeLoop: Send + 'static {
+    fn sides(&self) -> [&Side; 2];
+
+    fn next_batch(&mut self) -> impl Future<Output = Result<Option<RecordBatch>>> + Send;
+}
+
+/// The stream of a merge loop's batches, its `join_time` leaving out the time spent waiting
+/// for its inputs.
+pub(super) fn merge_stream(
+    join: impl MergeLoop,
+    schema: SchemaRef,
+    (set, partition): (&ExecutionPlanMetricsSet, usize),
+) -> SendableRecordBatchStream {
+    let metrics = (MetricBuilder::new(set).subset_time("join_time", partition), BaselineMetrics::new(set, partition));
+    let stream = futures::stream::unfold((Some(join), metrics), |(join, (join_time, baseline))| async move {
+        let mut join = join?;
         let started = Instant::now();
-        let waited = join.left.waited + join.right.waited;
+        let before = waited_for_inputs(join.sides());
         let next = join.next_batch().await;
-        let waited = join.left.waited + join.right.waited - waited;
-        join.join_time.add_duration(started.elapsed().saturating_sub(waited));
-        match next {
-            Ok(Some(batch)) => Some((Ok(batch), join)),
-            Ok(None) => None,
-            Err(error) => {
-                join.done = true;
-                Some((Err(error), join))
+        join_time.add_duration(started.elapsed().saturating_sub(waited_for_inputs(join.sides()) - before));
+        let (item, join) = match next {
+            Ok(Some(batch)) => {
+                baseline.record_output(batch.num_rows());
+                (Ok(batch), Some(join))
             }
-        }
+            Ok(None) => return None,
+            Err(error) => (Err(error), None),
+        };
+        Some((item, (join, (join_time, baseline))))
     });
     Box::pin(RecordBatchStreamAdapter::new(schema, stream))
 }
 
+fn waited_for_inputs(sides: [&Side; 2]) -> Duration {
+    sides.iter().map(|side| side.waited).sum()
+}
+
 /// A batch of one side with its keys normalized.
-struct Source {
-    batch: RecordBatch,
-    keys: NormalizedKey,
+pub(super) struct Source {
+    pub(super) batch: RecordBatch,
+    pub(super) keys: NormalizedKey,
 }
 
 /// Rows `start..end` of a source.
 #[derive(Clone)]
-struct Segment {
-    source: Arc<Source>,
+pub(super) struct Segment {
+    pub(super) source: Arc<Source>,
     start: usize,
     end: usize,
 }
 
 /// A side's run of rows sharing one key: one segment, and more only if the run crosses
 /// batches.
-struct Run {
-    key: u64,
+#[derive(Clone)]
+pub(super) struct Run {
+    pub(super) key: u64,
     first: Segment,
     more: Vec<Segment>,
-    rows: usize,
+    pub(super) rows: usize,
 }
 
 impl Run {
+    fn segments(&self) -> impl Iterator<Item = &Segment> {
+        std::iter::once(&self.first).chain(&self.more)
+    }
+
     /// The segment and row of the run's `index`-th row.
-    fn row(&self, mut index: usize) -> (&Segment, usize) {
-        for segment in std::iter::once(&self.first).chain(&self.more) {
+    pub(super) fn row(&self, mut index: usize) -> (&Segment, usize) {
+        for segment in self.segments() {
             let len = segment.end - segment.start;
             if index < len {
                 return (segment, segment.start + index);
@@ -131,7 +157,7 @@ impl Run {
     }
 }
 
-struct Side {
+pub(super) struct Side {
     input: SendableRecordBatchStream,
     key: Arc<dyn PhysicalExpr>,
     /// Time spent waiting for this side's input, which the join's time leaves out.
@@ -139,18 +165,29 @@ struct Side {
     /// The batches a run holds beyond its first: a key with more rows than memory allows
     /// fails the query (53200) instead of taking the process's memory.
     reservation: MemoryReservation,
-    current: Option<Arc<Source>>,
-    row: usize,
+    pub(super) current: Option<Arc<Source>>,
+    /// The first row of `current` not yet taken.
+    pub(super) row: usize,
     exhausted: bool,
 }
 
 impl Side {
-    fn new(input: SendableRecordBatchStream, key: Arc<dyn PhysicalExpr>, reservation: MemoryReservation) -> Self {
-        Side { input, key, waited: Duration::ZERO, reservation, current: None, row: 0, exhausted: false }
+    /// The left and right sides of partition `partition`'s join, each with its key.
+    pub(super) fn pair(
+        left: (SendableRecordBatchStream, Arc<dyn PhysicalExpr>),
+        right: (SendableRecordBatchStream, Arc<dyn PhysicalExpr>),
+        partition: usize,
+        pool: &Arc<dyn MemoryPool>,
+    ) -> (Side, Side) {
+        let side = |(input, key), name: &str| {
+            let reservation = MemoryConsumer::new(format!("SortMergeJoin[{partition}] {name} run")).register(pool);
+            Side { input, key, waited: Duration::ZERO, reservation, current: None, row: 0, exhausted: false }
+        };
+        (side(left, "left"), side(right, "right"))
     }
 
     /// Makes `current` a batch with rows left, if the input has one.
-    async fn ensure_rows(&mut self) -> Result<bool> {
+    pub(super) async fn ensure_rows(&mut self) -> Result<bool> {
         while self.current.as_ref().is_none_or(|c| self.row >= c.batch.num_rows()) {
             if self.exhausted {
                 return Ok(false);
@@ -174,8 +211,33 @@ impl Side {
         Ok(true)
     }
 
-    /// The next run of rows with a non-null key, which may continue into later batches.
-    async fn next_run(&mut self) -> Result<Option<Run>> {
+    /// The run of `key` where the current batch holds it whole, passing the rows of smaller
+    /// keys: `Some(None)` where the batch shows there is none. `None` where only later
+    /// batches can tell, which `next_run` then finds.
+    pub(super) fn run_within_batch(&mut self, key: u64) -> Option<Option<Run>> {
+        let source = self.current.as_ref()?;
+        let (keys, values) = (&source.keys, source.keys.values());
+        let start = (self.row..values.len()).find(|&r| !keys.is_null(r) && values[r] >= key);
+        let Some(start) = start else {
+            self.row = values.len();
+            return None;
+        };
+        self.row = start;
+        if values[start] > key {
+            return Some(None);
+        }
+        let end = (start + 1..values.len()).find(|&r| values[r] != key || keys.is_null(r))?;
+        self.row = end;
+        let first = Segment { source: Arc::clone(source), start, end };
+        // The run this one replaces, if it crossed batches, is done with.
+        self.reservation.free();
+        Some(Some(Run { key, first, more: Vec::new(), rows: end - start }))
+    }
+
+    /// The next run of rows with a non-null key, which may continue into later batches. Only
+    /// with `all_rows` does it hold the rows past its first batch; without, it stands for the
+    /// key alone, as a semi join without a condition needs, however many rows have it.
+    pub(super) async fn next_run(&mut self, all_rows: bool) -> Result<Option<Run>> {
         self.reservation.free();
         loop {
             if !self.ensure_rows().await? {
@@ -199,11 +261,12 @@ impl Side {
                 let segment = Segment { source: Arc::clone(&source), start: self.row, end: self.row + len };
                 match &mut run {
                     None => run = Some(Run { key, first: segment, more: Vec::new(), rows: len }),
-                    Some(run) => {
+                    Some(run) if all_rows => {
                         self.reservation.try_grow(segment.source.batch.get_array_memory_size())?;
                         run.more.push(segment);
                         run.rows += len;
                     }
+                    Some(_) => {}
                 }
                 self.row += len;
                 if self.row < source.batch.num_rows() || !self.ensure_rows().await? {
@@ -236,7 +299,7 @@ struct Output {
 
 /// The index of `source` in `sources`, added if new; runs cross few batches, so the search
 /// looks only at the last ones.
-fn source_index(sources: &mut Vec<Arc<Source>>, source: &Arc<Source>) -> usize {
+pub(super) fn source_index(sources: &mut Vec<Arc<Source>>, source: &Arc<Source>) -> usize {
     if let Some(found) = sources.iter().rev().take(4).position(|s| Arc::ptr_eq(s, source)) {
         return sources.len() - 1 - found;
     }
@@ -281,12 +344,13 @@ struct MergeJoin {
     output: Output,
     schema: SchemaRef,
     batch_size: usize,
-    join_time: Time,
-    baseline: BaselineMetrics,
-    done: bool,
 }
 
-impl MergeJoin {
+impl MergeLoop for MergeJoin {
+    fn sides(&self) -> [&Side; 2] {
+        [&self.left, &self.right]
+    }
+
     async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             if let Some(pairing) = &mut self.pending {
@@ -311,10 +375,10 @@ impl MergeJoin {
                 return self.emit().map(Some);
             }
             if self.left_run.is_none() {
-                self.left_run = self.left.next_run().await?;
+                self.left_run = self.left.next_run(true).await?;
             }
             if self.right_run.is_none() {
-                self.right_run = self.right.next_run().await?;
+                self.right_run = self.right.next_run(true).await?;
             }
             let (Some(l), Some(r)) = (&self.left_run, &self.right_run) else {
                 return if self.output.len() > 0 { self.emit().map(Some) } else { Ok(None) };
@@ -330,7 +394,9 @@ impl MergeJoin {
             }
         }
     }
+}
 
+impl MergeJoin {
     /// Pairs the runs that lie wholly within both sides' current batches, without making a
     /// run of each: the loop most rows go through. It stops at a run that may go on in the
     /// next batch, at nulls, at a pairing larger than the batch has room for, and when the
@@ -367,14 +433,12 @@ impl MergeJoin {
     }
 
     fn emit(&mut self) -> Result<RecordBatch> {
-        let batch = self.output.gather(&self.schema)?;
-        self.baseline.record_output(batch.num_rows());
-        Ok(batch)
+        self.output.gather(&self.schema)
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::Arc;
 
     use arrow::array::{Array, AsArray, Int32Array, Int64Array, RecordBatch};
@@ -388,7 +452,7 @@ mod tests {
 
     use super::merge_inner_join;
 
-    fn side_schema(prefix: &str) -> SchemaRef {
+    pub(in crate::exec) fn side_schema(prefix: &str) -> SchemaRef {
         Arc::new(Schema::new(vec![
             Field::new(format!("{prefix}_key"), DataType::Int32, true),
             Field::new(format!("{prefix}_id"), DataType::Int64, false),
@@ -396,7 +460,11 @@ mod tests {
     }
 
     /// A sorted side (nulls first) cut into batches of the given sizes; ids count rows.
-    fn side(prefix: &str, keys: &[Option<i32>], sizes: &[usize]) -> (Arc<dyn ExecutionPlan>, Vec<Option<i32>>) {
+    pub(in crate::exec) fn side(
+        prefix: &str,
+        keys: &[Option<i32>],
+        sizes: &[usize],
+    ) -> (Arc<dyn ExecutionPlan>, Vec<Option<i32>>) {
         let mut keys = keys.to_vec();
         keys.sort();
         let mut batches = Vec::new();
@@ -459,8 +527,13 @@ mod tests {
         assert_eq!(pairs, expected, "left {left:?} right {right:?} sizes {sizes:?} batch size {batch_size}");
     }
 
-    #[tokio::test]
-    async fn pairs_every_matching_row_across_batches_and_skips_nulls() {
+    /// The sides' keys, their batch sizes and the output batch size of one case.
+    pub(in crate::exec) type Case = (Vec<Option<i32>>, Vec<Option<i32>>, (&'static [usize], &'static [usize]), usize);
+
+    /// Random sides of a few keys each (half of them without nulls, which the loop within
+    /// batches takes), cut into batches of one row, a few rows and many rows; then one key
+    /// on both sides, an empty side on either and nulls alone.
+    pub(in crate::exec) fn cases() -> Vec<Case> {
         let mut state = 7u64;
         let mut random = move |n: u64| {
             state ^= state << 13;
@@ -468,33 +541,46 @@ mod tests {
             state ^= state << 17;
             state % n
         };
+        let sizes: [&'static [usize]; 3] = [&[1], &[3, 7], &[64]];
+        let mut cases = Vec::new();
         for case in 0..80 {
             let range = [3, 10, 50][case % 3];
             let mut draw = |rows: u64| -> Vec<Option<i32>> {
-                // Half the cases without nulls, which the loop within batches takes.
                 (0..random(rows) + 1)
                     .map(|_| (case % 2 == 0 || random(8) != 0).then(|| random(range) as i32 - 2))
                     .collect()
             };
             let (left, right) = (draw(60), draw(40));
-            let sizes: [&[usize]; 3] = [&[1], &[3, 7], &[64]];
-            joined(&left, &right, (sizes[case % 3], sizes[(case / 3) % 3]), [1, 5, 1024][case % 3]).await;
+            cases.push((left, right, (sizes[case % 3], sizes[(case / 3) % 3]), [1, 5, 1024][(case / 9) % 3]));
         }
-        // One key on both sides: the whole cross product, in batches.
-        joined(&[Some(1); 30], &[Some(1); 25], (&[4], &[6]), 7).await;
-        joined(&[], &[Some(1)], (&[4], &[6]), 7).await;
-        joined(&[None, None], &[None], (&[1], &[1]), 7).await;
+        cases.push((vec![Some(1); 30], vec![Some(1); 25], (&[4], &[6]), 7));
+        cases.push((vec![], vec![Some(1)], (&[4], &[6]), 7));
+        cases.push((vec![Some(1), None], vec![], (&[4], &[6]), 7));
+        cases.push((vec![None, None], vec![None], (&[1], &[1]), 7));
+        cases
+    }
+
+    #[tokio::test]
+    async fn pairs_every_matching_row_across_batches_and_skips_nulls() {
+        for (left, right, sizes, batch_size) in cases() {
+            joined(&left, &right, sizes, batch_size).await;
+        }
+    }
+
+    /// A task whose memory pool holds 64 KiB: less than a run of thousands of rows.
+    pub(in crate::exec) fn context_of_64_kib() -> Arc<TaskContext> {
+        let runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+            .with_memory_limit(64 << 10, 1.0)
+            .build_arc()
+            .unwrap();
+        Arc::new(TaskContext::default().with_runtime(runtime))
     }
 
     #[tokio::test]
     async fn a_key_with_more_rows_than_memory_allows_fails_the_query() {
         let (left, _) = side("l", &[Some(4); 5000], &[100]);
         let (right, _) = side("r", &[Some(4); 3], &[1]);
-        let runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
-            .with_memory_limit(64 << 10, 1.0)
-            .build_arc()
-            .unwrap();
-        let context = Arc::new(TaskContext::default().with_runtime(runtime));
+        let context = context_of_64_kib();
         let fields: Vec<Field> =
             side_schema("l").fields().iter().chain(side_schema("r").fields()).map(|f| f.as_ref().clone()).collect();
         let keys = (Arc::new(Column::new("l_key", 0)) as _, Arc::new(Column::new("r_key", 0)) as _);

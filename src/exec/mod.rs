@@ -18,6 +18,7 @@ pub(crate) mod hash_aggregate;
 pub(crate) mod join;
 pub(crate) mod join_spec;
 pub(crate) mod merge_join;
+pub(crate) mod merge_semi_join;
 pub(crate) mod null_aware_anti_join;
 pub(crate) mod one_shot;
 pub(crate) mod parquet_reads;

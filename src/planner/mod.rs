@@ -32,6 +32,7 @@ pub mod keep_sort_keys;
 pub mod normalize_nan_and_zero;
 pub mod overridden_rule;
 pub mod pull_out_grouping_expressions;
+pub mod push_down_left_semi_anti_join;
 pub mod reorder_join_keys;
 pub mod replace_except_intersect_with_joins;
 pub mod resolve_grouping_analytics;
@@ -84,6 +85,7 @@ use keep_semi_joins_unfiltered::KeepSemiJoinsUnfiltered;
 use keep_sort_keys::KeepSortKeys;
 use normalize_nan_and_zero::NormalizeNaNAndZero;
 use pull_out_grouping_expressions::{name_keys_for_combining, pull_out_grouping_expressions};
+use push_down_left_semi_anti_join::PushDownLeftSemiAntiJoin;
 use replace_except_intersect_with_joins::ReplaceExceptIntersectWithJoins;
 use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
@@ -126,8 +128,8 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
 /// DataFusion's logical rules, with Spark's rewrite of several distinct aggregates before its
 /// single-distinct rewrite, which keeps Spark's result types, its cross-join elimination
 /// keeping NULL-safe joins apart, its sorts keeping their keys and its `isnotnull` of join keys
-/// kept off semi and anti joins; then Spark's shape for EXCEPT and INTERSECT, and its inferred
-/// `isnotnull` filters last.
+/// kept off semi and anti joins; then Spark's shape for EXCEPT and INTERSECT, its semi and
+/// anti joins pushed below other joins, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let (single_distinct, cross_join, sort_keys, simplify, null_keys) = (
         SingleDistinctAggregate::default(),
@@ -154,6 +156,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let at = rules.iter().position(|rule| rule.name() == single_distinct.name()).unwrap_or(rules.len());
     rules.insert(at, Arc::new(RewriteDistinctAggregates));
     rules.push(Arc::new(ReplaceExceptIntersectWithJoins));
+    rules.push(Arc::new(PushDownLeftSemiAntiJoin));
     rules.push(Arc::new(InferFiltersFromConstraints));
     rules.push(Arc::new(UnionOutputNullability));
     rules

@@ -22,6 +22,11 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 ADAPTIVE = ("spark.sql.adaptive.enabled", "true")
+SEMI_AND_ANTI_BELOW_A_JOIN = (
+    "SELECT x.j, f.z FROM k1 x JOIN flat f ON x.j = f.b "
+    "WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k AND y.m <> x.j) "
+    "AND NOT EXISTS (SELECT 1 FROM k4 z WHERE z.k = x.k AND z.p <> x.j)"
+)
 
 # Each statement is also run, as written, by tests/plans.rs.
 SETUP = [
@@ -265,6 +270,17 @@ CASES = [
      "SELECT k, j FROM k1 x WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k AND y.m <> x.j)"),
     ("F9 IN and NOT EXISTS", [],
      "SELECT a, z FROM flat f WHERE f.a IN (SELECT p FROM k4) AND NOT EXISTS (SELECT 1 FROM k2 y WHERE y.k = f.z)"),
+    # Semi and anti joins move below joins to the side their condition reads.
+    ("F9 EXISTS and NOT EXISTS on one side of a join", [], SEMI_AND_ANTI_BELOW_A_JOIN),
+    ("F9 EXISTS on the right side of a join", [],
+     "SELECT x.j, f.z FROM flat f JOIN k1 x ON x.j = f.b WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k)"),
+    ("F9 EXISTS on the left side of a left outer join", [],
+     "SELECT x.j, f.z FROM k1 x LEFT JOIN flat f ON x.j = f.b WHERE EXISTS (SELECT 1 FROM k4 z WHERE z.k = x.k)"),
+    ("F9 EXISTS reading both sides of a join stays above it", [],
+     "SELECT x.j, f.z FROM k1 x JOIN flat f ON x.j = f.b WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k AND y.m = f.a)"),
+    ("F9 IN a subquery on one side of a join", [],
+     "SELECT x.j, f.z FROM k1 x JOIN flat f ON x.j = f.b WHERE x.k IN (SELECT k FROM k4 WHERE p = 1)"),
+    ("F9 EXISTS and NOT EXISTS on one side of a join, adaptive", [ADAPTIVE], SEMI_AND_ANTI_BELOW_A_JOIN),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.
