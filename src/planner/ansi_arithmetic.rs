@@ -35,6 +35,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
+use super::constant_folding::{is_constant, value};
 use super::decimal_division::{
     DECIMAL_DIVIDE, DecimalBound, decimal_operands, power_of_ten, quotient_half_up, result_decimal, wider_decimal,
 };
@@ -54,7 +55,26 @@ impl AnalyzerRule for AnsiArithmetic {
 
     fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
         let loss = PrecisionLoss::of(options);
-        rewrite_expressions(plan, |expr, schema| checked_arithmetic(expr, schema, loss))
+        rewrite_expressions(plan, |expr, schema| {
+            let checked = checked_arithmetic(expr, schema, loss)?;
+            Ok(if checked.transformed { checked.update_data(|expr| folded(expr, options)) } else { checked })
+        })
+    }
+}
+
+/// `expr`, one of our functions, as its value when its operands are constants and it has one. A chain of
+/// constants (`1 + 1 + …`) then stays a literal as it is rewritten bottom up: nested calls
+/// would make every type lookup above them name the whole chain again, which took minutes of
+/// planning for a thousand terms. A call that fails stays, for Spark's `ConstantFolding` to
+/// raise where Spark would (not in a branch that never runs).
+fn folded(expr: Expr, options: &ConfigOptions) -> Expr {
+    match &expr {
+        Expr::ScalarFunction(call)
+            if call.args.iter().all(|arg| matches!(arg, Expr::Literal(..)) || is_constant(arg)) =>
+        {
+            value(&expr, options).map_or(expr, |value| Expr::Literal(value, None))
+        }
+        _ => expr,
     }
 }
 
@@ -650,7 +670,7 @@ fn rescale(value: i256, from: i8, to: i8) -> i256 {
 mod tests {
     use datafusion::arrow::array::Int32Array;
     use datafusion::arrow::datatypes::{Field, Int32Type, Schema};
-    use datafusion::logical_expr::{col, lit};
+    use datafusion::logical_expr::{col, lit, table_scan};
 
     use super::*;
 
@@ -756,6 +776,28 @@ mod tests {
         assert_eq!(ansi_operator("ansi_multiply"), Some(Operator::Multiply));
         assert_eq!(ansi_operator("try_add"), None);
         assert_eq!(ansi_operator("ansi_divide"), Some(Operator::Divide));
+    }
+
+    /// A chain of constants is one literal once rewritten; a chain that overflows keeps its
+    /// calls, for `ConstantFolding` to raise, and so does one over a column.
+    #[test]
+    fn calls_of_constants_are_folded_as_they_are_made() {
+        let chain = |first: Expr| (1..100).fold(first, |sum, _| sum + lit(1i32));
+        let analyzed = |expr: Expr| {
+            let table = table_scan(Some("t"), schema().as_arrow(), None).unwrap();
+            let plan = table.project(vec![expr.alias("s")]).unwrap().build().unwrap();
+            let LogicalPlan::Projection(projection) = AnsiArithmetic.analyze(plan, &ConfigOptions::default()).unwrap()
+            else {
+                panic!("a projection")
+            };
+            projection.expr[0].clone().unalias()
+        };
+        assert_eq!(analyzed(chain(lit(1i32))), lit(100i32));
+        assert_eq!(analyzed(-chain(lit(1i32))), lit(-100i32));
+        for unfolded in [chain(lit(i32::MAX)), chain(lit(1i32)) + col("i")] {
+            let analyzed = analyzed(unfolded);
+            assert!(matches!(analyzed, Expr::ScalarFunction(_)), "{analyzed}");
+        }
     }
 
     fn apply(udf: &ScalarUDF, left: Vec<Option<i32>>, right: Vec<Option<i32>>) -> Result<Vec<Option<i32>>> {

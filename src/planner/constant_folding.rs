@@ -19,13 +19,13 @@ use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{RecordBatch, new_null_array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::common::DFSchema;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
+use datafusion::logical_expr::{ColumnarValue, Expr, LogicalPlan, Volatility};
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_expr::create_physical_expr;
 
@@ -88,7 +88,7 @@ fn conditional(expr: &Expr) -> bool {
 /// Whether `expr` can be evaluated without a row, as DataFusion's `ConstEvaluator` decides it;
 /// a literal needs no evaluating. Of the conditionals only CASE is evaluated whole: its
 /// physical form runs only the branch it takes.
-fn is_constant(expr: &Expr) -> bool {
+pub(super) fn is_constant(expr: &Expr) -> bool {
     !matches!(expr, Expr::Literal(..))
         && !expr
             .exists(|e| {
@@ -135,6 +135,19 @@ fn evaluate(expr: &Expr, props: &ExecutionProps) -> Result<()> {
         return Ok(());
     };
     physical.evaluate(batch).map(|_| ())
+}
+
+/// The value of a constant `expr`, as the session's `options` compute it; `None` where it
+/// cannot be planned here or fails, which is left to this rule and the rows.
+pub(super) fn value(expr: &Expr, options: &ConfigOptions) -> Option<ScalarValue> {
+    let (schema, batch) = &*ONE_ROW;
+    let mut props = ExecutionProps::new();
+    props.config_options = Some(Arc::new(options.clone()));
+    let physical = create_physical_expr(expr, schema, &props, &PhysicalPlanningContext::default()).ok()?;
+    match physical.evaluate(batch).ok()? {
+        ColumnarValue::Scalar(value) => Some(value),
+        ColumnarValue::Array(values) => ScalarValue::try_from_array(&values, 0).ok(),
+    }
 }
 
 #[cfg(test)]

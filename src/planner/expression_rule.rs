@@ -11,6 +11,8 @@ use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{Expr, LogicalPlan, Operator};
 
+use super::abandoned_planning;
+
 /// `plan` with `rewrite` applied to each expression, bottom up, against the schema of the
 /// node's inputs; each node's schema is then its expressions' own.
 pub fn rewrite_expressions(
@@ -25,7 +27,10 @@ pub fn rewrite_expressions(
                     Expr::GroupingSet(_) => Ok(Transformed::new(expr, false, TreeNodeRecursion::Jump)),
                     expr => Ok(Transformed::no(expr)),
                 },
-                |expr| rewrite(expr, &schema),
+                |expr| {
+                    abandoned_planning::check()?;
+                    rewrite(expr, &schema)
+                },
             )
         })?;
         // A rewritten expression may have another type, and so may the columns above it.

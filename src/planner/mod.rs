@@ -8,6 +8,7 @@
 //! (`adaptive::insert_adaptive_spark_plan`) makes a plan that moves rows between partitions run
 //! stage by stage, re-planned with what each finished stage produced.
 
+pub mod abandoned_planning;
 pub mod adaptive;
 pub mod ansi_arithmetic;
 pub mod bucketing;

@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 use tokio::time::{Instant, sleep_until};
 
 use crate::error::SqlError;
+use crate::planner::abandoned_planning;
 
 /// The error of a statement stopped at its `statement_timeout`.
 pub fn timed_out() -> SqlError {
@@ -30,15 +31,17 @@ static PLANNERS: LazyLock<Arc<Semaphore>> =
 /// Runs `work` (planning) on a blocking thread of the runtime, not on one of its workers:
 /// planning a large statement is seconds of CPU without an await point, which would hold a
 /// worker, and every connection waiting on it, and which a `statement_timeout` around this
-/// call could not stop. Stopped waiting for (the timeout), the work runs to its end unseen;
-/// planning changes nothing.
+/// call could not stop. Stopped waiting for (the timeout), the work runs on unseen until our
+/// rules see it abandoned ([`abandoned_planning`]); planning changes nothing.
 pub async fn off_workers<T: Send + 'static>(
     work: impl Future<Output = Result<T, SqlError>> + Send + 'static,
 ) -> Result<T, SqlError> {
     let place = Arc::clone(&PLANNERS).acquire_owned().await.map_err(|e| SqlError::internal(e.to_string()))?;
     let runtime = tokio::runtime::Handle::current();
+    let waiter = abandoned_planning::Waiter::default();
+    let planning = waiter.planning();
     tokio::task::spawn_blocking(move || {
-        let planned = runtime.block_on(work);
+        let planned = planning.run(|| runtime.block_on(work));
         drop(place);
         planned
     })
