@@ -41,10 +41,17 @@ pub struct Planning(Arc<AtomicBool>);
 impl Planning {
     /// Runs `planning` on this thread, where [`check`] fails once the waiter is gone.
     pub fn run<T>(self, planning: impl FnOnce() -> T) -> T {
-        let previous = WATCHED.with(|watched| watched.replace(Some(self.0)));
-        let planned = planning();
-        WATCHED.with(|watched| *watched.borrow_mut() = previous);
-        planned
+        let _restore = Restore(WATCHED.with(|watched| watched.replace(Some(self.0))));
+        planning()
+    }
+}
+
+/// Puts back the planning the thread watched before, also when a planning panics.
+struct Restore(Option<Arc<AtomicBool>>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        WATCHED.with(|watched| *watched.borrow_mut() = self.0.take());
     }
 }
 

@@ -281,6 +281,10 @@ CASES = [
     ("F9 IN a subquery on one side of a join", [],
      "SELECT x.j, f.z FROM k1 x JOIN flat f ON x.j = f.b WHERE x.k IN (SELECT k FROM k4 WHERE p = 1)"),
     ("F9 EXISTS and NOT EXISTS on one side of a join, adaptive", [ADAPTIVE], SEMI_AND_ANTI_BELOW_A_JOIN),
+    ("F9 EXISTS on the right side of a left outer join stays above it", [],
+     "SELECT x.j, f.z FROM flat f LEFT JOIN k1 x ON x.j = f.b WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k)"),
+    ("F9 EXISTS on the right side of a right outer join", [],
+     "SELECT x.j, f.z FROM flat f RIGHT JOIN k1 x ON x.j = f.b WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k)"),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.
