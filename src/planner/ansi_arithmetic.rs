@@ -28,6 +28,7 @@ use datafusion::common::DFSchema;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
@@ -35,7 +36,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-use super::constant_folding::{is_constant, value};
+use super::constant_folding::{evaluation_props, is_constant, value};
 use super::decimal_division::{
     DECIMAL_DIVIDE, DecimalBound, decimal_operands, power_of_ten, quotient_half_up, result_decimal, wider_decimal,
 };
@@ -54,10 +55,10 @@ impl AnalyzerRule for AnsiArithmetic {
     }
 
     fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
-        let loss = PrecisionLoss::of(options);
+        let (loss, props) = (PrecisionLoss::of(options), evaluation_props(options));
         rewrite_expressions(plan, |expr, schema| {
             let checked = checked_arithmetic(expr, schema, loss)?;
-            Ok(if checked.transformed { checked.update_data(|expr| folded(expr, options)) } else { checked })
+            Ok(if checked.transformed { checked.update_data(|expr| folded(expr, &props)) } else { checked })
         })
     }
 }
@@ -67,12 +68,12 @@ impl AnalyzerRule for AnsiArithmetic {
 /// would make every type lookup above them name the whole chain again, which took minutes of
 /// planning for a thousand terms. A call that fails stays, for Spark's `ConstantFolding` to
 /// raise where Spark would (not in a branch that never runs).
-fn folded(expr: Expr, options: &ConfigOptions) -> Expr {
+fn folded(expr: Expr, props: &ExecutionProps) -> Expr {
     match &expr {
         Expr::ScalarFunction(call)
             if call.args.iter().all(|arg| matches!(arg, Expr::Literal(..)) || is_constant(arg)) =>
         {
-            value(&expr, options).map_or(expr, |value| Expr::Literal(value, None))
+            value(&expr, props).map_or(expr, |value| Expr::Literal(value, None))
         }
         _ => expr,
     }

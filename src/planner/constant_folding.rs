@@ -38,8 +38,7 @@ impl AnalyzerRule for ConstantFolding {
     }
 
     fn analyze(&self, plan: LogicalPlan, options: &ConfigOptions) -> Result<LogicalPlan> {
-        let mut props = ExecutionProps::new();
-        props.config_options = Some(Arc::new(options.clone()));
+        let props = evaluation_props(options);
         plan.apply_with_subqueries(|node| {
             node.apply_expressions(|expr| {
                 raise_failing_constants(expr, false, &props)?;
@@ -128,23 +127,29 @@ static ONE_ROW: LazyLock<(DFSchema, RecordBatch)> = LazyLock::new(|| {
     (DFSchema::try_from(schema).expect("one field"), batch)
 });
 
-/// `expr`'s value; an expression that cannot be planned here is not evaluated.
-fn evaluate(expr: &Expr, props: &ExecutionProps) -> Result<()> {
-    let (schema, batch) = &*ONE_ROW;
-    let Ok(physical) = create_physical_expr(expr, schema, props, &PhysicalPlanningContext::default()) else {
-        return Ok(());
-    };
-    physical.evaluate(batch).map(|_| ())
-}
-
-/// The value of a constant `expr`, as the session's `options` compute it; `None` where it
-/// cannot be planned here or fails, which is left to this rule and the rows.
-pub(super) fn value(expr: &Expr, options: &ConfigOptions) -> Option<ScalarValue> {
-    let (schema, batch) = &*ONE_ROW;
+/// What a constant is evaluated with: the session's `options`, which Spark's functions read.
+pub(super) fn evaluation_props(options: &ConfigOptions) -> ExecutionProps {
     let mut props = ExecutionProps::new();
     props.config_options = Some(Arc::new(options.clone()));
-    let physical = create_physical_expr(expr, schema, &props, &PhysicalPlanningContext::default()).ok()?;
-    match physical.evaluate(batch).ok()? {
+    props
+}
+
+/// `expr` evaluated on one row; `None` where it cannot be planned here.
+fn evaluated(expr: &Expr, props: &ExecutionProps) -> Option<Result<ColumnarValue>> {
+    let (schema, batch) = &*ONE_ROW;
+    let physical = create_physical_expr(expr, schema, props, &PhysicalPlanningContext::default()).ok()?;
+    Some(physical.evaluate(batch))
+}
+
+/// `expr`'s value; an expression that cannot be planned here is not evaluated.
+fn evaluate(expr: &Expr, props: &ExecutionProps) -> Result<()> {
+    evaluated(expr, props).map_or(Ok(()), |value| value.map(drop))
+}
+
+/// The value of a constant `expr`; `None` where it cannot be planned here or fails, which is
+/// left to this rule and the rows.
+pub(super) fn value(expr: &Expr, props: &ExecutionProps) -> Option<ScalarValue> {
+    match evaluated(expr, props)?.ok()? {
         ColumnarValue::Scalar(value) => Some(value),
         ColumnarValue::Array(values) => ScalarValue::try_from_array(&values, 0).ok(),
     }
