@@ -26,6 +26,7 @@ pub(crate) mod plumbing;
 pub(crate) mod query_stage;
 pub(crate) mod range;
 pub(crate) mod reused_exchange;
+pub(crate) mod short_circuit;
 pub(crate) mod shuffle_exchange;
 pub(crate) mod sort;
 pub mod spark_connect;

@@ -17,6 +17,7 @@ use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr, ScalarFunctionEx
 use datafusion::physical_expr_common::physical_expr::fmt_sql;
 
 use crate::catalog::types::SparkType;
+use crate::exec::short_circuit::ShortCircuit;
 use crate::planner::ansi_arithmetic::{ANSI_NEGATE, ansi_operator};
 use crate::planner::normalize_nan_and_zero::{NORMALIZE_NAN, NORMALIZE_NAN_AND_ZERO};
 
@@ -96,6 +97,8 @@ pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String 
         literal_text(literal.value())
     } else if let Some(binary) = expr.downcast_ref::<BinaryExpr>() {
         binary_text(binary.op(), r(binary.left()), r(binary.right()))
+    } else if let Some(lazy) = expr.downcast_ref::<ShortCircuit>() {
+        binary_text(lazy.op(), r(lazy.left()), r(lazy.right()))
     } else if let Some(e) = expr.downcast_ref::<IsNotNullExpr>() {
         format!("isnotnull({})", r(e.arg()))
     } else if let Some(e) = expr.downcast_ref::<IsNullExpr>() {

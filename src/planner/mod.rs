@@ -41,6 +41,7 @@ pub mod reuse_exchange;
 pub mod rewrite_distinct_aggregates;
 pub mod rewrite_except_intersect_all;
 pub mod scan_lineage;
+pub mod short_circuit_evaluation;
 pub mod single_distinct_aggregate;
 pub mod legacy_casts;
 pub mod spark_casts;
@@ -92,6 +93,7 @@ use resolve_grouping_analytics::resolve_grouping_analytics;
 use reuse_exchange::reuse_exchanges;
 use rewrite_distinct_aggregates::RewriteDistinctAggregates;
 use rewrite_except_intersect_all::RewriteExceptIntersectAll;
+use short_circuit_evaluation::short_circuit_evaluation;
 use single_distinct_aggregate::{SingleDistinctAggregate, split_inner_aggregates};
 use spark_casts::SparkCasts;
 use union_output_nullability::UnionOutputNullability;
@@ -229,6 +231,9 @@ pub const PHYSICAL_RULES: &[PhysicalRule] = &[
     // Ours: aggregates find their groups as runs of equal keys where rows arrive grouped, which is
     // only known once the sorts and exchanges below are final.
     PhysicalRule { name: "HashAggregateInOrder", apply: |plan, _| HashAggregateExec::wrap_aggregates(plan) },
+    // Spark's lazy AND and OR, once no rule reads a condition any more, and before identical
+    // exchanges are found, which must see each filter as it runs.
+    PhysicalRule { name: "ShortCircuitEvaluation", apply: |plan, _| short_circuit_evaluation(plan) },
     // Last, as in Spark: identical exchanges are only identical once nothing below them changes;
     // under adaptive execution the query stages are reused instead.
     PhysicalRule {
@@ -287,6 +292,7 @@ mod tests {
                 "LimitPushdown",
                 "EnsureCooperative",
                 "HashAggregateInOrder",
+                "ShortCircuitEvaluation",
                 "ReuseExchangeAndSubquery",
             ]
         );

@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use datafusion::error::Result;
 use datafusion::physical_expr::expressions::{Column, IsNotNullExpr};
-use datafusion::physical_expr::split_conjunction;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::union::{InterleaveExec, UnionExec, can_interleave};
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary};
+
+use crate::exec::short_circuit::split_conjunction;
 
 /// `node`, a union, as one that keeps its children's shared hash partitioning, when Spark's
 /// would; any other node as it is.

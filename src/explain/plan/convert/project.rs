@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{Column, IsNotNullExpr};
-use datafusion::physical_expr::{PhysicalExpr, split_conjunction};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateOutputMode};
 use datafusion::physical_plan::filter::FilterExec;
@@ -14,6 +14,7 @@ use datafusion::physical_plan::projection::ProjectionExec;
 
 use super::window::window_parts;
 use super::{Converter, Position, below_plumbing};
+use crate::exec::short_circuit::split_conjunction;
 use crate::explain::expressions::{Attr, Columns, list, render};
 use crate::explain::plan::{Codegen, Node, field};
 
