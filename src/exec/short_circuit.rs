@@ -42,18 +42,36 @@ pub struct ShortCircuit {
     /// The input columns the right side reads: only these are selected for it.
     right_columns: Vec<usize>,
     right_can_fail: bool,
+    /// The condition as Spark wrote it, where its conjuncts are evaluated in another order.
+    shown: Option<Arc<dyn PhysicalExpr>>,
 }
 
 impl ShortCircuit {
     /// `None` unless `op` is `AND` or `OR`.
     pub fn new(op: Operator, left: Arc<dyn PhysicalExpr>, right: Arc<dyn PhysicalExpr>) -> Option<Self> {
-        if !matches!(op, Operator::And | Operator::Or) {
-            return None;
-        }
+        matches!(op, Operator::And | Operator::Or).then(|| Self::connect(op, left, right))
+    }
+
+    /// `left AND right`.
+    pub fn and(left: Arc<dyn PhysicalExpr>, right: Arc<dyn PhysicalExpr>) -> Self {
+        Self::connect(Operator::And, left, right)
+    }
+
+    fn connect(op: Operator, left: Arc<dyn PhysicalExpr>, right: Arc<dyn PhysicalExpr>) -> Self {
         let mut right_columns: Vec<usize> = collect_columns(&right).iter().map(Column::index).collect();
         right_columns.sort_unstable();
         let right_can_fail = can_fail(&right);
-        Some(ShortCircuit { op, left, right, right_columns, right_can_fail })
+        ShortCircuit { op, left, right, right_columns, right_can_fail, shown: None }
+    }
+
+    /// This condition, printed as `shown`: the same conjuncts in Spark's order.
+    pub fn shown_as(self, shown: Arc<dyn PhysicalExpr>) -> Self {
+        ShortCircuit { shown: Some(shown), ..self }
+    }
+
+    /// The condition to print, when it is not this one's operands in order.
+    pub fn shown(&self) -> Option<&Arc<dyn PhysicalExpr>> {
+        self.shown.as_ref()
     }
 
     pub fn op(&self) -> &Operator {
@@ -194,7 +212,10 @@ impl Hash for ShortCircuit {
 
 impl fmt::Display for ShortCircuit {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "({} {} {})", self.left, self.op, self.right)
+        match &self.shown {
+            Some(shown) => write!(f, "{shown}"),
+            None => write!(f, "({} {} {})", self.left, self.op, self.right),
+        }
     }
 }
 
@@ -246,6 +267,9 @@ impl PhysicalExpr for ShortCircuit {
         let (Some(right), Some(left)) = (children.pop(), children.pop()) else {
             return internal_err!("{} takes two operands", self.op);
         };
+        if Arc::ptr_eq(&left, &self.left) && Arc::ptr_eq(&right, &self.right) {
+            return Ok(self);
+        }
         match ShortCircuit::new(self.op, left, right) {
             Some(expr) => Ok(Arc::new(expr)),
             None => internal_err!("{} is not AND or OR", self.op),
@@ -253,6 +277,9 @@ impl PhysicalExpr for ShortCircuit {
     }
 
     fn fmt_sql(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if let Some(shown) = &self.shown {
+            return shown.fmt_sql(f);
+        }
         write!(f, "(")?;
         self.left.fmt_sql(f)?;
         write!(f, " {} ", self.op)?;

@@ -98,7 +98,10 @@ pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String 
     } else if let Some(binary) = expr.downcast_ref::<BinaryExpr>() {
         binary_text(binary.op(), r(binary.left()), r(binary.right()))
     } else if let Some(lazy) = expr.downcast_ref::<ShortCircuit>() {
-        binary_text(lazy.op(), r(lazy.left()), r(lazy.right()))
+        match lazy.shown() {
+            Some(shown) => r(shown),
+            None => binary_text(lazy.op(), r(lazy.left()), r(lazy.right())),
+        }
     } else if let Some(e) = expr.downcast_ref::<IsNotNullExpr>() {
         format!("isnotnull({})", r(e.arg()))
     } else if let Some(e) = expr.downcast_ref::<IsNullExpr>() {
