@@ -222,7 +222,10 @@ async fn run() -> anyhow::Result<()> {
                 anyhow::bail!("--rows, --buckets and --runs must be positive");
             }
             let engine = EngineOptions {
-                memory_limit: shared_memory_limit(memory_limit),
+                memory_limit: shared_memory_limit(
+                    memory_limit,
+                    if tpch.is_some() { FreedMemory::Mapped } else { FreedMemory::Unmapped },
+                ),
                 query_history,
                 spark_connect: spark_connect.as_deref().map(SparkConnectUrl::parse).transpose()?,
                 warehouse: object_storage.warehouse.clone(),
@@ -253,7 +256,10 @@ async fn run() -> anyhow::Result<()> {
                     let data_dir = tempfile::Builder::new().prefix("bucketsql-demo").tempdir()?;
                     let engine = Engine::open(
                         data_dir.path(),
-                        EngineOptions { memory_limit: shared_memory_limit(None), ..EngineOptions::default() },
+                        EngineOptions {
+                            memory_limit: shared_memory_limit(None, FreedMemory::Mapped),
+                            ..EngineOptions::default()
+                        },
                     )?;
                     let limits = ClientLimits {
                         max_connections: DEFAULT_MAX_CONNECTIONS as usize,
@@ -318,7 +324,7 @@ async fn run() -> anyhow::Result<()> {
             };
             let cert_pem = tls_cert.as_deref().map(std::fs::read).transpose()?;
             let auth = Authenticator::new(passwords.clone(), cert_pem.as_deref());
-            let memory_limit = shared_memory_limit(memory_limit);
+            let memory_limit = shared_memory_limit(memory_limit, FreedMemory::Mapped);
             let query_history = if ui_address.is_some() { DEFAULT_QUERY_HISTORY } else { 0 };
             let engine = Engine::open(
                 &data_dir,
@@ -396,24 +402,40 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
 
 /// The memory all queries share: the `--memory-limit` given, with freed memory returned to the
 /// system promptly so that resident memory stays near it, or else half of RAM, with freed
-/// memory kept for the next query.
-fn shared_memory_limit(given: Option<usize>) -> Option<usize> {
+/// memory kept for the next query as `freed` says.
+fn shared_memory_limit(given: Option<usize>, freed: FreedMemory) -> Option<usize> {
     match given {
         Some(limit) => {
             return_freed_memory_promptly();
             Some(limit)
         }
         None => {
-            set_purge_delay(KEEP_FREED_MEMORY_MS);
+            set_allocator_option(PURGE_DELAY, KEEP_FREED_MEMORY_MS);
+            if freed == FreedMemory::Mapped {
+                set_allocator_option(PURGE_DECOMMITS, 0);
+            }
             total_memory().map(|bytes| bytes / 2)
         }
     }
 }
 
-/// How long mimalloc keeps freed pages before giving them back to the system without a memory
-/// limit. Its own default, 10 ms, hands back the pages of one operator's batches while the next
-/// is about to fault them in again, each page zeroed by the kernel: five TPC-H queries at SF1,
-/// run five times each, took 450 000 page faults with it and 40 000 with a second.
+/// What mimalloc does with freed pages it hands back, without a memory limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FreedMemory {
+    /// Marks them free (`MADV_FREE`): the kernel takes them only when it needs memory, and a
+    /// page used again before costs no page fault. Four TPC-H queries at SF1 (Q5, Q17, Q18,
+    /// Q21), run four times each, took 110 000 page faults unmapping pages and 10 000 marking
+    /// them, with 12 % less CPU; a fault of a transparent huge page zeroes 2 MiB.
+    Mapped,
+    /// Unmaps them (`MADV_DONTNEED`), mimalloc's default: resident memory then shows only what
+    /// is in use, which the bench's per-query peaks need.
+    Unmapped,
+}
+
+/// How long mimalloc keeps freed pages before handing them back without a memory limit. Its
+/// own default, 10 ms, hands back the pages of one operator's batches while the next is about
+/// to fault them in again, each page zeroed by the kernel: five TPC-H queries at SF1, run five
+/// times each, took 450 000 page faults with it and 40 000 with a second.
 const KEEP_FREED_MEMORY_MS: std::ffi::c_long = 1000;
 
 /// Has mimalloc give freed pages back to the system within 10 ms, and keeps transparent huge
@@ -422,19 +444,20 @@ const KEEP_FREED_MEMORY_MS: std::ffi::c_long = 1000;
 /// interrupts every other core to flush its page tables, which took a quarter of the CPU of a
 /// busy server when every free purged.
 fn return_freed_memory_promptly() {
-    set_purge_delay(10);
+    set_allocator_option(PURGE_DELAY, 10);
     // SAFETY: PR_SET_THP_DISABLE only sets a flag of this process for the pages it faults in next.
     if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0 {
         tracing::warn!("could not turn off transparent huge pages; resident memory may exceed --memory-limit");
     }
 }
 
-/// Sets how long mimalloc waits before handing freed pages back to the system.
-fn set_purge_delay(milliseconds: std::ffi::c_long) {
-    /// `mi_option_purge_delay` in mimalloc.h's `mi_option_e`, which the bindings leave unnamed.
-    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+/// mimalloc's options in mimalloc.h's `mi_option_e`, which the bindings leave unnamed.
+const PURGE_DECOMMITS: libmimalloc_sys::mi_option_t = 5;
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+fn set_allocator_option(option: libmimalloc_sys::mi_option_t, value: std::ffi::c_long) {
     // SAFETY: mi_option_set only changes an allocator parameter, which mimalloc reads atomically.
-    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, milliseconds) };
+    unsafe { libmimalloc_sys::mi_option_set(option, value) };
 }
 
 /// Physical memory from `/proc/meminfo`.
