@@ -116,7 +116,15 @@ impl ShortCircuit {
         let options = RecordBatchOptions::new().with_row_count(Some(count));
         let selected = RecordBatch::try_new_with_options(batch.schema(), columns, &options)?;
         let right = self.right.evaluate(&selected)?.into_array(count)?;
-        Ok(scatter(undecided, right.as_boolean()))
+        Ok(scatter(undecided, boolean(&right, self.op)?))
+    }
+}
+
+/// An operand's values, which type coercion made booleans.
+fn boolean(operand: &ArrayRef, op: Operator) -> Result<&BooleanArray> {
+    match operand.as_boolean_opt() {
+        Some(values) => Ok(values),
+        None => internal_err!("{op} of a {} operand", operand.data_type()),
     }
 }
 
@@ -236,9 +244,7 @@ impl PhysicalExpr for ShortCircuit {
             }
             left => left.into_array(rows)?,
         };
-        let Some(left) = left.as_boolean_opt() else {
-            return internal_err!("{} of a {} operand", self.op, left.data_type());
-        };
+        let left = boolean(&left, self.op)?;
         let undecided = self.undecided(left);
         let count = undecided.count_set_bits();
         if count == 0 {
@@ -246,10 +252,7 @@ impl PhysicalExpr for ShortCircuit {
         }
         let whole_batch = count == rows || (!self.right_can_fail && count as f64 > SELECTIVE * rows as f64);
         let right = match whole_batch {
-            true => {
-                let right = self.right.evaluate(batch)?.into_array(rows)?;
-                right.as_boolean().clone()
-            }
+            true => boolean(&self.right.evaluate(batch)?.into_array(rows)?, self.op)?.clone(),
             false => self.right_over(batch, &undecided, count)?,
         };
         let answer = match self.op {
