@@ -273,10 +273,7 @@ impl PhysicalExpr for ShortCircuit {
         if Arc::ptr_eq(&left, &self.left) && Arc::ptr_eq(&right, &self.right) {
             return Ok(self);
         }
-        match ShortCircuit::new(self.op, left, right) {
-            Some(expr) => Ok(Arc::new(expr)),
-            None => internal_err!("{} is not AND or OR", self.op),
-        }
+        Ok(Arc::new(ShortCircuit::connect(self.op, left, right)))
     }
 
     fn fmt_sql(&self, f: &mut fmt::Formatter) -> fmt::Result {
