@@ -13,15 +13,19 @@
 use super::ansi_arithmetic::{ANSI_NEGATE, ansi_binary};
 use super::expression_rule::is_comparison;
 use super::normalize_nan_and_zero::{NORMALIZE_NAN, NORMALIZE_NAN_AND_ZERO};
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::DFSchema;
 use datafusion::common::JoinType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Column, DFSchema};
 use datafusion::error::Result;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction, split_conjunction_owned};
 use datafusion::logical_expr::{
-    BinaryExpr, Expr, ExprSchemable, Filter, Join, LogicalPlan, Operator, SubqueryAlias, TableScan,
+    BinaryExpr, Expr, ExprSchemable, Filter, Join, LogicalPlan, Operator, Projection, SubqueryAlias, TableScan,
 };
+use datafusion::optimizer::push_down_filter::replace_cols_by_name;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
 #[derive(Debug, Default)]
@@ -287,8 +291,33 @@ fn filter_join_sides(join: Join) -> Result<Transformed<LogicalPlan>> {
 
 /// `plan` filtered by `predicates` as well, each put in front of the filter and the scan under it
 /// (where it becomes a pushed filter), unless already there. Through an alias, the predicates
-/// are renamed to the columns under it.
+/// are renamed to the columns under it; through a projection, to the expressions it computes,
+/// as Spark pushes its inferred filters down, so that a filter the optimizer already pushed
+/// below the projection is not repeated above it.
 fn with_predicates(plan: LogicalPlan, predicates: Vec<Expr>) -> Result<Transformed<LogicalPlan>> {
+    if let LogicalPlan::Projection(projection) = plan {
+        if projection.expr.iter().any(Expr::is_volatile) {
+            return with_predicates_here(LogicalPlan::Projection(projection), predicates);
+        }
+        let computed: HashMap<String, Expr> = projection
+            .schema
+            .iter()
+            .zip(&projection.expr)
+            .map(|((qualifier, field), expr)| (Column::from((qualifier, field)).flat_name(), expr.clone().unalias()))
+            .collect();
+        let renamed = predicates.into_iter().map(|p| replace_cols_by_name(p, &computed)).collect::<Result<Vec<_>>>()?;
+        let input = with_predicates(projection.input.as_ref().clone(), renamed)?;
+        return input.map_data(|input| {
+            Ok(LogicalPlan::Projection(Projection::try_new_with_schema(
+                projection.expr,
+                input.into(),
+                projection.schema,
+            )?))
+        });
+    }
+    if let LogicalPlan::Join(join) = plan {
+        return through_join(join, predicates);
+    }
     if let LogicalPlan::SubqueryAlias(alias) = plan {
         let (outer, inner) = (alias.schema.columns(), alias.input.schema().columns());
         let renamed = predicates
@@ -308,6 +337,51 @@ fn with_predicates(plan: LogicalPlan, predicates: Vec<Expr>) -> Result<Transform
         return input
             .map_data(|input| Ok(LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(input.into(), alias.alias)?)));
     }
+    with_predicates_here(plan, predicates)
+}
+
+/// A join filtered by `predicates`: each on the side that holds all its columns, where the join
+/// keeps that side's rows as they are (both sides of an inner join, the outer side of an outer
+/// join), the rest above the join.
+fn through_join(join: Join, predicates: Vec<Expr>) -> Result<Transformed<LogicalPlan>> {
+    let (into_left, into_right) = match join.join_type {
+        JoinType::Inner => (true, true),
+        JoinType::Left | JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark => (true, false),
+        JoinType::Right | JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark => (false, true),
+        JoinType::Full => (false, false),
+    };
+    let holds = |side: &LogicalPlan, predicate: &Expr| {
+        predicate.column_refs().iter().all(|column| side.schema().has_column(column))
+    };
+    let (mut left, mut right, mut above) = (Vec::new(), Vec::new(), Vec::new());
+    for predicate in predicates {
+        if into_left && holds(&join.left, &predicate) {
+            left.push(predicate);
+        } else if into_right && holds(&join.right, &predicate) {
+            right.push(predicate);
+        } else {
+            above.push(predicate);
+        }
+    }
+    let mut changed = false;
+    let mut side_with = |side: Arc<LogicalPlan>, predicates: Vec<Expr>| -> Result<Arc<LogicalPlan>> {
+        if predicates.is_empty() {
+            return Ok(side);
+        }
+        let filtered = with_predicates(side.as_ref().clone(), predicates)?;
+        changed |= filtered.transformed;
+        Ok(filtered.data.into())
+    };
+    let join = Join { left: side_with(join.left, left)?, right: side_with(join.right, right)?, ..join };
+    let joined = if above.is_empty() {
+        Transformed::no(LogicalPlan::Join(join))
+    } else {
+        with_predicates_here(LogicalPlan::Join(join), above)?
+    };
+    Ok(Transformed::new_transformed(joined.data, changed || joined.transformed))
+}
+
+fn with_predicates_here(plan: LogicalPlan, predicates: Vec<Expr>) -> Result<Transformed<LogicalPlan>> {
     let existing: Vec<Expr> = match &plan {
         LogicalPlan::Filter(filter) => split_conjunction(&filter.predicate).into_iter().cloned().collect(),
         _ => Vec::new(),

@@ -27,6 +27,7 @@ pub mod generate;
 pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
+pub mod keep_inner_joins;
 pub mod keep_null_safe_joins;
 pub mod keep_semi_joins_unfiltered;
 pub mod keep_sort_keys;
@@ -82,6 +83,7 @@ use generate::Generate;
 use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
+use keep_inner_joins::KeepInnerJoins;
 use keep_null_safe_joins::KeepNullSafeJoins;
 use keep_semi_joins_unfiltered::KeepSemiJoinsUnfiltered;
 use keep_sort_keys::KeepSortKeys;
@@ -134,12 +136,13 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
 /// kept off semi and anti joins; then Spark's shape for EXCEPT and INTERSECT, its semi and
 /// anti joins pushed below other joins, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
-    let (single_distinct, cross_join, sort_keys, simplify, null_keys) = (
+    let (single_distinct, cross_join, sort_keys, simplify, null_keys, inner_joins) = (
         SingleDistinctAggregate::default(),
         KeepNullSafeJoins::default(),
         KeepSortKeys::default(),
         UnwrapCastInBinaryComparison::default(),
         KeepSemiJoinsUnfiltered::default(),
+        KeepInnerJoins::default(),
     );
     let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Optimizer::new()
         .rules
@@ -151,6 +154,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
                 name if name == sort_keys.name() => Arc::new(KeepSortKeys::default()),
                 name if name == simplify.name() => Arc::new(UnwrapCastInBinaryComparison::default()),
                 name if name == null_keys.name() => Arc::new(KeepSemiJoinsUnfiltered::default()),
+                name if name == inner_joins.name() => Arc::new(KeepInnerJoins::default()),
                 _ => rule,
             }
         })

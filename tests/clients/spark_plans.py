@@ -22,6 +22,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 ADAPTIVE = ("spark.sql.adaptive.enabled", "true")
+BROADCAST_10MB = ("spark.sql.autoBroadcastJoinThreshold", "10MB")
 SEMI_AND_ANTI_BELOW_A_JOIN = (
     "SELECT x.j, f.z FROM k1 x JOIN flat f ON x.j = f.b "
     "WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k AND y.m <> x.j) "
@@ -285,6 +286,18 @@ CASES = [
      "SELECT x.j, f.z FROM flat f LEFT JOIN k1 x ON x.j = f.b WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k)"),
     ("F9 EXISTS on the right side of a right outer join", [],
      "SELECT x.j, f.z FROM flat f RIGHT JOIN k1 x ON x.j = f.b WHERE EXISTS (SELECT 1 FROM k2 y WHERE y.k = x.k)"),
+    # A join whose other side is unique on its keys and unread above it stays an inner join.
+    ("F10 a join to an aggregate grouped by its key", [],
+     "SELECT f.z FROM flat f JOIN (SELECT a AS ga, max(z) AS mz FROM flat GROUP BY a) g ON f.a = g.ga AND f.z < g.mz"),
+    ("F10 a filter inferred from a join condition reaches the scan under another join", [],
+     "SELECT j.z FROM (SELECT f.a, f.z FROM flat f JOIN small s ON f.a = s.g) j "
+     "JOIN (SELECT a AS ga, max(z) AS mz FROM flat GROUP BY a) g ON j.a = g.ga AND j.z < g.mz"),
+    ("F10 a correlated scalar subquery, adaptive, broadcasting the smaller side", [ADAPTIVE, BROADCAST_10MB],
+     "SELECT sum(f.z) AS total FROM flat f JOIN small s ON f.a = s.g "
+     "WHERE f.z < (SELECT avg(x.v) FROM many_files x WHERE x.h = s.g)"),
+    # Spark drops an outer join whose other side is unread and unique on its keys.
+    ("F10 a left join to an aggregate grouped by its key goes", [],
+     "SELECT f.z FROM flat f LEFT JOIN (SELECT a AS ga, max(z) AS mz FROM flat GROUP BY a) g ON f.a = g.ga"),
 ]
 
 # (name, statement): DDL Spark refuses, with its reason.
