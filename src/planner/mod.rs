@@ -27,6 +27,7 @@ pub mod generate;
 pub mod hints;
 pub mod infer_filters_from_constraints;
 pub mod join_selection;
+pub mod keep_conjunct_order;
 pub mod keep_inner_joins;
 pub mod keep_null_safe_joins;
 pub mod keep_semi_joins_unfiltered;
@@ -83,6 +84,7 @@ use generate::Generate;
 use hints::QueryHints;
 use infer_filters_from_constraints::InferFiltersFromConstraints;
 use join_selection::join_selection;
+use keep_conjunct_order::KeepConjunctOrder;
 use keep_inner_joins::KeepInnerJoins;
 use keep_null_safe_joins::KeepNullSafeJoins;
 use keep_semi_joins_unfiltered::KeepSemiJoinsUnfiltered;
@@ -136,13 +138,14 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
 /// kept off semi and anti joins; then Spark's shape for EXCEPT and INTERSECT, its semi and
 /// anti joins pushed below other joins, and its inferred `isnotnull` filters last.
 pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
-    let (single_distinct, cross_join, sort_keys, simplify, null_keys, inner_joins) = (
+    let (single_distinct, cross_join, sort_keys, simplify, null_keys, inner_joins, filters) = (
         SingleDistinctAggregate::default(),
         KeepNullSafeJoins::default(),
         KeepSortKeys::default(),
         UnwrapCastInBinaryComparison::default(),
         KeepSemiJoinsUnfiltered::default(),
         KeepInnerJoins::default(),
+        KeepConjunctOrder::default(),
     );
     let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Optimizer::new()
         .rules
@@ -155,6 +158,7 @@ pub fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
                 name if name == simplify.name() => Arc::new(UnwrapCastInBinaryComparison::default()),
                 name if name == null_keys.name() => Arc::new(KeepSemiJoinsUnfiltered::default()),
                 name if name == inner_joins.name() => Arc::new(KeepInnerJoins::default()),
+                name if name == filters.name() => Arc::new(KeepConjunctOrder::default()),
                 _ => rule,
             }
         })
