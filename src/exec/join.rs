@@ -33,6 +33,8 @@ use futures::StreamExt;
 
 use super::aqe_shuffle_read::AqeShuffleReadExec;
 use super::downcast_plan::downcast_plan;
+use datafusion::physical_plan::joins::utils::JoinFilter;
+
 use super::join_spec::{BuildSide, JoinSpec, JoinStrategy};
 use super::merge_join;
 use super::merge_semi_join::{Existence, merge_semi_join};
@@ -105,6 +107,13 @@ impl SparkJoinExec {
         let (left, right) = (SortedRead::of(&self.left)?, SortedRead::of(&self.right)?);
         let range = left.read.coalesced_range(partition)?;
         (right.read.coalesced_range(partition)? == range).then_some((left, right, range))
+    }
+
+    /// This join with its condition evaluated by `filter`.
+    pub fn with_filter(&self, filter: JoinFilter) -> Result<SparkJoinExec> {
+        let spec = JoinSpec { filter: Some(filter), ..self.spec.clone() };
+        let join = SparkJoinExec::try_new(spec, Arc::clone(&self.left), Arc::clone(&self.right))?;
+        Ok(SparkJoinExec { apart: self.apart.clone(), ..join })
     }
 
     pub fn spec(&self) -> &JoinSpec {

@@ -8,22 +8,32 @@
 //! answer, and a conjunct that can fail still sees exactly the rows Spark's order gives it.
 //! EXPLAIN prints the condition in Spark's order.
 //!
+//! Join conditions and aggregates get it too, in the arguments and `FILTER` clauses they
+//! evaluate over rows: `sum(CASE WHEN q <> 0 AND p / q > 1 THEN 1 END)` divides only where
+//! `q <> 0`.
+//!
 //! Last, because the other rules read conditions as DataFusion builds them (conjuncts,
 //! equalities, constant columns), and a filter built over a `ShortCircuit` derives none of
-//! them. Join conditions and aggregate arguments keep DataFusion's evaluation.
+//! them.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::Schema;
+use datafusion::common::internal_datafusion_err;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::Result;
 use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::aggregate::AggregatePhysicalExpressions;
 use datafusion::physical_expr::expressions::{BinaryExpr, InListExpr, LikeExpr};
 use datafusion::physical_expr::{PhysicalExpr, split_conjunction};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateInputMode};
 use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
+use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 
+use crate::exec::hash_aggregate::HashAggregateExec;
+use crate::exec::join::SparkJoinExec;
 use crate::exec::short_circuit::{ShortCircuit, can_fail};
 
 pub fn short_circuit_evaluation(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
@@ -58,9 +68,67 @@ pub fn short_circuit_evaluation(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn 
                 ProjectionExec::try_new_with_schema_metadata(exprs, Arc::clone(projection.input()), &node.schema())?;
             return Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>));
         }
+        if let Some(join) = node.downcast_ref::<SparkJoinExec>()
+            && let Some(filter) = &join.spec().filter
+        {
+            let condition = lazy(Arc::clone(filter.expression()), filter.schema())?;
+            if !condition.transformed {
+                return Ok(Transformed::no(node));
+            }
+            let filter = JoinFilter::new(condition.data, filter.column_indices().to_vec(), Arc::clone(filter.schema()));
+            return Ok(Transformed::yes(Arc::new(join.with_filter(filter)?) as Arc<dyn ExecutionPlan>));
+        }
+        if let Some(aggregate) = node.downcast_ref::<AggregateExec>()
+            && let Some(rebuilt) = lazy_aggregate(aggregate)?
+        {
+            return Ok(Transformed::yes(HashAggregateExec::in_place_of(&node, rebuilt)));
+        }
         Ok(Transformed::no(node))
     })
     .map(|transformed| transformed.data)
+}
+
+/// `aggregate` with Spark's `AND` and `OR` in the arguments and filters it evaluates over its
+/// input rows, if it has any; an aggregate that merges partial results evaluates none.
+fn lazy_aggregate(aggregate: &AggregateExec) -> Result<Option<AggregateExec>> {
+    if aggregate.mode().input_mode() != AggregateInputMode::Raw {
+        return Ok(None);
+    }
+    let schema = aggregate.input_schema();
+    let mut changed = false;
+    let mut functions = Vec::with_capacity(aggregate.aggr_expr().len());
+    for function in aggregate.aggr_expr() {
+        let AggregatePhysicalExpressions { args, order_by_exprs } = function.all_expressions();
+        let args = args.into_iter().map(|arg| lazy(arg, &schema)).collect::<Result<Vec<_>>>()?;
+        if !args.iter().any(|arg| arg.transformed) {
+            functions.push(Arc::clone(function));
+            continue;
+        }
+        changed = true;
+        let args = args.into_iter().map(|arg| arg.data).collect();
+        let rebuilt = function
+            .with_new_expressions(args, order_by_exprs)
+            .ok_or_else(|| internal_datafusion_err!("{} takes no new arguments", function.name()))?;
+        functions.push(Arc::new(rebuilt));
+    }
+    let mut filters = Vec::with_capacity(aggregate.filter_expr().len());
+    for filter in aggregate.filter_expr() {
+        let filter = filter.as_ref().map(|filter| lazy(Arc::clone(filter), &schema)).transpose()?;
+        changed |= filter.as_ref().is_some_and(|filter| filter.transformed);
+        filters.push(filter.map(|filter| filter.data));
+    }
+    if !changed {
+        return Ok(None);
+    }
+    let rebuilt = AggregateExec::try_new(
+        *aggregate.mode(),
+        aggregate.group_expr().clone(),
+        functions,
+        filters,
+        Arc::clone(aggregate.input()),
+        schema,
+    )?;
+    Ok(Some(rebuilt.with_limit_options(aggregate.limit_options())))
 }
 
 /// `expr` with each `AND` and `OR` evaluated as Spark does. `schema`: its input's.

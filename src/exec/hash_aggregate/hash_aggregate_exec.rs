@@ -90,6 +90,12 @@ impl HashAggregateExec {
         .map(|t| t.data)
     }
 
+    /// `aggregate` in place of the one `plan` is or wraps, wrapped as that one was.
+    pub fn in_place_of(plan: &Arc<dyn ExecutionPlan>, aggregate: AggregateExec) -> Arc<dyn ExecutionPlan> {
+        let aggregate: Arc<dyn ExecutionPlan> = Arc::new(aggregate);
+        if (plan.as_ref() as &dyn Any).is::<Self>() { Arc::new(Self::new(aggregate)) } else { aggregate }
+    }
+
     fn aggregate(&self) -> &AggregateExec {
         wrapped(&self.aggregate)
     }
