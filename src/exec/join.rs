@@ -23,6 +23,7 @@ use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec,
 };
@@ -33,8 +34,6 @@ use futures::StreamExt;
 
 use super::aqe_shuffle_read::AqeShuffleReadExec;
 use super::downcast_plan::downcast_plan;
-use datafusion::physical_plan::joins::utils::JoinFilter;
-
 use super::join_spec::{BuildSide, JoinSpec, JoinStrategy};
 use super::merge_join;
 use super::merge_semi_join::{Existence, merge_semi_join};
