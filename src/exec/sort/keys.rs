@@ -93,6 +93,10 @@ impl BatchKeys {
         BatchKeys { keys, rows }
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
     pub(super) fn memory_size(&self) -> usize {
         self.keys.len() * self.rows * size_of::<u64>()
     }

@@ -284,8 +284,11 @@ impl PartitionSort {
                     let was_in_order = in_order;
                     in_order = in_order && batch_keys.in_order_after(keys.last(), &options);
                     if in_order {
-                        // Only the last batch's keys are needed while the rows are in order.
-                        keys.clear();
+                        // Only the last row's keys are needed while the rows are in order. An
+                        // empty batch has none: the next batch must follow the one before it.
+                        if !batch_keys.is_empty() {
+                            *keys = vec![batch_keys];
+                        }
                     } else {
                         if was_in_order {
                             // The first row out of order: the earlier batches' keys, for the sort.
@@ -293,8 +296,8 @@ impl PartitionSort {
                             bytes += keys.iter().map(BatchKeys::memory_size).sum::<usize>();
                         }
                         bytes += batch_keys.memory_size();
+                        keys.push(batch_keys);
                     }
-                    keys.push(batch_keys);
                 }
                 OrderCheck::Rows { converter, last } => {
                     let columns =

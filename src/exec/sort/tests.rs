@@ -242,6 +242,20 @@ async fn one_row_out_of_order_is_sorted() {
     assert_eq!(count(&counters, "partitions_radix_sorted"), 1);
 }
 
+/// Batches in order each, the last out of order after the second, with an empty batch between
+/// them: an aggregate that groups shuffle partitions one by one gives such batches, and one of
+/// them may have no groups.
+#[tokio::test]
+async fn rows_out_of_order_after_an_empty_batch_are_sorted() {
+    let all = concat_batches(&schema(), &batches(3, 500, 11)).unwrap();
+    let column = SortColumn { values: all.column_by_name("wide").unwrap().clone(), options: Some(ASC) };
+    let sorted = arrow::compute::take_record_batch(&all, &lexsort_to_indices(&[column], None).unwrap()).unwrap();
+    let (low, middle, high) = (sorted.slice(0, 500), sorted.slice(500, 500), sorted.slice(1000, 500));
+    let input = vec![low, high, sorted.slice(0, 0), middle];
+    let counters = sort_and_check(input, &[("wide", ASC)], None).await;
+    assert_eq!(count(&counters, "partitions_in_order"), 0, "{counters:?}");
+}
+
 #[tokio::test]
 async fn string_keys_and_a_small_memory_limit_go_to_the_external_sort() {
     let counters = sort_and_check(batches(6, 1000, 5), &[("text", ASC), ("small", DESC)], None).await;
