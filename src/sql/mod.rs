@@ -3,6 +3,7 @@
 //! the PostgreSQL catalog clients query and what each connection is doing.
 
 pub(crate) mod activity;
+pub(crate) mod cast_name_collisions;
 pub(crate) mod commands;
 pub(crate) mod decimal_operators;
 pub(crate) mod dialect;

@@ -25,8 +25,8 @@ use super::dialect::{BucketSqlStatement, parse_sql};
 use super::engine::Engine;
 use super::history::RunningStatement;
 use super::{
-    functions, generators, grouping_functions, grouping_limits, in_list_duplicates, interrupt, outer_join_using,
-    pg_catalog, rewrite, tuple_in_subquery,
+    cast_name_collisions, functions, generators, grouping_functions, grouping_limits, in_list_duplicates, interrupt,
+    outer_join_using, pg_catalog, rewrite, tuple_in_subquery,
 };
 use crate::catalog::metastore::DEFAULT_SCHEMA;
 use crate::config::{self, EvalMode, Isolation, PrecisionLoss, SparkConf};
@@ -167,6 +167,7 @@ impl Session {
             pg_catalog::rewrite::rewrite(&mut stmt);
             generators::rewrite(&mut stmt)?;
             rewrite::rewrite(&mut stmt, mode);
+            cast_name_collisions::rewrite(&mut stmt);
             grouping_functions::rewrite(&mut stmt);
             tuple_in_subquery::rewrite(&mut stmt);
             outer_join_using::rewrite(&mut stmt);

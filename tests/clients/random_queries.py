@@ -221,15 +221,8 @@ class Outcome:
         return f'error: {message[:150]}'
 
 
-# DataFusion names `CAST(x AS t)` after `x` alone, so a GROUP BY or aggregate list holding
-# both fails to plan with one of these messages (a limitation of the engine's SQL planner that
-# bucketsql inherits and documents). Such queries are counted and shown, not compared.
-UPSTREAM_NAMING = ('require unique expression names', 'duplicate unqualified field name')
-
-
 def check(bs, dk, index, query, settings):
-    """Outcome of one query: kind 'agree', 'wrong', 'error', 'unsupported' (see UPSTREAM_NAMING) or
-    'rejected' (by DuckDB)."""
+    """Outcome of one query: kind 'agree', 'wrong', 'error' or 'rejected' (by DuckDB)."""
     want = run_duckdb(dk, query.text.dk)
     if want[0] == 'rows' and query.unconvertible is not None and dk.execute(query.unconvertible.dk).fetchone()[0] > 0:
         want = ('data error', 'ConversionException', 'some value does not convert (DuckDB TRY_CAST)')
@@ -244,8 +237,6 @@ def check(bs, dk, index, query, settings):
             return Outcome(index, query, settings, 'wrong', detail, seconds=seconds)
         if got[1].startswith('22'):
             return Outcome(index, query, settings, 'agree', None, seconds=seconds)
-    if got[0] == 'error' and any(m in got[2] for m in UPSTREAM_NAMING):
-        return Outcome(index, query, settings, 'unsupported', got[2], got[1], seconds)
     if got[0] == 'error':
         return Outcome(index, query, settings, 'error', got[2], got[1], seconds)
     diff = compare(got[1], want[1], query.ordered)
@@ -336,11 +327,7 @@ def main():
 
     ran = len(outcomes)
     print(f'\n{ran} queries (seed {args.seed}) in {elapsed:.1f} s ({ran / max(elapsed, 1e-9):.1f}/s): {counts["agree"]} agree, '
-          f'{counts["wrong"]} wrong rows, {counts["error"]} bucketsql errors, {counts["rejected"]} rejected by DuckDB, '
-          f'{counts["unsupported"]} not planned by DataFusion (x and CAST(x) grouped together)')
-    unsupported = [o for o in outcomes if o.kind == 'unsupported']
-    if unsupported:
-        print(f'not compared, the shortest:\n{describe(min(unsupported, key=lambda o: len(o.query.text.bs)))}')
+          f'{counts["wrong"]} wrong rows, {counts["error"]} bucketsql errors, {counts["rejected"]} rejected by DuckDB')
     slowest = max(outcomes, key=lambda o: o.seconds, default=None)
     if slowest is not None:
         print(f'slowest query: #{slowest.index}, {slowest.seconds:.2f} s')
