@@ -161,12 +161,10 @@ fn put_back(expr: &mut Expr, set_aside: &[Expr]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::dialect::{BucketSqlStatement, parse_sql};
+    use crate::sql::dialect::parse_one;
 
     fn rewritten(sql: &str) -> String {
-        let Some(BucketSqlStatement::Sql(mut statement)) = parse_sql(sql).unwrap().pop() else {
-            panic!("not a SQL statement: {sql}");
-        };
+        let mut statement = parse_one(sql);
         rewrite(&mut statement);
         statement.to_string()
     }
