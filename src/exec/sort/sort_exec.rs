@@ -287,7 +287,8 @@ impl PartitionSort {
                         // Only the last row's keys are needed while the rows are in order. An
                         // empty batch has none: the next batch must follow the one before it.
                         if !batch_keys.is_empty() {
-                            *keys = vec![batch_keys];
+                            keys.clear();
+                            keys.push(batch_keys);
                         }
                     } else {
                         if was_in_order {
