@@ -122,6 +122,28 @@ async fn adaptive_decisions_and_their_rows() {
     assert_eq!(adaptive, expected);
     assert_eq!(static_plan, expected);
 
+    // A semi join and an anti join above it, on the same key: both take the shuffle partitions
+    // one by one, the anti join merging each of the semi join's with its own other side.
+    let chained = "SELECT a.account_id FROM acc_plain a \
+                   WHERE EXISTS (SELECT 1 FROM tx_plain t WHERE t.account_id = a.account_id AND t.amount < 5000 \
+                                 AND t.amount > a.account_id * 30) \
+                   AND NOT EXISTS (SELECT 1 FROM tx_plain t WHERE t.account_id = a.account_id AND t.amount >= 19900) \
+                   ORDER BY a.account_id";
+    set(&client, &no_broadcast).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {chained}")).await;
+    assert!(analyzed.contains("SortMergeJoin LeftAnti") && analyzed.contains("SortMergeJoin LeftSemi"), "{analyzed}");
+    let joined_apart = analyzed.lines().filter(|l| l.contains("shuffle partitions joined one by one ")).count();
+    assert_eq!(joined_apart, 2, "{analyzed}");
+    let rows = rows_both_ways(&client, &no_broadcast, chained).await;
+    let tx = || (0..ROWS).map(|id| (account(id), id as f64));
+    let expected: Vec<Vec<String>> = (0..ACCOUNTS)
+        .filter(|&a| tx().any(|(acc, amount)| acc == a && amount < 5000.0 && amount > (a * 30) as f64))
+        .filter(|&a| !tx().any(|(acc, amount)| acc == a && amount >= 19900.0))
+        .map(|a| vec![a.to_string()])
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(rows, expected);
+
     // Rows themselves, in order: the final plan's single partition keeps the ORDER BY.
     let listed = "SELECT t.amount, a.name FROM tx_plain t JOIN acc_plain a ON t.account_id = a.account_id \
                   WHERE t.amount < 1500 ORDER BY t.amount";

@@ -23,6 +23,7 @@ use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec,
@@ -67,7 +68,8 @@ impl SparkJoinExec {
     }
 
     /// This sort-merge join, made to sort and join each shuffle partition of a coalesced read
-    /// on its own, where both sides read the same coalesced partitions: one after the other in
+    /// on its own, where both sides read the same coalesced partitions (each side a sort of an
+    /// adaptive read, or a sort-merge join below, taken apart with it): one after the other in
     /// each of as many lanes as cores, so that a coalesced partition left running alone (three
     /// of them on two cores) still has every core.
     /// Adaptive execution coalesces small shuffle partitions into a few large ones, and a
@@ -77,11 +79,9 @@ impl SparkJoinExec {
     /// each shuffle partition, so it declares no order: the caller makes sure that nothing
     /// above needs one. `None` where it does not apply.
     pub fn joining_shuffle_partitions_apart(&self) -> Option<SparkJoinExec> {
-        if !self.merges || self.spec.skew {
-            return None;
-        }
+        let apart = ApartJoin::of(self)?;
         let partitions = self.inner.output_partitioning().partition_count();
-        (0..partitions).find_map(|partition| self.shuffle_partitions(partition))?;
+        (0..partitions).find_map(|partition| apart.shuffle_partitions(partition))?;
         let inner = self.inner.properties();
         let unordered = PlanProperties::new(
             EquivalenceProperties::new(self.schema()),
@@ -98,14 +98,6 @@ impl SparkJoinExec {
             apart: Some(Arc::new(unordered)),
             metrics: ExecutionPlanMetricsSet::new(),
         })
-    }
-
-    /// The sorts and reads of both sides, and the shuffle partitions both read as output
-    /// partition `partition`, where they coalesce the same ones.
-    fn shuffle_partitions(&self, partition: usize) -> Option<(SortedRead, SortedRead, Range<usize>)> {
-        let (left, right) = (SortedRead::of(&self.left)?, SortedRead::of(&self.right)?);
-        let range = left.read.coalesced_range(partition)?;
-        (right.read.coalesced_range(partition)? == range).then_some((left, right, range))
     }
 
     /// This join with its condition evaluated by `filter`.
@@ -291,29 +283,21 @@ impl ExecutionPlan for SparkJoinExec {
             return self.inner.execute(partition, context);
         }
         let batch_size = context.session_config().batch_size();
-        if let Some((left, right, range)) = self.apart.as_ref().and_then(|_| self.shuffle_partitions(partition)) {
-            MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_APART, partition).add(range.len());
+        let apart = self.apart.as_ref().and_then(|_| ApartJoin::of(self));
+        if let Some((apart, range)) = apart.and_then(|a| a.shuffle_partitions(partition).map(|range| (a, range))) {
+            apart.count(partition, range.len());
             // As many lanes as cores, each joining every `lanes`-th shuffle partition in turn:
             // the last coalesced partition still running keeps every core busy.
             let lanes = context.session_config().target_partitions().clamp(1, range.len().max(1));
             let mut joined = RecordBatchReceiverStreamBuilder::new(self.schema(), lanes);
-            let join = Arc::new(ShufflePartitionJoin {
-                left,
-                right,
-                spec: self.spec.clone(),
-                schema: self.schema(),
-                metrics: self.metrics.clone(),
-                partition,
-                batch_size,
-                context: Arc::clone(&context),
-            });
+            let apart = Arc::new(apart);
             for lane in 0..lanes {
-                let join = Arc::clone(&join);
+                let (apart, context) = (Arc::clone(&apart), Arc::clone(&context));
                 let shuffle_partitions: Vec<usize> = range.clone().skip(lane).step_by(lanes).collect();
                 let sender = joined.tx();
                 joined.spawn(async move {
                     for shuffle_partition in shuffle_partitions {
-                        let mut rows = join.stream(shuffle_partition)?;
+                        let mut rows = apart.stream(partition, shuffle_partition, &context)?;
                         while let Some(batch) = rows.next().await {
                             if sender.send(batch).await.is_err() {
                                 return Ok(());
@@ -357,32 +341,68 @@ fn merged(
     merge_semi_join(join, (left, left_key), (right, right_key), schema, batch_size, metrics, pool)
 }
 
-/// What joins one shuffle partition of output partition `partition` on its own: both sides
-/// read and sorted, then merged.
-struct ShufflePartitionJoin {
-    left: SortedRead,
-    right: SortedRead,
+/// A sort-merge join on our merge loops taken shuffle partition by shuffle partition: each
+/// side's rows of one shuffle partition, sorted, then merged. Its rows for a shuffle partition
+/// come out in its keys' order, so a sort-merge join above that relies on that order can take
+/// it as one of its own sides (TPC-H's Q21: an anti join over a semi join, all on one key).
+struct ApartJoin {
     spec: JoinSpec,
     schema: SchemaRef,
     metrics: ExecutionPlanMetricsSet,
-    partition: usize,
-    batch_size: usize,
-    context: Arc<TaskContext>,
+    left: ApartSide,
+    right: ApartSide,
 }
 
-impl ShufflePartitionJoin {
-    fn stream(&self, shuffle_partition: usize) -> Result<SendableRecordBatchStream> {
-        let side = |side: &SortedRead| -> Result<SendableRecordBatchStream> {
-            let rows = side.read.execute_shuffle_partition(self.partition, shuffle_partition, &self.context)?;
-            Ok(side.sort.sort_stream(self.partition, rows, Arc::clone(&self.context)))
-        };
+impl ApartJoin {
+    /// `join` taken apart, where it merges and each side is a sort of an adaptive read or such
+    /// a join itself.
+    fn of(join: &SparkJoinExec) -> Option<ApartJoin> {
+        if !join.merges || join.spec.skew {
+            return None;
+        }
+        Some(ApartJoin {
+            spec: join.spec.clone(),
+            schema: join.schema(),
+            metrics: join.metrics.clone(),
+            left: ApartSide::of(&join.left)?,
+            right: ApartSide::of(&join.right)?,
+        })
+    }
+
+    /// The shuffle partitions every read below coalesces into output partition `partition`,
+    /// where they all coalesce the same ones.
+    fn shuffle_partitions(&self, partition: usize) -> Option<Range<usize>> {
+        let range = self.left.shuffle_partitions(partition)?;
+        (self.right.shuffle_partitions(partition)? == range).then_some(range)
+    }
+
+    /// Counts `shuffle_partitions` joined one by one in this join and the joins below it.
+    fn count(&self, partition: usize, shuffle_partitions: usize) {
+        MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_APART, partition).add(shuffle_partitions);
+        for side in [&self.left, &self.right] {
+            if let ApartSide::Joined(join) = side {
+                join.count(partition, shuffle_partitions);
+            }
+        }
+    }
+
+    /// The join of shuffle partition `shuffle_partition` of output partition `partition`.
+    fn stream(
+        &self,
+        partition: usize,
+        shuffle_partition: usize,
+        context: &Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
         Ok(merged(
             &self.spec,
-            (side(&self.left)?, side(&self.right)?),
+            (
+                self.left.stream(partition, shuffle_partition, context)?,
+                self.right.stream(partition, shuffle_partition, context)?,
+            ),
             Arc::clone(&self.schema),
-            self.batch_size,
-            (&self.metrics, self.partition),
-            self.context.memory_pool(),
+            context.session_config().batch_size(),
+            (&self.metrics, partition),
+            context.memory_pool(),
         ))
     }
 }
@@ -390,16 +410,46 @@ impl ShufflePartitionJoin {
 /// The metric counting the shuffle partitions a join sorted and joined one by one.
 pub const SHUFFLE_PARTITIONS_APART: &str = "shuffle_partitions_apart";
 
-/// One side of a sort-merge join that sorts an adaptive read of a shuffle stage.
-struct SortedRead {
-    sort: Arc<SortExec>,
-    read: Arc<AqeShuffleReadExec>,
+/// One side of a sort-merge join taken apart.
+enum ApartSide {
+    /// A sort of an adaptive read of a shuffle stage.
+    Sorted { sort: Arc<SortExec>, read: Arc<AqeShuffleReadExec> },
+    /// A sort-merge join below, itself taken apart, whose order this one relies on.
+    Joined(Box<ApartJoin>),
 }
 
-impl SortedRead {
-    fn of(side: &Arc<dyn ExecutionPlan>) -> Option<SortedRead> {
+impl ApartSide {
+    fn of(side: &Arc<dyn ExecutionPlan>) -> Option<ApartSide> {
+        // A join below is wrapped to yield now and then (`planner::cooperative_joins`); taken
+        // apart, it runs inside this join's lanes, which yield at every batch they send.
+        let unwrapped = side.downcast_ref::<CooperativeExec>().map_or(side, CooperativeExec::input);
+        if let Some(join) = downcast_plan::<SparkJoinExec>(unwrapped).filter(|j| j.apart.is_none()) {
+            return Some(ApartSide::Joined(Box::new(ApartJoin::of(&join)?)));
+        }
         let sort = downcast_plan::<SortExec>(side).filter(|s| s.fetch().is_none() && s.preserve_partitioning())?;
         let read = downcast_plan::<AqeShuffleReadExec>(sort.input())?;
-        Some(SortedRead { sort, read })
+        Some(ApartSide::Sorted { sort, read })
+    }
+
+    fn shuffle_partitions(&self, partition: usize) -> Option<Range<usize>> {
+        match self {
+            ApartSide::Sorted { read, .. } => read.coalesced_range(partition),
+            ApartSide::Joined(join) => join.shuffle_partitions(partition),
+        }
+    }
+
+    fn stream(
+        &self,
+        partition: usize,
+        shuffle_partition: usize,
+        context: &Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        match self {
+            ApartSide::Sorted { sort, read } => {
+                let rows = read.execute_shuffle_partition(partition, shuffle_partition, context)?;
+                Ok(sort.sort_stream(partition, rows, Arc::clone(context)))
+            }
+            ApartSide::Joined(join) => join.stream(partition, shuffle_partition, context),
+        }
     }
 }

@@ -2,6 +2,11 @@
 //! sort-merge join whose sides read the same coalesced partitions sorts and joins each
 //! shuffle partition of them on its own (`SparkJoinExec::joining_shuffle_partitions_apart`).
 //!
+//! A sort-merge join directly above another, on the same key, relies on the order of the one
+//! below; where all their reads coalesce the same partitions, the join above takes the one below
+//! apart with it, shuffle partition by shuffle partition (TPC-H's Q21: an anti join over a semi
+//! join of lineitem).
+//!
 //! Spark has no such rule: its plan, which EXPLAIN shows unchanged, sorts each coalesced
 //! partition whole. The rows are the same; only their order within a partition is not, so
 //! the rule leaves alone a join whose order an operator above relies on (one that requires
@@ -77,6 +82,14 @@ mod tests {
         sort_merge(JoinType::Inner, sorted_read(0, TWO), sorted_read(1, TWO))
     }
 
+    /// An inner join over coalesced reads, joined with another read (`outer_specs`) on its key.
+    fn chained_join(outer_specs: &'static [ShufflePartitionSpec]) -> Plan {
+        let inner = coalesced_join();
+        let outer_right = sorted_read(2, outer_specs);
+        let on = vec![(column(&inner, "a"), column(&outer_right, "a"))];
+        join_on(JoinStrategy::SortMerge, None, JoinType::Inner, inner, outer_right, on)
+    }
+
     struct Case {
         name: &'static str,
         plan: fn() -> Plan,
@@ -114,14 +127,21 @@ mod tests {
             expected: &[true],
         },
         Case {
-            name: "a sort-merge join above relies on the order of the one below",
-            plan: || {
-                let inner = coalesced_join();
-                let outer_right = sorted_read(2, TWO);
-                let on = vec![(column(&inner, "a"), column(&outer_right, "a"))];
-                join_on(JoinStrategy::SortMerge, None, JoinType::Inner, inner, outer_right, on)
-            },
+            name: "a sort-merge join above relies on the order of the one below: it takes both apart",
+            plan: || chained_join(TWO),
             order_needed: false,
+            expected: &[false, true],
+        },
+        Case {
+            name: "a join above whose other side reads other partitions leaves the one below whole",
+            plan: || chained_join(FOUR),
+            order_needed: false,
+            expected: &[false, false],
+        },
+        Case {
+            name: "a chain of joins whose consumer needs the order",
+            plan: || chained_join(TWO),
+            order_needed: true,
             expected: &[false, false],
         },
         Case {
