@@ -161,12 +161,10 @@ fn put_back(expr: &mut Expr, set_aside: &[Expr]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::dialect::parse_one;
+    use crate::sql::dialect::rewritten_by;
 
     fn rewritten(sql: &str) -> String {
-        let mut statement = parse_one(sql);
-        rewrite(&mut statement);
-        statement.to_string()
+        rewritten_by(sql, rewrite)
     }
 
     #[test]

@@ -46,12 +46,10 @@ fn is_literal(item: &Expr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::dialect::parse_one;
+    use crate::sql::dialect::rewritten_by;
 
     fn rewritten(sql: &str) -> String {
-        let mut statement = parse_one(sql);
-        rewrite(&mut statement);
-        statement.to_string()
+        rewritten_by(sql, rewrite)
     }
 
     #[test]

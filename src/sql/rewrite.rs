@@ -802,12 +802,10 @@ fn number_select_items(query: &mut Query) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::dialect::parse_one;
+    use crate::sql::dialect::rewritten_by;
 
     fn rewritten(sql: &str) -> String {
-        let mut statement = parse_one(sql);
-        rewrite(&mut statement, EvalMode::Ansi);
-        statement.to_string()
+        rewritten_by(sql, |statement| rewrite(statement, EvalMode::Ansi))
     }
 
     #[test]

@@ -386,3 +386,12 @@ pub fn parse_one(sql: &str) -> Statement {
         other => panic!("expected a sqlparser statement for {sql:?}, got {other:?}"),
     }
 }
+
+/// The one plain SQL statement of `sql` as `rewrite` leaves it, as text, for tests of AST
+/// rewrites.
+#[cfg(test)]
+pub fn rewritten_by(sql: &str, rewrite: impl FnOnce(&mut Statement)) -> String {
+    let mut statement = parse_one(sql);
+    rewrite(&mut statement);
+    statement.to_string()
+}
