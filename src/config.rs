@@ -100,6 +100,12 @@ spark_settings! {
     /// columns first, the others only for the rows that pass. Off, as in Spark, row groups and
     /// pages are still skipped by their statistics.
     record_level_filter: bool = "spark.sql.parquet.recordLevelFilter.enabled", "false", parse_bool;
+    /// Adaptive execution's runtime filters: a side of a shuffled join waits for the other,
+    /// which has a selective filter, and drops the rows whose keys that side lacks before its
+    /// exchange. Spark's plan is unchanged.
+    runtime_filter_enabled: bool = "bucketsql.runtimeFilter.enabled", "true", parse_bool;
+    /// The bytes of files a side must scan to wait for a runtime filter.
+    runtime_filter_scan_threshold: u64 = "bucketsql.runtimeFilter.applicationSideScanSizeThreshold", "64MB", parse_non_negative_bytes;
     /// Where statements run: here (`local`), on the Spark Connect server `serve
     /// --spark-connect` names (`spark`), or there when their scans are large (`auto`).
     engine: EngineChoice = "bucketsql.engine", "local", parse_engine;

@@ -251,6 +251,94 @@ async fn adaptive_decisions_and_their_rows() {
     assert_eq!(rows, expected);
 }
 
+/// Each figure `name N` in EXPLAIN ANALYZE's metrics, with the line before its line.
+fn figures_after<'a>(analyzed: &'a str, name: &str) -> Vec<(&'a str, u64)> {
+    let lines: Vec<&str> = analyzed.lines().collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let rest = line.split(&format!("{name} ")).nth(1)?;
+            let value = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+            Some((*lines.get(i.checked_sub(1)?)?, value))
+        })
+        .collect()
+}
+
+/// A query under runtime filters at any scan size and without them: the same final plan as
+/// EXPLAIN ANALYZE prints it (statistics aside) and the same rows; returns the rows and the
+/// filtered run's EXPLAIN ANALYZE.
+async fn with_and_without_runtime_filters(client: &Client, query: &str) -> (Vec<Vec<String>>, String) {
+    let no_broadcast = "spark.sql.autoBroadcastJoinThreshold = -1";
+    set(client, &[no_broadcast, "bucketsql.runtimeFilter.applicationSideScanSizeThreshold = 0"]).await;
+    let filtered_plan = plan(client, &format!("EXPLAIN ANALYZE {query}")).await;
+    let filtered = text_rows(client, query).await;
+    set(client, &[no_broadcast, "bucketsql.runtimeFilter.enabled = false"]).await;
+    let unfiltered_plan = plan(client, &format!("EXPLAIN ANALYZE {query}")).await;
+    let unfiltered = text_rows(client, query).await;
+    assert_eq!(outline(&filtered_plan), outline(&unfiltered_plan), "{query}");
+    assert!(!unfiltered_plan.contains("RuntimeFilterExec"), "{unfiltered_plan}");
+    assert_eq!(filtered, unfiltered, "{query}");
+    (filtered, filtered_plan)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_filters_drop_early_the_rows_a_join_drops() {
+    let (_server, client) = start().await;
+    // The accounts named `n1…`: 1, 10-19 and 100-199.
+    let selected = |a: i64| a.to_string().starts_with('1');
+    let selected_rows = (0..ROWS).filter(|&id| selected(account(id))).count() as u64;
+
+    // A side aggregated by the key: the filter sits below its partial aggregate.
+    let totals = "SELECT a.account_id, s.n, s.total FROM acc_plain a \
+                  JOIN (SELECT account_id, count(*) AS n, sum(CAST(amount AS BIGINT)) AS total FROM tx_plain GROUP BY account_id) s \
+                  ON s.account_id = a.account_id WHERE a.name LIKE 'n1%' ORDER BY a.account_id";
+    let (rows, analyzed) = with_and_without_runtime_filters(&client, totals).await;
+    let expected: Vec<Vec<String>> = (0..ACCOUNTS)
+        .filter(|&a| selected(a))
+        .map(|a| {
+            let ids: Vec<i64> = (0..ROWS).filter(|&id| account(id) == a).collect();
+            vec![a.to_string(), ids.len().to_string(), ids.iter().sum::<i64>().to_string()]
+        })
+        .collect();
+    assert_eq!(rows, expected);
+    let gathered = figures_after(&analyzed, "join keys gathered");
+    assert_eq!(gathered.iter().map(|(_, n)| n).sum::<u64>(), expected.len() as u64, "{analyzed}");
+    let dropped = figures_after(&analyzed, "rows dropped by the other side's keys");
+    assert!(
+        matches!(dropped.as_slice(), [(above, n)] if above.contains("HashAggregateExec") && *n > (ROWS as u64 - selected_rows) / 2
+            && *n <= ROWS as u64 - selected_rows),
+        "below the partial aggregate, no matching row dropped: {dropped:?}\n{analyzed}"
+    );
+    assert!(!analyzed.split("== Metrics ==").next().unwrap().contains("RuntimeFilter"), "{analyzed}");
+
+    // A side with no aggregate: the filter sits right below its exchange. The left side of a
+    // left outer join keeps every row, so only its right side can be filtered.
+    let joined = "SELECT count(*), sum(CAST(t.amount AS BIGINT)) FROM tx_plain t JOIN acc_plain a \
+                  ON t.account_id = a.account_id WHERE a.name LIKE 'n1%'";
+    let (rows, analyzed) = with_and_without_runtime_filters(&client, joined).await;
+    let ids = (0..ROWS).filter(|&id| selected(account(id)));
+    assert_eq!(rows, vec![vec![selected_rows.to_string(), ids.sum::<i64>().to_string()]]);
+    let dropped = figures_after(&analyzed, "rows dropped by the other side's keys");
+    assert!(
+        matches!(dropped.as_slice(), [(above, n)] if above.contains("ShuffleExchangeExec") && *n > 0),
+        "{dropped:?}\n{analyzed}"
+    );
+    let outer = "SELECT t.account_id, count(a.name) FROM tx_plain t LEFT JOIN acc_plain a \
+                 ON t.account_id = a.account_id AND a.name LIKE 'n1%' WHERE t.amount < 1000 \
+                 GROUP BY t.account_id ORDER BY t.account_id";
+    let (rows, analyzed) = with_and_without_runtime_filters(&client, outer).await;
+    let expected: Vec<Vec<String>> = (0..ACCOUNTS)
+        .map(|a| {
+            let n = (0..1000).filter(|&id| account(id) == a).count();
+            vec![a.to_string(), if selected(a) { n } else { 0 }.to_string()]
+        })
+        .filter(|row| (0..1000).any(|id| account(id).to_string() == row[0]))
+        .collect();
+    assert_eq!(rows, expected);
+    assert!(figures_after(&analyzed, "rows dropped by the other side's keys").is_empty(), "{analyzed}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn default_settings_at_200_partitions_give_the_rows() {
     let (_server, client) = start().await;

@@ -1,6 +1,6 @@
 //! Operators of our own, where Spark's semantics differ from DataFusion's: the bucketed file
 //! scan, the exchanges that use Spark's hash, the query stages and reads of adaptive
-//! execution, Spark's `range()` relation, reading a global sort's partitions in order, and the
+//! execution and the runtime filters it adds, Spark's `range()` relation, reading a global sort's partitions in order, and the
 //! runtime statements run on, and the rows of Spark's generators.
 
 pub(crate) mod aqe_shuffle_read;
@@ -26,6 +26,7 @@ pub(crate) mod plumbing;
 pub(crate) mod query_stage;
 pub(crate) mod range;
 pub(crate) mod reused_exchange;
+pub(crate) mod runtime_filter;
 pub(crate) mod short_circuit;
 pub(crate) mod shuffle_exchange;
 pub(crate) mod sort;

@@ -8,10 +8,18 @@ use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 
 use super::collect_in_order::CollectInOrderExec;
+use super::runtime_filter::{KeyCollectorExec, RuntimeFilterExec};
 
 /// The input of plumbing Spark has no operator for: cooperative scheduling, reading a global
-/// sort's ranges in order, round-robin spreading of batches and batch coalescing.
+/// sort's ranges in order, round-robin spreading of batches, batch coalescing, and the
+/// runtime filters adaptive execution adds under Spark's plan.
 pub fn plumbing_input(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
+    if let Some(filter) = plan.downcast_ref::<RuntimeFilterExec>() {
+        return Some(filter.input());
+    }
+    if let Some(collector) = plan.downcast_ref::<KeyCollectorExec>() {
+        return Some(collector.input());
+    }
     if let Some(cooperative) = plan.downcast_ref::<CooperativeExec>() {
         return Some(cooperative.input());
     }

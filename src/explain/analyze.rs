@@ -20,6 +20,7 @@ use crate::exec::hash_aggregate::{
 };
 use crate::exec::join::SHUFFLE_PARTITIONS_APART;
 use crate::exec::parquet_reads::READ_REQUESTS;
+use crate::exec::runtime_filter::{KEYS_GATHERED, ROWS_DROPPED};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::adaptive::adaptive_spark_plan::AdaptiveSparkPlanExec;
 
@@ -130,6 +131,12 @@ pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
                 }
                 MetricValue::Count { name, .. } if name == SHUFFLE_PARTITIONS_APART => {
                     Figure::new("shuffle partitions joined one by one", n, Unit::Count)
+                }
+                MetricValue::Count { name, .. } if name == KEYS_GATHERED => {
+                    Figure::new("join keys gathered", n, Unit::Count)
+                }
+                MetricValue::Count { name, .. } if name == ROWS_DROPPED => {
+                    Figure::new("rows dropped by the other side's keys", n, Unit::Count)
                 }
                 MetricValue::Count { name, .. } if name == SHUFFLE_PARTITIONS_AGGREGATED_APART => {
                     Figure::new("shuffle partitions aggregated one by one", n, Unit::Count)

@@ -7,7 +7,9 @@
 //! (the number of partitions changes as the plan adapts), in order only where the plan ends
 //! in a single partition. Uncorrelated scalar subqueries run before all that, each adaptively.
 //! An exchange the same as another of its round runs as a stage over a `ReusedExchange` of it,
-//! reading the other's output (Spark's stage cache).
+//! reading the other's output (Spark's stage cache). An exchange whose rows a runtime filter
+//! drops by the keys of the other side of its join (`inject_runtime_filter`) waits for the
+//! stage that gathers them.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -30,6 +32,7 @@ use futures::future::BoxFuture;
 use super::aqe_propagate_empty_relation::propagate_empty_relation;
 use super::coalesce_shuffle_partitions::coalesce_shuffle_partitions;
 use super::dynamic_join_selection::reselect_joins;
+use super::inject_runtime_filter::{inject_runtime_filters, stop_waiting, waits_for_keys};
 use super::is_query_stage;
 use super::join_shuffle_partitions_apart::join_shuffle_partitions_apart;
 use super::optimize_shuffle_with_local_read::optimize_shuffle_with_local_read;
@@ -190,10 +193,14 @@ impl StagePlanner {
     /// Runs every exchange of `plan` as a stage, re-planning after each round, and returns the
     /// last stage's plan, ready to run.
     async fn run(&mut self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-        let mut plan = self.run_scalar_subqueries(plan).await?;
+        let plan = self.run_scalar_subqueries(plan).await?;
+        let mut plan = inject_runtime_filters(plan, &self.conf)?;
         loop {
             let mut ready = Vec::new();
             plan = self.prepare_ready_exchanges(&plan, &mut ready)?.0;
+            if ready.is_empty() && stop_waiting(&plan) {
+                continue;
+            }
             if ready.is_empty() {
                 // Nothing is above the root: the client reads its rows as they come.
                 return self.optimize_stage(plan, false);
@@ -281,7 +288,8 @@ impl StagePlanner {
         }
         let mut plan = replace_children_if_necessary(Arc::clone(plan), children)?;
         let is_exchange = plan.is::<ShuffleExchangeExec>() || plan.is::<BroadcastExchangeExec>();
-        if is_exchange && !pending_below {
+        // An exchange filtered by the keys of another stage waits for that stage.
+        if is_exchange && !pending_below && !waits_for_keys(&plan) {
             let input = plan.children().into_iter().next().map(Arc::clone);
             if let Some(input) = input {
                 let order_needed = plan.maintains_input_order().first().copied().unwrap_or(false);

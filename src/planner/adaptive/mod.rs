@@ -9,13 +9,16 @@
 //! gets its shuffle reads chosen as it is about to run: small partitions coalesced
 //! (`coalesce_shuffle_partitions`) and outputs read locally where the partitioning is not
 //! needed (`optimize_shuffle_with_local_read`); then, ours, a sort-merge join over coalesced
-//! partitions joins their shuffle partitions one by one (`join_shuffle_partitions_apart`). A rewrite that would break a distribution an
+//! partitions joins their shuffle partitions one by one (`join_shuffle_partitions_apart`). Before any stage runs, one side
+//! of a shuffled join may be set to wait for the other and drop the rows whose keys that side
+//! lacks (`inject_runtime_filter`). A rewrite that would break a distribution an
 //! operator needs is not made (`validate_requirements`).
 
 pub mod adaptive_spark_plan;
 pub mod aqe_propagate_empty_relation;
 pub mod coalesce_shuffle_partitions;
 pub mod dynamic_join_selection;
+pub mod inject_runtime_filter;
 pub mod insert_adaptive_spark_plan;
 pub mod join_shuffle_partitions_apart;
 pub mod optimize_shuffle_with_local_read;
