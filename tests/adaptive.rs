@@ -312,6 +312,23 @@ async fn runtime_filters_drop_early_the_rows_a_join_drops() {
     );
     assert!(!analyzed.split("== Metrics ==").next().unwrap().contains("RuntimeFilter"), "{analyzed}");
 
+    // The same aggregate joined twice is one stage read twice (`ReusedExchange`), as in
+    // Spark's plan: neither is filtered, by keys the other's join would not drop.
+    let twice = "SELECT a.account_id, s.n FROM acc_plain a \
+                 JOIN (SELECT account_id, count(*) AS n FROM tx_plain GROUP BY account_id) s \
+                 ON s.account_id = a.account_id WHERE a.name LIKE 'n1%' \
+                 UNION ALL SELECT b.account_id, s.n FROM acc_plain b \
+                 JOIN (SELECT account_id, count(*) AS n FROM tx_plain GROUP BY account_id) s \
+                 ON s.account_id = b.account_id WHERE b.name LIKE 'n2%' ORDER BY 1";
+    let (rows, analyzed) = with_and_without_runtime_filters(&client, twice).await;
+    let expected: Vec<Vec<String>> = (0..ACCOUNTS)
+        .filter(|&a| selected(a) || a.to_string().starts_with('2'))
+        .map(|a| vec![a.to_string(), (0..ROWS).filter(|&id| account(id) == a).count().to_string()])
+        .collect();
+    assert_eq!(rows, expected);
+    assert!(analyzed.contains("ReusedExchange ("), "{analyzed}");
+    assert!(figures_after(&analyzed, "rows dropped by the other side's keys").is_empty(), "{analyzed}");
+
     // A side with no aggregate: the filter sits right below its exchange. The left side of a
     // left outer join keeps every row, so only its right side can be filtered.
     let joined = "SELECT count(*), sum(CAST(t.amount AS BIGINT)) FROM tx_plain t JOIN acc_plain a \

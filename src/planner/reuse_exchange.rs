@@ -33,6 +33,21 @@ pub fn reuse_exchanges(plan: Arc<dyn ExecutionPlan>, enabled: bool) -> Result<Ar
     .map(|t| t.data)
 }
 
+/// The exchanges of `plan` that are the same as another of its exchanges: those a stage may
+/// read as another's reuse.
+pub fn shared_exchanges(plan: &Arc<dyn ExecutionPlan>) -> Result<Vec<Arc<dyn ExecutionPlan>>> {
+    let mut by_key: HashMap<String, Vec<Arc<dyn ExecutionPlan>>> = HashMap::new();
+    plan.apply(|node| {
+        if Reused::of(node).is_some()
+            && let Some(key) = reuse_key(node)?
+        {
+            by_key.entry(key).or_default().push(Arc::clone(node));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(by_key.into_values().filter(|same| same.len() > 1).flatten().collect())
+}
+
 /// The exchanges met so far, by what makes two of them one.
 #[derive(Default)]
 pub struct ExchangesSeen(HashMap<String, Reused>);

@@ -16,10 +16,12 @@
 //! filters scans more than `spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold`
 //! (10 GB), so that Spark's plans at our scales have none; ours waits from
 //! `bucketsql.runtimeFilter.applicationSideScanSizeThreshold` (64 MB) and leaves the plan
-//! EXPLAIN shows as Spark's. The side that waits runs its stage a round later, so its stage
+//! EXPLAIN shows as Spark's. An exchange that another is the same as, and all below it, is
+//! left alone: its stage may be read as the other's reuse. The side that waits runs its stage a round later, so its stage
 //! id is not the one Spark gives it. A row dropped early raises no error: an overflow in a
 //! partial aggregate of a key the join would drop is not reported.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
@@ -43,6 +45,7 @@ use crate::exec::runtime_filter::{KeyCollectorExec, RuntimeFilterExec, RuntimeKe
 use crate::exec::short_circuit::split_conjunction;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::exec::sort::SortExec;
+use crate::planner::reuse_exchange::shared_exchanges;
 use crate::storage::bucket_hash::is_hashable;
 
 type Plan = Arc<dyn ExecutionPlan>;
@@ -52,14 +55,31 @@ pub fn inject_runtime_filters(plan: Plan, conf: &SparkConf) -> Result<Plan> {
     if !conf.runtime_filter_enabled {
         return Ok(plan);
     }
+    // An exchange that another is the same as stays so, and so does all below it: a stage
+    // may read the other's output, as Spark's plan shows (`ReusedExchange`), which a filter
+    // of its own would rule out.
+    let mut untouchable = HashSet::new();
+    if conf.exchange_reuse {
+        for exchange in shared_exchanges(&plan)? {
+            exchange.apply(|node| {
+                untouchable.insert(address(node));
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+        }
+    }
+    let scan_threshold = conf.runtime_filter_scan_threshold;
     plan.transform_up(|node| match node.downcast_ref::<SparkJoinExec>() {
-        Some(join) => match filtered(join, conf.runtime_filter_scan_threshold)? {
+        Some(join) if !untouchable.contains(&address(&node)) => match filtered(join, scan_threshold, &untouchable)? {
             Some(join) => Ok(Transformed::yes(join)),
             None => Ok(Transformed::no(node)),
         },
-        None => Ok(Transformed::no(node)),
+        _ => Ok(Transformed::no(node)),
     })
     .map(|t| t.data)
+}
+
+fn address(plan: &Plan) -> *const () {
+    Arc::as_ptr(plan) as *const ()
 }
 
 /// Whether an exchange about to run waits for the keys of a runtime filter below it.
@@ -164,7 +184,7 @@ fn is_selective_way(plan: &Plan, columns: &[usize]) -> bool {
 
 /// `join` with one side filtered by the other's keys, where that pays: by all its keys, or
 /// else by the first one that does.
-fn filtered(join: &SparkJoinExec, scan_threshold: u64) -> Result<Option<Plan>> {
+fn filtered(join: &SparkJoinExec, scan_threshold: u64, untouchable: &HashSet<*const ()>) -> Result<Option<Plan>> {
     let spec = join.spec();
     if !spec.strategy.is_shuffled()
         || spec.null_aware
@@ -186,7 +206,8 @@ fn filtered(join: &SparkJoinExec, scan_threshold: u64) -> Result<Option<Plan>> {
         let (Some(left), Some(right)) = (Side::of(join.left(), &left_keys), Side::of(join.right(), &right_keys)) else {
             continue;
         };
-        if left.types() != right.types() {
+        let shared = [&left, &right].iter().any(|side| untouchable.contains(&address(&side.exchange)));
+        if left.types() != right.types() || shared {
             continue;
         }
         // Whether filtering `filtered` by the keys of `gathered` pays.
