@@ -35,7 +35,7 @@ use crate::storage::bucket_hash::hash_columns;
 
 /// Rows of the side run first past which its keys are not gathered: a filter of that many
 /// keys would drop little.
-const MAX_KEYS: usize = 1 << 20;
+const MAX_KEYS: usize = 1 << 22;
 /// Bits of the key set per key gathered: about one row in sixteen without a key on the other
 /// side passes by chance.
 const BITS_PER_KEY: usize = 16;
