@@ -8,7 +8,7 @@ use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 
 use super::collect_in_order::CollectInOrderExec;
-use super::runtime_filter::{KeyCollectorExec, RuntimeFilterExec};
+use super::runtime_filter::RuntimeFilterExec;
 
 /// The input of plumbing Spark has no operator for: cooperative scheduling, reading a global
 /// sort's ranges in order, round-robin spreading of batches, batch coalescing, and the
@@ -16,9 +16,6 @@ use super::runtime_filter::{KeyCollectorExec, RuntimeFilterExec};
 pub fn plumbing_input(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
     if let Some(filter) = plan.downcast_ref::<RuntimeFilterExec>() {
         return Some(filter.input());
-    }
-    if let Some(collector) = plan.downcast_ref::<KeyCollectorExec>() {
-        return Some(collector.input());
     }
     if let Some(cooperative) = plan.downcast_ref::<CooperativeExec>() {
         return Some(cooperative.input());

@@ -8,9 +8,10 @@
 //! (`planner::adaptive::inject_runtime_filter`), under Spark's plan: EXPLAIN shows no
 //! operator for them, EXPLAIN ANALYZE the keys gathered and the rows dropped.
 //!
-//! `KeyCollectorExec` passes the rows of the side that runs first on to its exchange and
-//! gathers the hashes of their keys into [`RuntimeKeys`]; `RuntimeFilterExec`, below the other
-//! side's exchange, keeps the rows whose key hash is among them. A hash shared by chance only
+//! `RuntimeFilterExec` plays both parts ([`KeyRole`]): on the side that runs first it passes
+//! the rows on to its exchange and gathers the hashes of their keys into [`RuntimeKeys`]
+//! (EXPLAIN ANALYZE names it `KeyCollectorExec`); below the other side's exchange it keeps the
+//! rows whose key hash is among them. A hash shared by chance only
 //! lets a row through to the join, which drops it, so the answers are those of the plan
 //! without the filter.
 
@@ -162,68 +163,55 @@ fn key_hashes(batch: &RecordBatch, keys: &[usize]) -> Result<(Vec<u32>, Option<N
     Ok((hashes, valid))
 }
 
-/// Passes its input's rows on, gathering the hashes of their keys (columns `keys`) into
-/// `into`.
+/// What a runtime filter's operator does with the keys (columns `keys`) of the rows it passes.
+#[derive(Debug, Clone)]
+pub enum KeyRole {
+    /// Gathers their hashes into the set, on the side that runs first.
+    Gathers(Arc<RuntimeKeys>),
+    /// Keeps the rows whose key hash is in the set, once every key is in; with no set (given
+    /// up), every row.
+    Filters(Arc<RuntimeKeys>),
+}
+
+/// One side's part in a runtime filter, right below its exchange or its partial aggregate.
 #[derive(Debug)]
-pub struct KeyCollectorExec {
+pub struct RuntimeFilterExec {
     input: Arc<dyn ExecutionPlan>,
     keys: Vec<usize>,
-    into: Arc<RuntimeKeys>,
+    role: KeyRole,
     metrics: ExecutionPlanMetricsSet,
 }
 
-impl KeyCollectorExec {
-    pub fn new(input: Arc<dyn ExecutionPlan>, keys: Vec<usize>, into: Arc<RuntimeKeys>) -> Self {
-        KeyCollectorExec { input, keys, into, metrics: ExecutionPlanMetricsSet::new() }
+impl RuntimeFilterExec {
+    pub fn new(input: Arc<dyn ExecutionPlan>, keys: Vec<usize>, role: KeyRole) -> Self {
+        RuntimeFilterExec { input, keys, role, metrics: ExecutionPlanMetricsSet::new() }
     }
 
     pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
         &self.input
     }
-}
 
-impl DisplayAs for KeyCollectorExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "KeyCollectorExec: keys={:?}", self.keys)
-    }
-}
-
-impl ExecutionPlan for KeyCollectorExec {
-    fn name(&self) -> &str {
-        "KeyCollectorExec"
+    /// The key set a filter waits for; `None` for the side that gathers it.
+    pub fn awaited(&self) -> Option<&Arc<RuntimeKeys>> {
+        match &self.role {
+            KeyRole::Filters(keys) => Some(keys),
+            KeyRole::Gathers(_) => None,
+        }
     }
 
-    fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
-
-    fn apply_expressions(
+    fn gather(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn maintains_input_order(&self) -> Vec<bool> {
-        vec![true]
-    }
-
-    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(KeyCollectorExec::new(children.swap_remove(0), self.keys.clone(), Arc::clone(&self.into))))
-    }
-
-    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        partition: usize,
+        context: Arc<TaskContext>,
+        into: &Arc<RuntimeKeys>,
+    ) -> Result<SendableRecordBatchStream> {
         let gathering = Gathered {
             input: self.input.execute(partition, Arc::clone(&context))?,
             keys: self.keys.clone(),
             hashes: Vec::new(),
             counted: MetricBuilder::new(&self.metrics).counter(KEYS_GATHERED, partition),
         };
-        let (into, partitions) = (Arc::clone(&self.into), self.input.output_partitioning().partition_count());
+        let (into, partitions) = (Arc::clone(into), self.input.output_partitioning().partition_count());
         let stream = futures::stream::unfold(Some(gathering), move |gathering| {
             let (into, context) = (Arc::clone(&into), Arc::clone(&context));
             async move {
@@ -242,16 +230,46 @@ impl ExecutionPlan for KeyCollectorExec {
                 }
             }
         });
-        let schema = self.schema();
-        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
     }
 
-    fn metrics(&self) -> Option<MetricsSet> {
-        Some(self.metrics.clone_inner())
+    fn filter(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+        by: &Arc<RuntimeKeys>,
+    ) -> Result<SendableRecordBatchStream> {
+        let input = self.input.execute(partition, context)?;
+        let baseline = BaselineMetrics::new(&self.metrics, partition);
+        let dropped: Count = MetricBuilder::new(&self.metrics).counter(ROWS_DROPPED, partition);
+        let (keys, by) = (self.keys.clone(), Arc::clone(by));
+        let mut filtering = Filtering { seen: 0, dropped: 0, stopped: false };
+        let stream = input.map(move |batch| {
+            let batch = batch?;
+            let kept = match by.set() {
+                Some(set) => {
+                    let _timer = baseline.elapsed_compute().timer();
+                    let rows = batch.num_rows();
+                    let kept = filtering.filter(batch, &keys, set)?;
+                    dropped.add(rows - kept.num_rows());
+                    kept
+                }
+                None => batch,
+            };
+            baseline.record_output(kept.num_rows());
+            Ok(kept)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
     }
 }
 
-/// One partition of a collector: its input and the key hashes of the rows passed so far.
+impl DisplayAs for RuntimeFilterExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}: keys={:?}", self.name(), self.keys)
+    }
+}
+
+/// One partition of a gathering side: its input and the key hashes of the rows passed so far.
 struct Gathered {
     input: SendableRecordBatchStream,
     keys: Vec<usize>,
@@ -273,37 +291,6 @@ impl Gathered {
         }
         self.counted.add(self.hashes.len() - before);
         Ok(())
-    }
-}
-
-/// Keeps the rows of its input whose keys (columns `keys`) hash to a key of `by`, once every
-/// key is in; with no key set (given up), every row.
-#[derive(Debug)]
-pub struct RuntimeFilterExec {
-    input: Arc<dyn ExecutionPlan>,
-    keys: Vec<usize>,
-    by: Arc<RuntimeKeys>,
-    metrics: ExecutionPlanMetricsSet,
-}
-
-impl RuntimeFilterExec {
-    pub fn new(input: Arc<dyn ExecutionPlan>, keys: Vec<usize>, by: Arc<RuntimeKeys>) -> Self {
-        RuntimeFilterExec { input, keys, by, metrics: ExecutionPlanMetricsSet::new() }
-    }
-
-    pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
-        &self.input
-    }
-
-    /// The keys it filters by, still being gathered or not.
-    pub fn keys(&self) -> &Arc<RuntimeKeys> {
-        &self.by
-    }
-}
-
-impl DisplayAs for RuntimeFilterExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "RuntimeFilterExec: keys={:?}", self.keys)
     }
 }
 
@@ -334,7 +321,10 @@ impl Filtering {
 
 impl ExecutionPlan for RuntimeFilterExec {
     fn name(&self) -> &str {
-        "RuntimeFilterExec"
+        match self.role {
+            KeyRole::Gathers(_) => "KeyCollectorExec",
+            KeyRole::Filters(_) => "RuntimeFilterExec",
+        }
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
@@ -357,31 +347,14 @@ impl ExecutionPlan for RuntimeFilterExec {
     }
 
     fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(RuntimeFilterExec::new(children.swap_remove(0), self.keys.clone(), Arc::clone(&self.by))))
+        Ok(Arc::new(RuntimeFilterExec::new(children.swap_remove(0), self.keys.clone(), self.role.clone())))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let input = self.input.execute(partition, context)?;
-        let baseline = BaselineMetrics::new(&self.metrics, partition);
-        let dropped: Count = MetricBuilder::new(&self.metrics).counter(ROWS_DROPPED, partition);
-        let (keys, by) = (self.keys.clone(), Arc::clone(&self.by));
-        let mut filtering = Filtering { seen: 0, dropped: 0, stopped: false };
-        let stream = input.map(move |batch| {
-            let batch = batch?;
-            let kept = match by.set() {
-                Some(set) => {
-                    let _timer = baseline.elapsed_compute().timer();
-                    let rows = batch.num_rows();
-                    let kept = filtering.filter(batch, &keys, set)?;
-                    dropped.add(rows - kept.num_rows());
-                    kept
-                }
-                None => batch,
-            };
-            baseline.record_output(kept.num_rows());
-            Ok(kept)
-        });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+        match &self.role {
+            KeyRole::Gathers(into) => self.gather(partition, context, into),
+            KeyRole::Filters(by) => self.filter(partition, context, by),
+        }
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

@@ -1,10 +1,10 @@
 //! Spark's `InjectRuntimeFilter`, made as adaptive execution starts: where one side of a
 //! shuffled join (sort-merge or shuffled hash) takes its join key from a table under a
 //! selective filter, and the other side's key comes from a larger scan, the larger side's
-//! exchange waits for the filtered side's. That one's map side gathers its keys
-//! (`KeyCollectorExec`); the waiting side then drops the rows whose keys are not among them
-//! before it shuffles (`RuntimeFilterExec`): below its partial aggregate where it aggregates by
-//! the key, as TPC-H Q17's aggregates all of lineitem by part for 204 selected parts.
+//! exchange waits for the filtered side's. That one's map side gathers its keys; the waiting
+//! side then drops the rows whose keys are not among them before it shuffles
+//! (`exec::runtime_filter`): below its partial aggregate where it aggregates by the key, as
+//! TPC-H Q17's aggregates all of lineitem by part for 204 selected parts.
 //!
 //! As Spark's rule does, the key is followed down each side (through projections, filters,
 //! aggregates by it, exchanges and joins) to the scan it comes from: a side is selective if a
@@ -41,7 +41,7 @@ use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::join::SparkJoinExec;
 use crate::exec::plumbing::plumbing_input;
-use crate::exec::runtime_filter::{KeyCollectorExec, RuntimeFilterExec, RuntimeKeys};
+use crate::exec::runtime_filter::{KeyRole, RuntimeFilterExec, RuntimeKeys};
 use crate::exec::short_circuit::split_conjunction;
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::exec::sort::SortExec;
@@ -84,8 +84,8 @@ fn address(plan: &Plan) -> *const () {
 
 /// Whether an exchange about to run waits for the keys of a runtime filter below it.
 pub fn waits_for_keys(plan: &Plan) -> bool {
-    if let Some(filter) = plan.downcast_ref::<RuntimeFilterExec>()
-        && !filter.keys().is_ready()
+    if let Some(keys) = plan.downcast_ref::<RuntimeFilterExec>().and_then(RuntimeFilterExec::awaited)
+        && !keys.is_ready()
     {
         return true;
     }
@@ -97,10 +97,10 @@ pub fn waits_for_keys(plan: &Plan) -> bool {
 pub fn stop_waiting(plan: &Plan) -> bool {
     let mut waiting = false;
     let _ = plan.apply(|node| {
-        if let Some(filter) = node.downcast_ref::<RuntimeFilterExec>()
-            && !filter.keys().is_ready()
+        if let Some(keys) = node.downcast_ref::<RuntimeFilterExec>().and_then(RuntimeFilterExec::awaited)
+            && !keys.is_ready()
         {
-            filter.keys().give_up();
+            keys.give_up();
             waiting = true;
         }
         Ok(if is_query_stage(node) { TreeNodeRecursion::Jump } else { TreeNodeRecursion::Continue })
@@ -231,10 +231,10 @@ fn filtered(join: &SparkJoinExec, scan_threshold: u64, untouchable: &HashSet<*co
 fn with_runtime_filter(join: &SparkJoinExec, left: Side, right: Side, filter_left: bool) -> Result<Plan> {
     let (filtered, gathered) = if filter_left { (&left, &right) } else { (&right, &left) };
     let keys = Arc::new(RuntimeKeys::default());
-    let collector: Plan = Arc::new(KeyCollectorExec::new(
+    let collector: Plan = Arc::new(RuntimeFilterExec::new(
         Arc::clone(gathered.exchange.children()[0]),
         gathered.columns.clone(),
-        Arc::clone(&keys),
+        KeyRole::Gathers(Arc::clone(&keys)),
     ));
     let collecting = replace_children_if_necessary(Arc::clone(&gathered.exchange), vec![collector])?;
     let waiting = with_filter(&filtered.exchange, &filtered.columns, &keys)?;
@@ -321,7 +321,7 @@ fn with_filter(exchange: &Plan, columns: &[usize], keys: &Arc<RuntimeKeys>) -> R
     let input = Arc::clone(exchange.children()[0]);
     let filtered = match below_partial_aggregate(&input, columns, keys)? {
         Some(filtered) => filtered,
-        None => Arc::new(RuntimeFilterExec::new(input, columns.to_vec(), Arc::clone(keys))),
+        None => Arc::new(RuntimeFilterExec::new(input, columns.to_vec(), KeyRole::Filters(Arc::clone(keys)))),
     };
     replace_children_if_necessary(Arc::clone(exchange), vec![filtered])
 }
@@ -334,7 +334,7 @@ fn below_partial_aggregate(plan: &Plan, columns: &[usize], keys: &Arc<RuntimeKey
     }
     let Some((input, columns)) = lineage(plan, columns) else { return Ok(None) };
     let input = match partial {
-        Some(_) => Arc::new(RuntimeFilterExec::new(Arc::clone(input), columns, Arc::clone(keys))),
+        Some(_) => Arc::new(RuntimeFilterExec::new(Arc::clone(input), columns, KeyRole::Filters(Arc::clone(keys)))),
         None => match below_partial_aggregate(input, &columns, keys)? {
             Some(input) => input,
             None => return Ok(None),
