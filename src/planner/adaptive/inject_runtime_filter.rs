@@ -93,7 +93,8 @@ pub fn waits_for_keys(plan: &Plan) -> bool {
 }
 
 /// Lets every exchange still waiting for keys run unfiltered; whether there was one. Keys
-/// never come where the stage meant to gather them ran as another's reuse.
+/// never come where adaptive execution replaced what was to gather them (by an empty
+/// relation, below a stage that produced no rows).
 pub fn stop_waiting(plan: &Plan) -> bool {
     let mut waiting = false;
     let _ = plan.apply(|node| {
