@@ -102,6 +102,10 @@ impl Session {
         // The hash-join dynamic filter routes probe rows by DataFusion's own hash, which is
         // not how Spark-bucketed inputs are partitioned (wrong rows on bucketed joins).
         options.optimizer.enable_join_dynamic_filter_pushdown = false;
+        // Each of Spark's scan tasks reads its own splits. A partition that took its sibling's
+        // files would change what each map task aggregates, and so the stage statistics
+        // adaptive execution decides by.
+        options.execution.enable_file_stream_work_stealing = false;
         // Spark infers `isnotnull(key)` filters for inner-join keys and pushes them to scans.
         options.optimizer.filter_null_join_keys = true;
         if let Some(bytes) = engine.sort_spill_reservation {
