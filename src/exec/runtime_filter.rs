@@ -149,16 +149,12 @@ impl KeySet {
     }
 }
 
-/// The key columns of `batch` and which rows have no null key: a null key joins nothing.
-fn keys_of(batch: &RecordBatch, keys: &[usize]) -> (Vec<ArrayRef>, Option<NullBuffer>) {
+/// Spark's hash of each row's keys (columns `keys`), and which rows have no null key: a null
+/// key joins nothing.
+fn key_hashes(batch: &RecordBatch, keys: &[usize]) -> Result<(Vec<u32>, Option<NullBuffer>)> {
     let columns: Vec<ArrayRef> = keys.iter().map(|&k| Arc::clone(batch.column(k))).collect();
     let valid =
         columns.iter().fold(None, |valid, column| NullBuffer::union(valid.as_ref(), column.logical_nulls().as_ref()));
-    (columns, valid)
-}
-
-fn key_hashes(batch: &RecordBatch, keys: &[usize]) -> Result<(Vec<u32>, Option<NullBuffer>)> {
-    let (columns, valid) = keys_of(batch, keys);
     let hashes = hash_columns(&columns, batch.num_rows())?.into_iter().map(|h| h as u32).collect();
     Ok((hashes, valid))
 }

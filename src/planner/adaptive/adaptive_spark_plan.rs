@@ -33,10 +33,10 @@ use super::aqe_propagate_empty_relation::propagate_empty_relation;
 use super::coalesce_shuffle_partitions::coalesce_shuffle_partitions;
 use super::dynamic_join_selection::reselect_joins;
 use super::inject_runtime_filter::{inject_runtime_filters, stop_waiting, waits_for_keys};
-use super::is_query_stage;
 use super::join_shuffle_partitions_apart::join_shuffle_partitions_apart;
 use super::optimize_shuffle_with_local_read::optimize_shuffle_with_local_read;
 use super::optimize_skewed_join::optimize_skewed_join;
+use super::{is_query_stage, replace_nodes};
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::downcast_plan::downcast_plan;
@@ -213,7 +213,7 @@ impl StagePlanner {
                 .map(|(exchange, reused)| self.materialize(exchange, reused))
                 .collect::<Result<_>>()?;
             let stages = futures::future::try_join_all(runs).await?;
-            plan = replace_exchanges(plan, &ready, &stages)?;
+            plan = replace_nodes(plan, &ready, &stages)?;
             plan = propagate_empty_relation(plan)?;
             plan = reselect_joins(plan, &self.conf, &self.hints)?;
             plan = disable_unnecessary_bucketed_scan(plan, &self.conf)?;
@@ -370,18 +370,4 @@ fn reused_in_round(ready: &[Arc<dyn ExecutionPlan>], enabled: bool) -> Result<Ve
     }
     let mut seen = ExchangesSeen::default();
     ready.iter().map(|exchange| Ok(seen.reuse(exchange)?.map(Arc::new))).collect()
-}
-
-/// `plan` with each exchange of `ran` replaced by its stage.
-fn replace_exchanges(
-    plan: Arc<dyn ExecutionPlan>,
-    ran: &[Arc<dyn ExecutionPlan>],
-    stages: &[Arc<dyn ExecutionPlan>],
-) -> Result<Arc<dyn ExecutionPlan>> {
-    plan.transform_down(|node| match ran.iter().position(|exchange| Arc::ptr_eq(exchange, &node)) {
-        Some(i) => Ok(Transformed::new(Arc::clone(&stages[i]), true, TreeNodeRecursion::Jump)),
-        None if is_query_stage(&node) => Ok(Transformed::new(node, false, TreeNodeRecursion::Jump)),
-        None => Ok(Transformed::no(node)),
-    })
-    .map(|t| t.data)
 }

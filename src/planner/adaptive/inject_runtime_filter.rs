@@ -35,7 +35,7 @@ use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
-use super::is_query_stage;
+use super::{is_query_stage, replace_nodes};
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
@@ -52,7 +52,11 @@ type Plan = Arc<dyn ExecutionPlan>;
 
 /// `plan` with a runtime filter on each shuffled join it pays for, before any stage has run.
 pub fn inject_runtime_filters(plan: Plan, conf: &SparkConf) -> Result<Plan> {
-    if !conf.runtime_filter_enabled {
+    let scan_threshold = conf.runtime_filter_scan_threshold;
+    let large_scan =
+        |node: &Plan| node.downcast_ref::<FileSourceScanExec>().is_some_and(|s| s.size_in_bytes() >= scan_threshold);
+    // Only a side that scans that much is filtered: a plan with none needs no looking at.
+    if !conf.runtime_filter_enabled || !plan.exists(|node| Ok(large_scan(node)))? {
         return Ok(plan);
     }
     // An exchange that another is the same as stays so, and so does all below it: a stage
@@ -67,7 +71,6 @@ pub fn inject_runtime_filters(plan: Plan, conf: &SparkConf) -> Result<Plan> {
             })?;
         }
     }
-    let scan_threshold = conf.runtime_filter_scan_threshold;
     plan.transform_up(|node| match node.downcast_ref::<SparkJoinExec>() {
         Some(join) if !untouchable.contains(&address(&node)) => match filtered(join, scan_threshold, &untouchable)? {
             Some(join) => Ok(Transformed::yes(join)),
@@ -170,8 +173,8 @@ fn is_selective_way(plan: &Plan, columns: &[usize]) -> bool {
         let other_columns: Option<Vec<usize>> = side_columns
             .iter()
             .map(|&c| {
-                let at = keys.iter().position(|key| key.downcast_ref::<Column>().is_some_and(|k| k.index() == c))?;
-                other_keys[at].downcast_ref::<Column>().map(Column::index)
+                let at = keys.iter().position(|key| column_index(key) == Some(c))?;
+                column_index(&other_keys[at])
             })
             .collect();
         return drops_unmatched(join.spec().join_type, from_left)
@@ -194,7 +197,6 @@ fn filtered(join: &SparkJoinExec, scan_threshold: u64, untouchable: &HashSet<*co
     {
         return Ok(None);
     }
-    let column_index = |key: &Arc<dyn PhysicalExpr>| key.downcast_ref::<Column>().map(Column::index);
     let pairs: Option<Vec<(usize, usize)>> =
         spec.on.iter().map(|(left, right)| Some((column_index(left)?, column_index(right)?))).collect();
     let Some(pairs) = pairs else { return Ok(None) };
@@ -240,8 +242,8 @@ fn with_runtime_filter(join: &SparkJoinExec, left: Side, right: Side, filter_lef
     let collecting = replace_children_if_necessary(Arc::clone(&gathered.exchange), vec![collector])?;
     let waiting = with_filter(&filtered.exchange, &filtered.columns, &keys)?;
     let (left_exchange, right_exchange) = if filter_left { (waiting, collecting) } else { (collecting, waiting) };
-    let left_child = replace(Arc::clone(join.left()), &left.exchange, left_exchange)?;
-    let right_child = replace(Arc::clone(join.right()), &right.exchange, right_exchange)?;
+    let left_child = replace_nodes(Arc::clone(join.left()), &[left.exchange], &[left_exchange])?;
+    let right_child = replace_nodes(Arc::clone(join.right()), &[right.exchange], &[right_exchange])?;
     Ok(Arc::new(SparkJoinExec::try_new(join.spec().clone(), left_child, right_child)?))
 }
 
@@ -255,6 +257,11 @@ fn drops_unmatched(join_type: JoinType, left: bool) -> bool {
     }
 }
 
+/// The column an expression is, if it is one.
+fn column_index(expr: &Arc<dyn PhysicalExpr>) -> Option<usize> {
+    expr.downcast_ref::<Column>().map(Column::index)
+}
+
 /// Spark's `isLikelySelective`, near enough: a conjunct that tests more than `IS NOT NULL`.
 fn is_selective(predicate: &Arc<dyn PhysicalExpr>) -> bool {
     split_conjunction(predicate).iter().any(|conjunct| !conjunct.is::<IsNotNullExpr>())
@@ -262,7 +269,6 @@ fn is_selective(predicate: &Arc<dyn PhysicalExpr>) -> bool {
 
 /// The input a node takes `columns` of its output from, and their places there.
 fn lineage<'a>(plan: &'a Plan, columns: &[usize]) -> Option<(&'a Plan, Vec<usize>)> {
-    let column_index = |expr: &Arc<dyn PhysicalExpr>| expr.downcast_ref::<Column>().map(Column::index);
     if let Some(input) = plumbing_input(plan) {
         return Some((input, columns.to_vec()));
     }
@@ -342,13 +348,4 @@ fn below_partial_aggregate(plan: &Plan, columns: &[usize], keys: &Arc<RuntimeKey
         },
     };
     Ok(Some(replace_children_if_necessary(Arc::clone(plan), vec![input])?))
-}
-
-/// `plan` with the node `target` replaced by `by`.
-fn replace(plan: Plan, target: &Plan, by: Plan) -> Result<Plan> {
-    plan.transform_down(|node| match Arc::ptr_eq(&node, target) {
-        true => Ok(Transformed::new(Arc::clone(&by), true, TreeNodeRecursion::Jump)),
-        false => Ok(Transformed::no(node)),
-    })
-    .map(|t| t.data)
 }

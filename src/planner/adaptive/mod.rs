@@ -29,6 +29,7 @@ pub mod validate_requirements;
 use std::sync::Arc;
 
 use crate::exec::sort::SortExec;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::Result;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
@@ -40,6 +41,22 @@ pub use adaptive_spark_plan::AdaptiveSparkPlanExec;
 /// A finished stage or a read of one; rules do not look below it.
 fn is_query_stage(plan: &Arc<dyn ExecutionPlan>) -> bool {
     plan.is::<ShuffleQueryStageExec>() || plan.is::<BroadcastQueryStageExec>()
+}
+
+/// `plan` with each node of `targets` (the very node) replaced by the node of `by` at its
+/// place: an exchange by its stage, or by itself over a new input. Finished stages are not
+/// looked into.
+fn replace_nodes(
+    plan: Arc<dyn ExecutionPlan>,
+    targets: &[Arc<dyn ExecutionPlan>],
+    by: &[Arc<dyn ExecutionPlan>],
+) -> Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_down(|node| match targets.iter().position(|target| Arc::ptr_eq(target, &node)) {
+        Some(i) => Ok(Transformed::new(Arc::clone(&by[i]), true, TreeNodeRecursion::Jump)),
+        None if is_query_stage(&node) => Ok(Transformed::new(node, false, TreeNodeRecursion::Jump)),
+        None => Ok(Transformed::no(node)),
+    })
+    .map(|t| t.data)
 }
 
 /// A shuffle stage as an operator reads it: directly, or through an adaptive read (Spark's
