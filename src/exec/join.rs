@@ -262,11 +262,10 @@ impl ExecutionPlan for SparkJoinExec {
         &self,
         f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        for (l, r) in &self.spec.on {
-            for expr in [l, r] {
-                if f(expr)? == TreeNodeRecursion::Stop {
-                    return Ok(TreeNodeRecursion::Stop);
-                }
+        let condition = self.spec.filter.as_ref().map(|filter| filter.expression());
+        for expr in self.spec.on.iter().flat_map(|(l, r)| [l, r]).chain(condition) {
+            if f(expr)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
             }
         }
         Ok(TreeNodeRecursion::Continue)

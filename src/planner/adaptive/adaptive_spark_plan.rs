@@ -5,7 +5,8 @@
 //! then re-plans what is left with the stages' statistics. When every exchange has run, the
 //! last stage gets its reads chosen the same way and runs. Its partitions come out as one
 //! (the number of partitions changes as the plan adapts), in order only where the plan ends
-//! in a single partition. Uncorrelated scalar subqueries run before all that, each adaptively.
+//! in a single partition. Uncorrelated scalar subqueries run beside all that, each adaptively,
+//! and a stage that reads their values waits for them (`plan_adaptive_subqueries`).
 //! An exchange the same as another of its round runs as a stage over a `ReusedExchange` of it,
 //! reading the other's output (Spark's stage cache). An exchange whose rows a runtime filter
 //! drops by the keys of the other side of its join (`inject_runtime_filter`) waits for the
@@ -14,13 +15,11 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::empty::EmptyExec;
-use datafusion::physical_plan::scalar_subquery::{ScalarSubqueryExec, ScalarSubqueryLink};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
@@ -36,6 +35,7 @@ use super::inject_runtime_filter::{inject_runtime_filters, stop_waiting, waits_f
 use super::join_shuffle_partitions_apart::join_shuffle_partitions_apart;
 use super::optimize_shuffle_with_local_read::optimize_shuffle_with_local_read;
 use super::optimize_skewed_join::optimize_skewed_join;
+use super::plan_adaptive_subqueries::Subqueries;
 use super::{is_query_stage, replace_nodes};
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
@@ -193,7 +193,7 @@ impl StagePlanner {
     /// Runs every exchange of `plan` as a stage, re-planning after each round, and returns the
     /// last stage's plan, ready to run.
     async fn run(&mut self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-        let plan = self.run_scalar_subqueries(plan).await?;
+        let (plan, subqueries) = Subqueries::start(plan, (&self.conf, &self.hints), &self.context)?;
         let mut plan = inject_runtime_filters(plan, &self.conf)?;
         loop {
             let mut ready = Vec::new();
@@ -202,7 +202,9 @@ impl StagePlanner {
                 continue;
             }
             if ready.is_empty() {
-                // Nothing is above the root: the client reads its rows as they come.
+                // Nothing is above the root: the client reads its rows as they come, and
+                // the subqueries' values, if nothing below has read them.
+                subqueries.done().await?;
                 return self.optimize_stage(plan, false);
             }
             self.show_running(Some(Arc::clone(&plan)));
@@ -210,7 +212,7 @@ impl StagePlanner {
             let runs: Vec<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> = ready
                 .iter()
                 .zip(reused)
-                .map(|(exchange, reused)| self.materialize(exchange, reused))
+                .map(|(exchange, reused)| subqueries.before(exchange, self.materialize(exchange, reused)?))
                 .collect::<Result<_>>()?;
             let stages = futures::future::try_join_all(runs).await?;
             plan = replace_nodes(plan, &ready, &stages)?;
@@ -223,49 +225,6 @@ impl StagePlanner {
 
     fn show_running(&self, plan: Option<Arc<dyn ExecutionPlan>>) {
         *self.running.lock().unwrap_or_else(|p| p.into_inner()) = plan;
-    }
-
-    /// Runs the uncorrelated scalar subqueries of `plan` first, each as an adaptive plan of its
-    /// own (Spark's `PlanAdaptiveSubqueries`), since the stages that compare with their values
-    /// run before the `ScalarSubqueryExec` above them would; that node then has nothing left to
-    /// do and goes.
-    async fn run_scalar_subqueries(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-        let mut nodes = Vec::new();
-        scalar_subqueries(&plan, &mut nodes);
-        if nodes.is_empty() {
-            return Ok(plan);
-        }
-        for node in &nodes {
-            let Some(exec) = node.downcast_ref::<ScalarSubqueryExec>() else { continue };
-            let subqueries = exec
-                .subqueries()
-                .iter()
-                .map(|link| ScalarSubqueryLink {
-                    plan: Arc::new(AdaptiveSparkPlanExec::new(
-                        Arc::clone(&link.plan),
-                        self.conf.clone(),
-                        self.hints.clone(),
-                    )),
-                    index: link.index,
-                })
-                .collect();
-            // The node itself, over no rows: it sets the values its expressions read.
-            let values = ScalarSubqueryExec::new(
-                Arc::new(EmptyExec::new(exec.input().schema())),
-                subqueries,
-                exec.results().clone(),
-            );
-            let mut stream = values.execute(0, Arc::clone(&self.context))?;
-            while stream.try_next().await?.is_some() {}
-        }
-        plan.transform_up(|node| match nodes.iter().any(|n| Arc::ptr_eq(n, &node)) {
-            true => match node.downcast_ref::<ScalarSubqueryExec>() {
-                Some(exec) => Ok(Transformed::yes(Arc::clone(exec.input()))),
-                None => Ok(Transformed::no(node)),
-            },
-            false => Ok(Transformed::no(node)),
-        })
-        .map(|t| t.data)
     }
 
     /// Finds the exchanges that can run now — no exchange that has not run below them — and
@@ -347,18 +306,6 @@ impl StagePlanner {
             let stage = BroadcastQueryStageExec::materialize(id, exchange, context).await?;
             Ok(Arc::new(stage) as Arc<dyn ExecutionPlan>)
         }))
-    }
-}
-
-/// The `ScalarSubqueryExec` nodes of `plan`, outermost first, not looking into subqueries
-/// (which run as plans of their own).
-fn scalar_subqueries(plan: &Arc<dyn ExecutionPlan>, found: &mut Vec<Arc<dyn ExecutionPlan>>) {
-    match plan.downcast_ref::<ScalarSubqueryExec>() {
-        Some(exec) => {
-            found.push(Arc::clone(plan));
-            scalar_subqueries(exec.input(), found);
-        }
-        None => plan.children().into_iter().for_each(|child| scalar_subqueries(child, found)),
     }
 }
 

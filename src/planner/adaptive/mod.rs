@@ -23,6 +23,7 @@ pub mod insert_adaptive_spark_plan;
 pub mod join_shuffle_partitions_apart;
 pub mod optimize_shuffle_with_local_read;
 pub mod optimize_skewed_join;
+pub mod plan_adaptive_subqueries;
 pub mod shuffle_partitions_util;
 pub mod validate_requirements;
 
