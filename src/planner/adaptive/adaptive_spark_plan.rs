@@ -193,7 +193,9 @@ impl StagePlanner {
     /// Runs every exchange of `plan` as a stage, re-planning after each round, and returns the
     /// last stage's plan, ready to run.
     async fn run(&mut self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-        let (plan, subqueries) = Subqueries::start(plan, (&self.conf, &self.hints), &self.context)?;
+        let (conf, hints) = (&self.conf, &self.hints);
+        let adaptive = |subquery| Arc::new(AdaptiveSparkPlanExec::new(subquery, conf.clone(), hints.clone())) as _;
+        let (plan, subqueries) = Subqueries::start(plan, adaptive, &self.context)?;
         let mut plan = inject_runtime_filters(plan, &self.conf)?;
         loop {
             let mut ready = Vec::new();

@@ -24,10 +24,7 @@ use datafusion::physical_plan::scalar_subquery::{ScalarSubqueryExec, ScalarSubqu
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, TryStreamExt};
 
-use super::adaptive_spark_plan::AdaptiveSparkPlanExec;
 use super::is_query_stage;
-use crate::config::SparkConf;
-use crate::planner::hints::QueryHints;
 
 /// The subqueries' task, awaited by every stage that reads their values.
 type Running = Shared<BoxFuture<'static, Result<(), Arc<DataFusionError>>>>;
@@ -37,11 +34,11 @@ type Running = Shared<BoxFuture<'static, Result<(), Arc<DataFusionError>>>>;
 pub struct Subqueries(Option<Running>);
 
 impl Subqueries {
-    /// Starts the uncorrelated scalar subqueries of `plan`, outermost first, and returns
-    /// `plan` without its `ScalarSubqueryExec` nodes.
+    /// Starts the uncorrelated scalar subqueries of `plan`, outermost first, each as the plan
+    /// `adaptive` makes of it, and returns `plan` without its `ScalarSubqueryExec` nodes.
     pub fn start(
         plan: Arc<dyn ExecutionPlan>,
-        (conf, hints): (&SparkConf, &QueryHints),
+        adaptive: impl Fn(Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan>,
         context: &Arc<TaskContext>,
     ) -> Result<(Arc<dyn ExecutionPlan>, Subqueries)> {
         let mut nodes = Vec::new();
@@ -55,10 +52,7 @@ impl Subqueries {
             let subqueries = exec
                 .subqueries()
                 .iter()
-                .map(|link| ScalarSubqueryLink {
-                    plan: Arc::new(AdaptiveSparkPlanExec::new(Arc::clone(&link.plan), conf.clone(), hints.clone())),
-                    index: link.index,
-                })
+                .map(|link| ScalarSubqueryLink { plan: adaptive(Arc::clone(&link.plan)), index: link.index })
                 .collect();
             // The node itself, over no rows: it sets the values its expressions read.
             let node = ScalarSubqueryExec::new(
