@@ -11,7 +11,10 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
+use datafusion::common::cast::as_boolean_array;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
@@ -25,7 +28,9 @@ use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
+use futures::StreamExt;
 
 use super::file_partition::FileSplitting;
 use super::parquet_reads::CountedReads;
@@ -103,6 +108,51 @@ pub struct ScanRequest {
     pub record_level_filter: bool,
     /// How the files are read: footers through the runtime's cache, requests counted.
     pub reads: Arc<CountedReads>,
+    /// The filter's leading conjuncts, applied in the scan over string columns read as views.
+    pub prefilter: Option<ViewPrefilter>,
+}
+
+/// String columns read as views (`Utf8View`) and filtered by the leading conjuncts of the
+/// filter above while still views (`planner::view_prefilter`).
+///
+/// A string column read as `Utf8` has every value copied out of its page, which for a
+/// dictionary-encoded column is a copy per row; as views, a row is 16 bytes pointing into the
+/// page, and comparing one with a literal looks at its length and first bytes. The rows that
+/// pass are then copied as `Utf8`, which every operator above reads. The filter above still
+/// applies the whole condition, as Spark's does over its scan.
+#[derive(Debug, Clone)]
+pub struct ViewPrefilter {
+    /// Table column indices read as views.
+    pub columns: Vec<usize>,
+    /// The conjuncts, over the columns read (in output order), the strings among them views.
+    pub condition: Arc<dyn PhysicalExpr>,
+    /// All pushed filters over the table's columns, those strings views, for pruning.
+    pub pruning: Option<Arc<dyn PhysicalExpr>>,
+}
+
+impl ViewPrefilter {
+    /// `rows` filtered by the condition, the views among them back to `Utf8` (`schema`).
+    fn apply(&self, rows: SendableRecordBatchStream, schema: SchemaRef) -> SendableRecordBatchStream {
+        let (condition, output) = (Arc::clone(&self.condition), Arc::clone(&schema));
+        let filtered = rows.filter_map(move |batch| {
+            let kept = batch.and_then(|batch| {
+                let passed = condition.evaluate(&batch)?.into_array(batch.num_rows())?;
+                let kept = filter_record_batch(&batch, as_boolean_array(&passed)?)?;
+                let columns = kept
+                    .columns()
+                    .iter()
+                    .zip(output.fields())
+                    .map(|(column, field)| cast(column, field.data_type()))
+                    .collect::<Result<_, _>>()?;
+                Ok(RecordBatch::try_new(Arc::clone(&output), columns)?)
+            });
+            std::future::ready(match kept {
+                Ok(batch) if batch.num_rows() == 0 => None,
+                kept => Some(kept),
+            })
+        });
+        Box::pin(RecordBatchStreamAdapter::new(schema, filtered))
+    }
 }
 
 impl FileSourceScanExec {
@@ -323,20 +373,29 @@ impl FileSourceScanExec {
             .iter()
             .map(|(name, _)| Ok(Arc::new(self.request.table_schema.field_with_name(name)?.clone())))
             .collect::<Result<_>>()?;
+        let viewed = self.request.prefilter.as_ref().map_or(&[][..], |prefilter| &prefilter.columns);
         let file_fields: Vec<FieldRef> = self
             .request
             .table_schema
             .fields()
             .iter()
-            .filter(|f| !self.request.table.partition_columns.contains(f.name()))
-            .cloned()
+            .enumerate()
+            .filter(|(_, f)| !self.request.table.partition_columns.contains(f.name()))
+            .map(|(i, f)| match viewed.contains(&i) {
+                true => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View)),
+                false => Arc::clone(f),
+            })
             .collect();
         let table_schema = TableSchema::builder(Arc::new(Schema::new(file_fields)))
             .with_table_partition_cols(partition_fields)
             .build();
         let mut source = ParquetSource::new(table_schema)
             .with_parquet_file_reader_factory(Arc::clone(&self.request.reads) as Arc<dyn ParquetFileReaderFactory>);
-        if let Some(predicate) = &self.request.predicate {
+        let pruning = match &self.request.prefilter {
+            Some(prefilter) => prefilter.pruning.as_ref(),
+            None => self.request.predicate.as_ref(),
+        };
+        if let Some(predicate) = pruning {
             // Row groups and pages the statistics rule out are skipped. With record-level
             // filtering, the rest is filtered while decoding: the filter columns first, the
             // others only for the rows that pass (late materialization). The Filter above still
@@ -355,7 +414,21 @@ impl FileSourceScanExec {
             .build();
         let inner: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
 
-        let schema = inner.schema();
+        // The prefilter's views leave the scan as `Utf8` again.
+        let schema = match &self.request.prefilter {
+            Some(_) => Arc::new(Schema::new(
+                inner
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| match f.data_type() {
+                        DataType::Utf8View => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8)),
+                        _ => Arc::clone(f),
+                    })
+                    .collect::<Vec<FieldRef>>(),
+            )),
+            None => inner.schema(),
+        };
         let mut equivalence = EquivalenceProperties::new(Arc::clone(&schema));
         if let Some(ordering) = ordering {
             equivalence.add_ordering(ordering);
@@ -415,7 +488,11 @@ impl ExecutionPlan for FileSourceScanExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        self.inner.execute(partition, context)
+        let rows = self.inner.execute(partition, context)?;
+        Ok(match &self.request.prefilter {
+            Some(prefilter) => prefilter.apply(rows, self.schema()),
+            None => rows,
+        })
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

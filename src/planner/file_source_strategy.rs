@@ -21,6 +21,7 @@ use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};
 use datafusion::optimizer::simplify_expressions::THRESHOLD_INLINE_INLIST;
 
+use super::view_prefilter::view_prefilter;
 use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::config::SparkConf;
 use crate::exec::file_partition::FileSplitting;
@@ -83,6 +84,14 @@ pub fn plan_scan(
         partition: partition_filters.iter().map(|e| physical(e)).collect::<Result<_>>()?,
         data: data_filters.iter().map(|e| physical(e)).collect::<Result<_>>()?,
     };
+    // With record-level filtering, the reader filters before decoding the rest.
+    let prefilter = match conf.record_level_filter {
+        true => None,
+        false => {
+            let is_pushed = |e: &Expr| source_filter(e).is_some();
+            view_prefilter(state, &table_schema, &projection, (&data_filters, is_pushed), &table.partition_columns)?
+        }
+    };
     FileSourceScanExec::try_new(ScanRequest {
         table,
         table_schema,
@@ -100,6 +109,7 @@ pub fn plan_scan(
             min_partitions: conf.min_partition_num.unwrap_or(state.config().target_partitions()),
         },
         record_level_filter: conf.record_level_filter,
+        prefilter,
         reads: Arc::new(CountedReads::new(store, state.runtime_env().cache_manager.get_file_metadata_cache())),
     })
 }

@@ -54,6 +54,7 @@ pub(crate) mod test_fixtures;
 pub mod union_output_nullability;
 pub mod union_output_partitioning;
 pub mod unwrap_cast_in_binary_comparison;
+pub mod view_prefilter;
 pub mod widen_set_operation_types;
 
 use std::sync::Arc;

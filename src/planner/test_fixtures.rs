@@ -180,6 +180,7 @@ impl Scan {
                 predicate: None,
                 splitting: FileSplitting { max_partition_bytes: 128 << 20, open_cost: 4 << 20, min_partitions: 2 },
                 record_level_filter: false,
+                prefilter: None,
                 reads: Arc::new(CountedReads::new(
                     Arc::new(LocalFileSystem::new()),
                     RuntimeEnv::default().cache_manager.get_file_metadata_cache(),
