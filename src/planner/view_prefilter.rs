@@ -18,6 +18,7 @@ use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::utils::conjunction;
 
+use super::short_circuit_evaluation::lazy_side;
 use crate::exec::file_source_scan::ViewPrefilter;
 
 /// The prefilter of a scan of `schema`'s columns `projection` under `data_filters` (in the
@@ -53,12 +54,16 @@ pub fn view_prefilter(
             })
             .collect::<Vec<_>>(),
     );
-    let physical = |exprs: Vec<&Expr>, schema: Schema| -> Result<_> {
+    let physical = |exprs: Vec<&Expr>, schema: &Schema| -> Result<_> {
         let Some(condition) = conjunction(exprs.into_iter().cloned()) else { return Ok(None) };
-        Ok(Some(state.create_physical_expr(as_views(condition)?, &DFSchema::try_from(schema)?)?))
+        Ok(Some(state.create_physical_expr(as_views(condition)?, &DFSchema::try_from(schema.clone())?)?))
     };
-    let Some(condition) = physical(leading, viewed.project(projection)?)? else { return Ok(None) };
-    Ok(Some(ViewPrefilter { columns: strings, condition, pruning: physical(pushed, viewed)? }))
+    let read = viewed.project(projection)?;
+    let Some(condition) = physical(leading, &read)? else { return Ok(None) };
+    // As the filter above evaluates it: a date range before a string `IN`, which then sees only
+    // the rows in range.
+    let condition = lazy_side(&condition, &read)?;
+    Ok(Some(ViewPrefilter { columns: strings, condition, pruning: physical(pushed, &viewed)? }))
 }
 
 /// `expr` with its string literals as views: in a pushed filter, every one is compared with
