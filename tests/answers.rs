@@ -226,6 +226,42 @@ async fn a_failing_cast_in_a_filter_still_fails() {
     );
 }
 
+/// A scan filters the strings it reads as views by the filter's leading conjuncts that cannot
+/// fail, before the filter: a later conjunct that can fail still sees the rows Spark's order
+/// gives it, and the rows kept are those the whole condition keeps.
+#[tokio::test]
+async fn strings_filtered_in_the_scan_leave_a_failing_conjunct_its_rows() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE labels (s STRING, n INT); \
+             INSERT INTO labels VALUES ('1', 1), ('2', 2), ('two', 3), (NULL, 4), ('10', 5)",
+        )
+        .await
+        .unwrap();
+    let numbers = |query: &'static str| {
+        let client = &client;
+        async move { text_rows(client, query).await.into_iter().map(|row| row[0].clone()).collect::<Vec<_>>() }
+    };
+    // The IN first: 'two' never reaches the cast.
+    assert_eq!(
+        numbers("SELECT n FROM labels WHERE s IN ('1', '2', '10') AND CAST(s AS INT) > 1 ORDER BY n").await,
+        ["2", "5"]
+    );
+    // The cast first: it reads 'two' and fails, though the IN after it drops that row.
+    let err = client
+        .batch_execute("SELECT n FROM labels WHERE CAST(s AS INT) > 1 AND s IN ('1', '2', '10')")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22018", "{err:?}");
+    // Comparisons, prefixes and null tests over the strings alone.
+    assert_eq!(numbers("SELECT n FROM labels WHERE s >= '1' AND s < '2' ORDER BY n").await, ["1", "5"]);
+    assert_eq!(numbers("SELECT n FROM labels WHERE s LIKE 't%' AND n > 0").await, ["3"]);
+    assert_eq!(numbers("SELECT n FROM labels WHERE s IS NULL").await, ["4"]);
+    assert_eq!(numbers("SELECT s FROM labels WHERE s <> '1' AND n < 5 ORDER BY s").await, ["2", "two"]);
+}
+
 #[tokio::test]
 async fn sizes_saturate_and_unknown_leaves_are_large() {
     let server = TestServer::start();
