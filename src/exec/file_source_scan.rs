@@ -131,6 +131,15 @@ pub struct ViewPrefilter {
 }
 
 impl ViewPrefilter {
+    /// `schema` with its columns `columns` read as views.
+    pub fn with_views(schema: &Schema, columns: &[usize]) -> Schema {
+        let fields = schema.fields().iter().enumerate().map(|(i, f)| match columns.contains(&i) {
+            true => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View)),
+            false => Arc::clone(f),
+        });
+        Schema::new(fields.collect::<Vec<FieldRef>>())
+    }
+
     /// `rows` filtered by the condition, the views among them back to `Utf8` (`schema`).
     fn apply(&self, rows: SendableRecordBatchStream, schema: SchemaRef) -> SendableRecordBatchStream {
         let (condition, output) = (Arc::clone(&self.condition), Arc::clone(&schema));
@@ -374,17 +383,11 @@ impl FileSourceScanExec {
             .map(|(name, _)| Ok(Arc::new(self.request.table_schema.field_with_name(name)?.clone())))
             .collect::<Result<_>>()?;
         let viewed = self.request.prefilter.as_ref().map_or(&[][..], |prefilter| &prefilter.columns);
-        let file_fields: Vec<FieldRef> = self
-            .request
-            .table_schema
+        let file_fields: Vec<FieldRef> = ViewPrefilter::with_views(&self.request.table_schema, viewed)
             .fields()
             .iter()
-            .enumerate()
-            .filter(|(_, f)| !self.request.table.partition_columns.contains(f.name()))
-            .map(|(i, f)| match viewed.contains(&i) {
-                true => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View)),
-                false => Arc::clone(f),
-            })
+            .filter(|f| !self.request.table.partition_columns.contains(f.name()))
+            .cloned()
             .collect();
         let table_schema = TableSchema::builder(Arc::new(Schema::new(file_fields)))
             .with_table_partition_cols(partition_fields)

@@ -150,7 +150,7 @@ fn lazy(expr: Arc<dyn PhysicalExpr>, schema: &Schema) -> Result<Transformed<Arc<
     })
 }
 
-/// `expr` with each `AND` and `OR` evaluated as Spark does, conjuncts that cannot fail cheapest
+/// `side` with each `AND` and `OR` evaluated as Spark does, conjuncts that cannot fail cheapest
 /// first. `schema`: its input's.
 pub fn lazy_side(side: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Result<Arc<dyn PhysicalExpr>> {
     Ok(lazy(Arc::clone(side), schema)?.data)

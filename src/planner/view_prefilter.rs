@@ -43,26 +43,16 @@ pub fn view_prefilter(
     if strings.is_empty() || !all_read || partitioned {
         return Ok(None);
     }
-    let viewed = Schema::new(
-        schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(i, f)| match strings.contains(&i) {
-                true => f.as_ref().clone().with_data_type(DataType::Utf8View),
-                false => f.as_ref().clone(),
-            })
-            .collect::<Vec<_>>(),
-    );
+    let viewed = ViewPrefilter::with_views(schema, &strings);
     let physical = |exprs: Vec<&Expr>, schema: &Schema| -> Result<_> {
         let Some(condition) = conjunction(exprs.into_iter().cloned()) else { return Ok(None) };
         Ok(Some(state.create_physical_expr(as_views(condition)?, &DFSchema::try_from(schema.clone())?)?))
     };
-    let read = viewed.project(projection)?;
-    let Some(condition) = physical(leading, &read)? else { return Ok(None) };
+    let output = viewed.project(projection)?;
+    let Some(condition) = physical(leading, &output)? else { return Ok(None) };
     // As the filter above evaluates it: a date range before a string `IN`, which then sees only
     // the rows in range.
-    let condition = lazy_side(&condition, &read)?;
+    let condition = lazy_side(&condition, &output)?;
     Ok(Some(ViewPrefilter { columns: strings, condition, pruning: physical(pushed, &viewed)? }))
 }
 
