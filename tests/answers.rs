@@ -235,8 +235,8 @@ async fn strings_filtered_in_the_scan_leave_a_failing_conjunct_its_rows() {
     let client = server.connect().await;
     client
         .batch_execute(
-            "CREATE TABLE labels (s STRING, n INT); \
-             INSERT INTO labels VALUES ('1', 1), ('2', 2), ('two', 3), (NULL, 4), ('10', 5)",
+            "CREATE TABLE labels (s STRING, n INT, m INT); \
+             INSERT INTO labels VALUES ('1', 1, 0), ('2', 2, 5), ('two', 3, 1), (NULL, 4, 1), ('10', 5, 9)",
         )
         .await
         .unwrap();
@@ -252,6 +252,18 @@ async fn strings_filtered_in_the_scan_leave_a_failing_conjunct_its_rows() {
     // The cast first: it reads 'two' and fails, though the IN after it drops that row.
     let err = client
         .batch_execute("SELECT n FROM labels WHERE CAST(s AS INT) > 1 AND s IN ('1', '2', '10')")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22018", "{err:?}");
+    // A comparison of two columns cannot fail either: 'two' (3 < 1 is false) never reaches the
+    // cast after it; one after the cast is not applied before it.
+    assert_eq!(
+        numbers("SELECT n FROM labels WHERE s IN ('1', '2', 'two', '10') AND n < m AND CAST(s AS INT) > 0 ORDER BY n")
+            .await,
+        ["2", "5"]
+    );
+    let err = client
+        .batch_execute("SELECT n FROM labels WHERE s IN ('1', '2', 'two', '10') AND CAST(s AS INT) > 0 AND n < m")
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&err), "22018", "{err:?}");

@@ -138,9 +138,7 @@ mod tests {
     #[test]
     fn conjuncts_of_other_forms_that_cannot_fail_join_unless_they_read_a_view() {
         let state = SessionContext::new().state();
-        let is_pushed = |e: &Expr| {
-            matches!(e, Expr::BinaryExpr(b) if matches!(*b.left, Expr::Column(_)) && matches!(*b.right, Expr::Literal(..)))
-        };
+        let is_pushed = |e: &Expr| matches!(e, Expr::BinaryExpr(b) if matches!(*b.left, Expr::Column(_)) && matches!(*b.right, Expr::Literal(..)));
         let filters = [
             col("mode").eq(lit("AIR")),
             col("day").lt(col("name")),
