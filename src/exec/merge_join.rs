@@ -139,8 +139,14 @@ pub(super) struct Run {
     pub(super) rows: usize,
 }
 
+impl Segment {
+    pub(super) fn rows(&self) -> std::ops::Range<usize> {
+        self.start..self.end
+    }
+}
+
 impl Run {
-    fn segments(&self) -> impl Iterator<Item = &Segment> {
+    pub(super) fn segments(&self) -> impl Iterator<Item = &Segment> {
         std::iter::once(&self.first).chain(&self.more)
     }
 

@@ -8,18 +8,26 @@
 //! of equal keys at a time (`merge_join`'s sides), and keeps each left batch's chosen rows in
 //! their order. A condition is evaluated over the pairs of a key's rows a batch of pairs at
 //! once rather than pair by pair, in rounds: a left row is paired no further once a pair of it
-//! passed.
+//! passed. A condition that only compares a column of each side, of one integral, date or
+//! timestamp type (Q21 of TPC-H: `NOT (l2.l_suppkey = l1.l_suppkey)`), is instead evaluated on
+//! the two values of each pair, each left row's run read up to its first passing row.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array};
+use std::cmp::Ordering;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow::compute::{filter_record_batch, interleave, take};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Date32Type, Int32Type, Int64Type, SchemaRef, TimeUnit, TimestampMicrosecondType,
+};
 use datafusion::common::{JoinSide, cast::as_boolean_array};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::memory_pool::MemoryPool;
+use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{BinaryExpr, Column, NotExpr};
 use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 
@@ -44,7 +52,8 @@ pub(super) fn merge_semi_join(
     pool: &Arc<dyn MemoryPool>,
 ) -> SendableRecordBatchStream {
     let (left, right) = Side::pair(left, right, metrics.1, pool);
-    let join = SemiJoin { existence, left, right, right_run: None, filter, batch_size: batch_size.max(1) };
+    let comparison = filter.as_ref().and_then(ColumnComparison::of);
+    let join = SemiJoin { existence, left, right, right_run: None, filter, comparison, batch_size: batch_size.max(1) };
     merge_stream(join, schema, metrics)
 }
 
@@ -56,6 +65,8 @@ struct SemiJoin {
     /// it has been gathered.
     right_run: Option<Run>,
     filter: Option<JoinFilter>,
+    /// The filter, where it only compares a column of each side.
+    comparison: Option<ColumnComparison>,
     batch_size: usize,
 }
 
@@ -138,6 +149,10 @@ impl SemiJoin {
     fn settle(&self, left: &RecordBatch, pending: &mut Pending, matched: &mut [bool]) -> Result<()> {
         let Some(filter) = &self.filter else { return Ok(()) };
         let (runs, mut paired) = (std::mem::take(&mut pending.runs), std::mem::take(&mut pending.paired));
+        if let Some(comparison) = self.comparison {
+            comparison.settle(left, &runs, &paired, matched);
+            return Ok(());
+        }
         let mut first = 0;
         while !paired.is_empty() {
             let width = (self.batch_size / paired.len()).max(1);
@@ -156,6 +171,103 @@ impl SemiJoin {
             paired.retain(|&(left_row, run)| !matched[left_row as usize] && runs[run as usize].rows > first);
         }
         Ok(())
+    }
+}
+
+/// A condition that compares a column of each side, both of one type whose values compare as
+/// integers: `left op right`, a `NOT` folded into `op`. A NULL on either side fails it.
+#[derive(Debug, Clone, Copy)]
+struct ColumnComparison {
+    left: usize,
+    right: usize,
+    op: Operator,
+    data_type: Comparable,
+}
+
+/// The types a [`ColumnComparison`] reads.
+#[derive(Debug, Clone, Copy)]
+enum Comparable {
+    Int32,
+    Int64,
+    Date32,
+    Timestamp,
+}
+
+impl ColumnComparison {
+    fn of(filter: &JoinFilter) -> Option<Self> {
+        let (expression, negated) = match filter.expression().downcast_ref::<NotExpr>() {
+            Some(not) => (not.arg(), true),
+            None => (filter.expression(), false),
+        };
+        let binary = expression.downcast_ref::<BinaryExpr>()?;
+        let column = |operand: &Arc<dyn PhysicalExpr>| {
+            let index = operand.downcast_ref::<Column>()?.index();
+            Some((filter.column_indices().get(index)?, filter.schema().field(index).data_type()))
+        };
+        let ((a, a_type), (b, b_type)) = (column(binary.left())?, column(binary.right())?);
+        let data_type = match (a_type, b_type) {
+            (DataType::Int32, DataType::Int32) => Comparable::Int32,
+            (DataType::Int64, DataType::Int64) => Comparable::Int64,
+            (DataType::Date32, DataType::Date32) => Comparable::Date32,
+            (DataType::Timestamp(TimeUnit::Microsecond, x), DataType::Timestamp(TimeUnit::Microsecond, y))
+                if x == y =>
+            {
+                Comparable::Timestamp
+            }
+            _ => return None,
+        };
+        let op = if negated { binary.op().negate()? } else { *binary.op() };
+        let (left, right, op) = match (a.side, b.side) {
+            (JoinSide::Left, JoinSide::Right) => (a.index, b.index, op),
+            (JoinSide::Right, JoinSide::Left) => (b.index, a.index, op.swap()?),
+            _ => return None,
+        };
+        matches!(op, Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq)
+            .then_some(ColumnComparison { left, right, op, data_type })
+    }
+
+    /// Marks each pending left row matched where a row of its run passes.
+    fn settle(self, left: &RecordBatch, runs: &[Run], paired: &[(u32, u32)], matched: &mut [bool]) {
+        match self.data_type {
+            Comparable::Int32 => self.settle_values::<Int32Type>(left, runs, paired, matched),
+            Comparable::Int64 => self.settle_values::<Int64Type>(left, runs, paired, matched),
+            Comparable::Date32 => self.settle_values::<Date32Type>(left, runs, paired, matched),
+            Comparable::Timestamp => self.settle_values::<TimestampMicrosecondType>(left, runs, paired, matched),
+        }
+    }
+
+    fn settle_values<T: ArrowPrimitiveType>(
+        self,
+        left: &RecordBatch,
+        runs: &[Run],
+        paired: &[(u32, u32)],
+        matched: &mut [bool],
+    ) where
+        T::Native: Ord,
+    {
+        let left_values = left.column(self.left).as_primitive::<T>();
+        for &(left_row, run) in paired {
+            let row = left_row as usize;
+            if left_values.is_null(row) {
+                continue;
+            }
+            let value = left_values.value(row);
+            matched[row] = runs[run as usize].segments().any(|segment| {
+                let right = segment.source.batch.column(self.right).as_primitive::<T>();
+                segment.rows().any(|r| right.is_valid(r) && self.holds(value.cmp(&right.value(r))))
+            });
+        }
+    }
+
+    fn holds(self, ordering: Ordering) -> bool {
+        match self.op {
+            Operator::Eq => ordering.is_eq(),
+            Operator::NotEq => ordering.is_ne(),
+            Operator::Lt => ordering.is_lt(),
+            Operator::LtEq => ordering.is_le(),
+            Operator::Gt => ordering.is_gt(),
+            _ => ordering.is_ge(),
+        }
     }
 }
 
@@ -238,7 +350,7 @@ mod tests {
     use datafusion::execution::{SendableRecordBatchStream, TaskContext};
     use datafusion::logical_expr::Operator;
     use datafusion::physical_expr::PhysicalExpr;
-    use datafusion::physical_expr::expressions::{BinaryExpr, CaseExpr, Column, lit};
+    use datafusion::physical_expr::expressions::{BinaryExpr, CaseExpr, Column, NotExpr, lit};
     use datafusion::physical_plan::ExecutionPlan;
     use datafusion::physical_plan::common::collect;
     use datafusion::physical_plan::joins::utils::{ColumnIndex, JoinFilter};
@@ -253,6 +365,8 @@ mod tests {
         None,
         /// `l_id < r_id`: the right row comes later on its sorted side.
         Later,
+        /// `NOT (r_id <= l_id)`: `Later` written from the right side, and negated.
+        NotEarlier,
         /// As `Later`, but NULL (neither true nor false) where `l_id + r_id` divides by 3.
         LaterOrNull,
     }
@@ -261,7 +375,7 @@ mod tests {
         fn passes(self, l: usize, r: usize) -> bool {
             match self {
                 Condition::None => true,
-                Condition::Later => l < r,
+                Condition::Later | Condition::NotEarlier => l < r,
                 Condition::LaterOrNull => l < r && !(l + r).is_multiple_of(3),
             }
         }
@@ -273,6 +387,7 @@ mod tests {
             let expression = match self {
                 Condition::None => return None,
                 Condition::Later => later,
+                Condition::NotEarlier => Arc::new(NotExpr::new(Arc::new(BinaryExpr::new(r, Operator::LtEq, l)))),
                 Condition::LaterOrNull => {
                     let sum = Arc::new(BinaryExpr::new(l, Operator::Plus, r));
                     let remainder = Arc::new(BinaryExpr::new(sum, Operator::Modulo, lit(3i64)));
@@ -335,7 +450,7 @@ mod tests {
     async fn keeps_the_left_rows_with_a_passing_match_or_without_one_in_their_order() {
         for case in cases() {
             for existence in [Existence::Semi, Existence::Anti] {
-                for condition in [Condition::None, Condition::Later, Condition::LaterOrNull] {
+                for condition in [Condition::None, Condition::Later, Condition::NotEarlier, Condition::LaterOrNull] {
                     kept(&case, existence, condition).await;
                 }
             }
