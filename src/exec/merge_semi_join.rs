@@ -12,9 +12,8 @@
 //! timestamp type (Q21 of TPC-H: `NOT (l2.l_suppkey = l1.l_suppkey)`), is instead evaluated on
 //! the two values of each pair, each left row's run read up to its first passing row.
 
-use std::sync::Arc;
-
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow::compute::{filter_record_batch, interleave, take};
