@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 use crate::clients::{clients_dir, java_client, python_env, run_client};
-use crate::common::{TestServer, parquet_files, sqlstate, text_rows};
+use crate::common::{TestServer, error_code, parquet_files, sqlstate, text_rows};
 
 /// Directories where writes wait to be published, anywhere under `dir`.
 fn staging_dirs(dir: &Path) -> Vec<PathBuf> {
@@ -30,10 +30,6 @@ fn staging_dirs(dir: &Path) -> Vec<PathBuf> {
 
 async fn count(client: &Client, table: &str) -> i64 {
     text_rows(client, &format!("SELECT count(*) FROM {table}")).await[0][0].parse().unwrap()
-}
-
-async fn error_code(client: &Client, sql: &str) -> String {
-    sqlstate(&client.batch_execute(sql).await.expect_err(sql))
 }
 
 /// Polls `probe` for up to 30 s.

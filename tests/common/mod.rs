@@ -166,6 +166,11 @@ pub fn sqlstate(error: &tokio_postgres::Error) -> String {
     error.code().map(|c| c.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE in {error}"))
 }
 
+/// The SQLSTATE of the error `sql` fails with.
+pub async fn error_code(client: &Client, sql: &str) -> String {
+    sqlstate(&client.batch_execute(sql).await.expect_err(sql))
+}
+
 /// Rows of a simple-protocol query as text (NULL as "NULL").
 pub async fn text_rows(client: &Client, sql: &str) -> Vec<Vec<String>> {
     client
