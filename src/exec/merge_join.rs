@@ -153,11 +153,11 @@ impl Run {
     /// The segment and row of the run's `index`-th row.
     pub(super) fn row(&self, mut index: usize) -> (&Segment, usize) {
         for segment in self.segments() {
-            let len = segment.end - segment.start;
-            if index < len {
-                return (segment, segment.start + index);
+            let rows = segment.rows();
+            if index < rows.len() {
+                return (segment, rows.start + index);
             }
-            index -= len;
+            index -= rows.len();
         }
         unreachable!("a row index within the run")
     }
