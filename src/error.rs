@@ -254,6 +254,17 @@ pub fn malformed_string(value: &str, target: &str) -> SqlError {
 /// Spark's DATATYPE_MISMATCH (42K09) for a cast between types no value of which converts,
 /// which Spark refuses while analysing the query, from DataFusion's "Unsupported CAST from
 /// Date32 to Float32".
+/// What a client is told of a feature DataFusion lacks. Its SQL planner names some by their
+/// keywords alone ("CLUSTER BY"), and `DISTRIBUTE BY` reaches its physical planner as a
+/// repartitioning it cannot run ("... does not support DistributeBy partitioning").
+fn unsupported_feature(message: &str) -> String {
+    if message.contains("DistributeBy") {
+        return "DISTRIBUTE BY is not supported".into();
+    }
+    let keywords = !message.is_empty() && message.chars().all(|c| c.is_ascii_uppercase() || c == ' ');
+    if keywords { format!("{message} is not supported") } else { message.to_string() }
+}
+
 fn unsupported_cast(message: &str) -> Option<SqlError> {
     let rest = message
         .strip_prefix("Unsupported CAST from ")
@@ -332,7 +343,7 @@ fn datafusion_error(e: &DataFusionError) -> SqlError {
         },
         DataFusionError::NotImplemented(m) => match unsupported_cast(m) {
             Some(refused) => refused,
-            None => SqlError::feature_not_supported(m.clone()),
+            None => SqlError::feature_not_supported(unsupported_feature(m)),
         },
         DataFusionError::Plan(m) => plan_error(m.clone()),
         DataFusionError::Configuration(m) => SqlError::invalid_parameter(m.clone()),
@@ -453,7 +464,8 @@ mod tests {
             "while planning".into(),
             Box::new(DataFusionError::NotImplemented("LATERAL".into())),
         );
-        assert_eq!(SqlError::from(wrapped).code, "0A000");
+        let wrapped = SqlError::from(wrapped);
+        assert_eq!((wrapped.code, wrapped.message.as_str()), ("0A000", "LATERAL is not supported"));
         let ours = DataFusionError::External(Box::new(SqlError::duplicate_table("t exists")));
         assert_eq!(SqlError::from(ours).code, "42P07");
         let unknown = |name: &str| {

@@ -93,6 +93,21 @@ async fn errors_carry_sqlstates_and_the_connection_goes_on() {
     assert_eq!(one, 1);
 }
 
+/// Spark's clauses for how a query's rows are spread over partitions are refused in words,
+/// with the connection still usable.
+#[tokio::test]
+async fn spark_partitioning_clauses_are_refused_as_unsupported_features() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    for clause in ["DISTRIBUTE BY", "SORT BY", "CLUSTER BY"] {
+        let sql = format!("SELECT id FROM range(10) {clause} id");
+        let err = client.simple_query(&sql).await.expect_err(&sql);
+        let refused = err.as_db_error().map(|e| (e.code().code(), e.message()));
+        assert_eq!(refused, Some(("0A000", format!("{clause} is not supported").as_str())), "{sql}");
+        assert_eq!(text_rows(&client, "SELECT 1").await, vec![vec!["1"]], "after {sql}");
+    }
+}
+
 #[tokio::test]
 async fn a_failing_statement_stops_the_rest_of_a_simple_query() {
     let server = TestServer::start();
