@@ -251,9 +251,6 @@ pub fn malformed_string(value: &str, target: &str) -> SqlError {
     )
 }
 
-/// Spark's DATATYPE_MISMATCH (42K09) for a cast between types no value of which converts,
-/// which Spark refuses while analysing the query, from DataFusion's "Unsupported CAST from
-/// Date32 to Float32".
 /// What a client is told of a feature DataFusion lacks. Its SQL planner names some by their
 /// keywords alone ("CLUSTER BY"), and `DISTRIBUTE BY` reaches its physical planner as a
 /// repartitioning it cannot run ("... does not support DistributeBy partitioning").
@@ -265,6 +262,9 @@ fn unsupported_feature(message: &str) -> String {
     if keywords { format!("{message} is not supported") } else { message.to_string() }
 }
 
+/// Spark's DATATYPE_MISMATCH (42K09) for a cast between types no value of which converts,
+/// which Spark refuses while analysing the query, from DataFusion's "Unsupported CAST from
+/// Date32 to Float32".
 fn unsupported_cast(message: &str) -> Option<SqlError> {
     let rest = message
         .strip_prefix("Unsupported CAST from ")
