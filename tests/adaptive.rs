@@ -535,3 +535,52 @@ async fn an_aggregate_of_coalesced_shuffle_partitions_aggregates_each_on_its_own
         .collect();
     assert_eq!(rows, expected);
 }
+
+/// TPC-H's Q18 in small: a sort-merge join whose one side is a broadcast hash join streaming a
+/// semi join, itself of a sort and an aggregate of coalesced reads, all on one key. The joins
+/// take their shuffle partitions one by one through the broadcast join, and a shuffle
+/// partition with no row on the semi join's side never sorts its rows of the other side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_take_shuffle_partitions_apart_through_a_broadcast_join() {
+    let (_server, client) = start().await;
+    client
+        .batch_execute(
+            "CREATE TABLE labels (k BIGINT, label STRING) USING parquet;
+             INSERT INTO labels SELECT id, concat('l', CAST(id AS STRING)) FROM range(7);",
+        )
+        .await
+        .unwrap();
+    let query = "SELECT /*+ BROADCAST(c) */ c.label, a.account_id, sum(t.amount) FROM labels c \
+                 JOIN acc_plain a ON c.k = a.account_id % 7 \
+                 JOIN tx_plain t ON t.account_id = a.account_id \
+                 WHERE a.account_id IN (SELECT account_id FROM tx_plain GROUP BY account_id HAVING sum(amount) > 400000) \
+                 GROUP BY c.label, a.account_id ORDER BY a.account_id";
+    // Only `labels` is broadcast, as the hint asks.
+    let settings = ["spark.sql.autoBroadcastJoinThreshold = -1"];
+    set(&client, &settings).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {query}")).await;
+    for operator in ["BroadcastHashJoin Inner BuildLeft", "SortMergeJoin LeftSemi", "SortMergeJoin Inner"] {
+        assert!(analyzed.contains(operator), "{operator}\n{analyzed}");
+    }
+    let joined_apart = analyzed.lines().filter(|l| l.contains("shuffle partitions joined one by one ")).count();
+    assert_eq!(joined_apart, 2, "{analyzed}");
+    // The broadcast join ran once per shuffle partition, each time with the one table.
+    assert!(analyzed.lines().any(|l| l.trim_start().starts_with("BroadcastHashJoin: output rows 249")), "{analyzed}");
+    // Sorted rows of tx_plain: only those of shuffle partitions with accounts above 250.
+    let sorted: Vec<usize> = analyzed
+        .lines()
+        .filter(|l| l.trim_start().starts_with("SortExec: output rows "))
+        .filter_map(|l| l.split("output rows ").nth(1)?.split(',').next()?.parse().ok())
+        .collect();
+    assert!(sorted.iter().all(|&rows| rows < ROWS as usize), "{sorted:?}\n{analyzed}");
+
+    let rows = rows_both_ways(&client, &settings, query).await;
+    // Account a holds the ids a, a + 500, …: 40 of them, summing to 40a + 500·(0 + … + 39).
+    let expected: Vec<Vec<String>> = (0..ACCOUNTS)
+        .map(|a| (a, (0..ROWS).filter(|id| account(*id) == a).sum::<i64>()))
+        .filter(|&(_, sum)| sum > 400_000)
+        .map(|(a, sum)| vec![format!("l{}", a % 7), a.to_string(), sum.to_string()])
+        .collect();
+    assert_eq!(expected.len(), 249);
+    assert_eq!(rows, expected);
+}

@@ -21,9 +21,8 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode, SortMergeJoinExec,
@@ -33,17 +32,14 @@ use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 use futures::StreamExt;
 
-use super::aqe_shuffle_read::AqeShuffleReadExec;
-use super::downcast_plan::downcast_plan;
 use super::join_spec::{BuildSide, JoinSpec, JoinStrategy};
 use super::merge_join;
 use super::merge_semi_join::{Existence, merge_semi_join};
 use super::null_aware_anti_join::NullAwareAntiJoinExec;
 use super::query_stage::BroadcastQueryStageExec;
 use super::reused_exchange::ReusedExchangeExec;
-use super::sort::SortExec;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SparkJoinExec {
     spec: JoinSpec,
     left: Arc<dyn ExecutionPlan>,
@@ -53,8 +49,8 @@ pub struct SparkJoinExec {
     /// `inner`, which still gives the plan's properties.
     merges: bool,
     /// Set when it joins the shuffle partitions of its coalesced partitions one by one
-    /// ([`Self::joining_shuffle_partitions_apart`]): the properties it then has, with no order.
-    apart: Option<Arc<PlanProperties>>,
+    /// ([`Self::taken_apart`]).
+    apart: Option<Apart>,
     metrics: ExecutionPlanMetricsSet,
 }
 
@@ -67,37 +63,68 @@ impl SparkJoinExec {
         Ok(SparkJoinExec { spec, left, right, inner, merges, apart: None, metrics: ExecutionPlanMetricsSet::new() })
     }
 
-    /// This sort-merge join, made to sort and join each shuffle partition of a coalesced read
-    /// on its own, where both sides read the same coalesced partitions (each side a sort of an
-    /// adaptive read, or a sort-merge join below, taken apart with it): one after the other in
-    /// each of as many lanes as cores, so that a coalesced partition left running alone (three
-    /// of them on two cores) still has every core.
-    /// Adaptive execution coalesces small shuffle partitions into a few large ones, and a
-    /// partition of millions of rows sorts far slower than its shuffle partitions do one by
-    /// one, each within the caches; no row of one shuffle partition joins a row of another.
-    /// Spark sorts the coalesced partition whole. Its output is in key order only within
-    /// each shuffle partition, so it declares no order: the caller makes sure that nothing
-    /// above needs one. `None` where it does not apply.
-    pub fn joining_shuffle_partitions_apart(&self) -> Option<SparkJoinExec> {
-        let apart = ApartJoin::of(self)?;
-        let partitions = self.inner.output_partitioning().partition_count();
-        (0..partitions).find_map(|partition| apart.shuffle_partitions(partition))?;
+    /// Whether this join can sort and join each shuffle partition of its coalesced reads on
+    /// its own (`apart::joining_shuffle_partitions_apart`): a join on our merge loops, not
+    /// already taken apart, with no skewed partition split.
+    pub fn can_be_taken_apart(&self) -> bool {
+        self.merges && !self.spec.skew && self.apart.is_none()
+    }
+
+    /// This join taken apart over `left` and `right`, whose partition `i` each give shuffle
+    /// partition `i`'s rows in key order, coalesced as `ranges` says. Its output is in key
+    /// order only within each shuffle partition, so it declares no order.
+    pub fn taken_apart(
+        &self,
+        left: Arc<dyn ExecutionPlan>,
+        right: Arc<dyn ExecutionPlan>,
+        ranges: Arc<[Range<usize>]>,
+    ) -> SparkJoinExec {
         let inner = self.inner.properties();
+        // The keys stay equal and the partitioning stays the keys'; only the order goes.
+        let mut equivalences = inner.equivalence_properties().clone();
+        equivalences.clear_orderings();
         let unordered = PlanProperties::new(
-            EquivalenceProperties::new(self.schema()),
+            equivalences,
             inner.output_partitioning().clone(),
             inner.emission_type,
             inner.boundedness,
         );
-        Some(SparkJoinExec {
+        SparkJoinExec {
             spec: self.spec.clone(),
-            left: Arc::clone(&self.left),
-            right: Arc::clone(&self.right),
+            left,
+            right,
             inner: Arc::clone(&self.inner),
             merges: true,
-            apart: Some(Arc::new(unordered)),
+            apart: Some(Apart { properties: Arc::new(unordered), ranges }),
             metrics: ExecutionPlanMetricsSet::new(),
-        })
+        }
+    }
+
+    /// The coalesced ranges of shuffle partitions a join taken apart joins one by one.
+    pub fn apart_ranges(&self) -> Option<&Arc<[Range<usize>]>> {
+        self.apart.as_ref().map(|apart| &apart.ranges)
+    }
+
+    /// The join of shuffle partition `shuffle_partition` alone, one of those output partition
+    /// `partition` coalesces, where this join takes them apart: its rows in key order.
+    pub fn join_shuffle_partition(
+        &self,
+        partition: usize,
+        shuffle_partition: usize,
+        context: &Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_APART, partition).add(1);
+        Ok(merged(
+            &self.spec,
+            (
+                self.left.execute(shuffle_partition, Arc::clone(context))?,
+                self.right.execute(shuffle_partition, Arc::clone(context))?,
+            ),
+            self.schema(),
+            context.session_config().batch_size(),
+            (&self.metrics, partition),
+            context.memory_pool(),
+        ))
     }
 
     /// This join with its condition evaluated by `filter`.
@@ -244,7 +271,7 @@ impl ExecutionPlan for SparkJoinExec {
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
-        self.apart.as_ref().unwrap_or_else(|| self.inner.properties())
+        self.apart.as_ref().map_or_else(|| self.inner.properties(), |apart| &apart.properties)
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
@@ -274,7 +301,9 @@ impl ExecutionPlan for SparkJoinExec {
     fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
         let right = children.pop().ok_or_else(|| DataFusionError::Internal("join needs two children".into()))?;
         let left = children.pop().ok_or_else(|| DataFusionError::Internal("join needs two children".into()))?;
-        Ok(Arc::new(SparkJoinExec::try_new(self.spec.clone(), left, right)?))
+        let join = SparkJoinExec::try_new(self.spec.clone(), left, right)?;
+        // A join taken apart has sides that give a shuffle partition each: it stays apart.
+        Ok(Arc::new(SparkJoinExec { apart: self.apart.clone(), ..join }))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
@@ -282,21 +311,20 @@ impl ExecutionPlan for SparkJoinExec {
             return self.inner.execute(partition, context);
         }
         let batch_size = context.session_config().batch_size();
-        let apart = self.apart.as_ref().and_then(|_| ApartJoin::of(self));
-        if let Some((apart, range)) = apart.and_then(|a| a.shuffle_partitions(partition).map(|range| (a, range))) {
-            apart.count(partition, range.len());
+        if let Some(range) = self.apart.as_ref().and_then(|apart| apart.ranges.get(partition)).cloned() {
             // As many lanes as cores, each joining every `lanes`-th shuffle partition in turn:
             // the last coalesced partition still running keeps every core busy.
             let lanes = context.session_config().target_partitions().clamp(1, range.len().max(1));
             let mut joined = RecordBatchReceiverStreamBuilder::new(self.schema(), lanes);
-            let apart = Arc::new(apart);
+            // A clone shares this join's sides and metrics.
+            let join = Arc::new(self.clone());
             for lane in 0..lanes {
-                let (apart, context) = (Arc::clone(&apart), Arc::clone(&context));
+                let (join, context) = (Arc::clone(&join), Arc::clone(&context));
                 let shuffle_partitions: Vec<usize> = range.clone().skip(lane).step_by(lanes).collect();
                 let sender = joined.tx();
                 joined.spawn(async move {
                     for shuffle_partition in shuffle_partitions {
-                        let mut rows = apart.stream(partition, shuffle_partition, &context)?;
+                        let mut rows = join.join_shuffle_partition(partition, shuffle_partition, &context)?;
                         while let Some(batch) = rows.next().await {
                             if sender.send(batch).await.is_err() {
                                 return Ok(());
@@ -340,115 +368,13 @@ fn merged(
     merge_semi_join(join, (left, left_key), (right, right_key), schema, batch_size, metrics, pool)
 }
 
-/// A sort-merge join on our merge loops taken shuffle partition by shuffle partition: each
-/// side's rows of one shuffle partition, sorted, then merged. Its rows for a shuffle partition
-/// come out in its keys' order, so a sort-merge join above that relies on that order can take
-/// it as one of its own sides (TPC-H's Q21: an anti join over a semi join, all on one key).
-struct ApartJoin {
-    spec: JoinSpec,
-    schema: SchemaRef,
-    metrics: ExecutionPlanMetricsSet,
-    left: ApartSide,
-    right: ApartSide,
-}
-
-impl ApartJoin {
-    /// `join` taken apart, where it merges and each side is a sort of an adaptive read or such
-    /// a join itself.
-    fn of(join: &SparkJoinExec) -> Option<ApartJoin> {
-        if !join.merges || join.spec.skew {
-            return None;
-        }
-        Some(ApartJoin {
-            spec: join.spec.clone(),
-            schema: join.schema(),
-            metrics: join.metrics.clone(),
-            left: ApartSide::of(&join.left)?,
-            right: ApartSide::of(&join.right)?,
-        })
-    }
-
-    /// The shuffle partitions every read below coalesces into output partition `partition`,
-    /// where they all coalesce the same ones.
-    fn shuffle_partitions(&self, partition: usize) -> Option<Range<usize>> {
-        let range = self.left.shuffle_partitions(partition)?;
-        (self.right.shuffle_partitions(partition)? == range).then_some(range)
-    }
-
-    /// Counts `shuffle_partitions` joined one by one in this join and the joins below it.
-    fn count(&self, partition: usize, shuffle_partitions: usize) {
-        MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_APART, partition).add(shuffle_partitions);
-        for side in [&self.left, &self.right] {
-            if let ApartSide::Joined(join) = side {
-                join.count(partition, shuffle_partitions);
-            }
-        }
-    }
-
-    /// The join of shuffle partition `shuffle_partition` of output partition `partition`.
-    fn stream(
-        &self,
-        partition: usize,
-        shuffle_partition: usize,
-        context: &Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        Ok(merged(
-            &self.spec,
-            (
-                self.left.stream(partition, shuffle_partition, context)?,
-                self.right.stream(partition, shuffle_partition, context)?,
-            ),
-            Arc::clone(&self.schema),
-            context.session_config().batch_size(),
-            (&self.metrics, partition),
-            context.memory_pool(),
-        ))
-    }
-}
-
 /// The metric counting the shuffle partitions a join sorted and joined one by one.
 pub const SHUFFLE_PARTITIONS_APART: &str = "shuffle_partitions_apart";
 
-/// One side of a sort-merge join taken apart.
-enum ApartSide {
-    /// A sort of an adaptive read of a shuffle stage.
-    Sorted { sort: Arc<SortExec>, read: Arc<AqeShuffleReadExec> },
-    /// A sort-merge join below, itself taken apart, whose order this one relies on.
-    Joined(Box<ApartJoin>),
-}
-
-impl ApartSide {
-    fn of(side: &Arc<dyn ExecutionPlan>) -> Option<ApartSide> {
-        // A join below is wrapped to yield now and then (`planner::cooperative_joins`); taken
-        // apart, it runs inside this join's lanes, which yield at every batch they send.
-        let unwrapped = side.downcast_ref::<CooperativeExec>().map_or(side, CooperativeExec::input);
-        if let Some(join) = downcast_plan::<SparkJoinExec>(unwrapped).filter(|j| j.apart.is_none()) {
-            return Some(ApartSide::Joined(Box::new(ApartJoin::of(&join)?)));
-        }
-        let sort = downcast_plan::<SortExec>(side).filter(|s| s.fetch().is_none() && s.preserve_partitioning())?;
-        let read = downcast_plan::<AqeShuffleReadExec>(sort.input())?;
-        Some(ApartSide::Sorted { sort, read })
-    }
-
-    fn shuffle_partitions(&self, partition: usize) -> Option<Range<usize>> {
-        match self {
-            ApartSide::Sorted { read, .. } => read.coalesced_range(partition),
-            ApartSide::Joined(join) => join.shuffle_partitions(partition),
-        }
-    }
-
-    fn stream(
-        &self,
-        partition: usize,
-        shuffle_partition: usize,
-        context: &Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        match self {
-            ApartSide::Sorted { sort, read } => {
-                let rows = read.execute_shuffle_partition(partition, shuffle_partition, context)?;
-                Ok(sort.sort_stream(partition, rows, Arc::clone(context)))
-            }
-            ApartSide::Joined(join) => join.stream(partition, shuffle_partition, context),
-        }
-    }
+/// How a join taken apart runs: the properties it then has, with no order, and the shuffle
+/// partitions each of its partitions coalesces.
+#[derive(Debug, Clone)]
+struct Apart {
+    properties: Arc<PlanProperties>,
+    ranges: Arc<[Range<usize>]>,
 }

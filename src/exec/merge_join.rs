@@ -383,7 +383,9 @@ impl MergeLoop for MergeJoin {
             if self.left_run.is_none() {
                 self.left_run = self.left.next_run(true).await?;
             }
-            if self.right_run.is_none() {
+            // Once the left side is done no right row joins: the right side is left unread,
+            // a sort below it never sorting, as Spark's join leaves its buffered side.
+            if self.left_run.is_some() && self.right_run.is_none() {
                 self.right_run = self.right.next_run(true).await?;
             }
             let (Some(l), Some(r)) = (&self.left_run, &self.right_run) else {

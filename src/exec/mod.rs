@@ -3,6 +3,7 @@
 //! execution and the runtime filters it adds, Spark's `range()` relation, reading a global sort's partitions in order, and the
 //! runtime statements run on, and the rows of Spark's generators.
 
+pub(crate) mod apart;
 pub(crate) mod aqe_shuffle_read;
 pub(crate) mod broadcast_exchange;
 pub(crate) mod collect_in_order;

@@ -11,6 +11,7 @@ use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::metrics::MetricValue;
 use serde::Serialize;
 
+use crate::exec::apart::ApartExec;
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::aqe_shuffle_read::ShufflePartitionSpec;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
@@ -44,7 +45,7 @@ pub fn metrics_section(plan: &Arc<dyn ExecutionPlan>, rows: usize, elapsed: Dura
 }
 
 fn describe(plan: &dyn ExecutionPlan, depth: usize, text: &mut String, shuffled: &mut u64) {
-    if plan.downcast_ref::<CooperativeExec>().is_some() {
+    if plan.is::<CooperativeExec>() || plan.is::<ApartExec>() {
         for child in plan.children() {
             describe(child.as_ref(), depth, text, shuffled);
         }

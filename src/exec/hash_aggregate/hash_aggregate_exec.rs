@@ -116,6 +116,49 @@ impl HashAggregateExec {
         let range = read.coalesced_range(partition)?;
         Some((read, range))
     }
+
+    /// The adaptive read whose shuffle partitions this aggregate can take one by one
+    /// ([`Self::shuffle_partitions`]), where every partition coalesces some of them.
+    pub fn read_apart(&self) -> Option<Arc<AqeShuffleReadExec>> {
+        let partitions = self.properties().output_partitioning().partition_count();
+        let (read, _) = self.shuffle_partitions(0)?;
+        (0..partitions).all(|p| self.shuffle_partitions(p).is_some()).then_some(read)
+    }
+
+    /// The groups of shuffle partition `shuffle_partition` alone, one of those output partition
+    /// `partition` coalesces: for a join that takes the shuffle partitions below it apart.
+    pub fn execute_shuffle_partition(
+        &self,
+        partition: usize,
+        shuffle_partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let read = self
+            .read_apart()
+            .ok_or_else(|| DataFusionError::Internal("aggregate does not read shuffle partitions apart".into()))?;
+        MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_AGGREGATED_APART, partition).add(1);
+        let input = read.execute_shuffle_partition(partition, shuffle_partition, &context)?;
+        let runs = self.runs(partition, &context);
+        let Some(run) = runs.new_run()? else {
+            // DataFusion's aggregate over this shuffle partition's rows, as where rows arrive
+            // out of order.
+            let aggregate = replace_children_if_necessary(Arc::clone(&self.aggregate), vec![one_shot_plan(input)?])?;
+            self.handed_over.lock().push(Arc::clone(&aggregate));
+            return aggregate.execute(0, context);
+        };
+        let stream = futures::stream::once(run.run(input)).try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+    }
+
+    fn runs(&self, partition: usize, context: &Arc<TaskContext>) -> Runs {
+        Runs {
+            aggregate: Arc::clone(&self.aggregate),
+            metrics: self.metrics.clone(),
+            handed_over: Arc::clone(&self.handed_over),
+            partition,
+            context: Arc::clone(context),
+        }
+    }
 }
 
 /// The `AggregateExec` this operator, and each of its runs, wraps.
@@ -254,13 +297,7 @@ impl ExecutionPlan for HashAggregateExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let runs = Runs {
-            aggregate: Arc::clone(&self.aggregate),
-            metrics: self.metrics.clone(),
-            handed_over: Arc::clone(&self.handed_over),
-            partition,
-            context: Arc::clone(&context),
-        };
+        let runs = self.runs(partition, &context);
         // Where a function turns out to have no array states for its argument types after all,
         // DataFusion's aggregate runs as planned.
         let Some(run) = runs.new_run()? else {

@@ -1,6 +1,6 @@
 //! Joins coalesced shuffle partitions one by one where nothing needs the join's order: a
 //! sort-merge join whose sides read the same coalesced partitions sorts and joins each
-//! shuffle partition of them on its own (`SparkJoinExec::joining_shuffle_partitions_apart`).
+//! shuffle partition of them on its own (`exec::apart::joining_shuffle_partitions_apart`).
 //!
 //! A sort-merge join directly above another, on the same key, relies on the order of the one
 //! below; where all their reads coalesce the same partitions, the join above takes the one below
@@ -10,14 +10,17 @@
 //! Spark has no such rule: its plan, which EXPLAIN shows unchanged, sorts each coalesced
 //! partition whole. The rows are the same; only their order within a partition is not, so
 //! the rule leaves alone a join whose order an operator above relies on (one that requires
-//! an input order, through operators that keep their input's order).
+//! an input order, through operators that keep their input's order). An aggregate that only
+//! makes use of an order its input happened to have is rebuilt to hash its groups instead.
 
 use std::sync::Arc;
 
 use datafusion::error::Result;
-use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
+use datafusion::physical_plan::aggregates::AggregateExec;
+use datafusion::physical_plan::{ExecutionPlan, InputOrderMode, replace_children_if_necessary};
 
 use super::is_query_stage;
+use crate::exec::apart::joining_shuffle_partitions_apart;
 use crate::exec::join::SparkJoinExec;
 use crate::planner::ensure_requirements::required_ordering;
 
@@ -35,7 +38,7 @@ pub fn join_shuffle_partitions_apart(
         .into_iter()
         .enumerate()
         .map(|(i, child)| {
-            let needed = required_ordering(plan.as_ref(), i).is_some()
+            let needed = required_ordering(plan.as_ref(), i).is_some() && !only_exploits_order(plan.as_ref())
                 || order_needed && maintained.get(i).copied().unwrap_or(false);
             join_shuffle_partitions_apart(Arc::clone(child), needed)
         })
@@ -44,10 +47,20 @@ pub fn join_shuffle_partitions_apart(
     if order_needed {
         return Ok(plan);
     }
-    match plan.downcast_ref::<SparkJoinExec>().and_then(SparkJoinExec::joining_shuffle_partitions_apart) {
+    match plan.downcast_ref::<SparkJoinExec>().and_then(joining_shuffle_partitions_apart) {
         Some(apart) => Ok(Arc::new(apart)),
         None => Ok(plan),
     }
+}
+
+/// Whether `plan` asks for its input's order only because the input had it when planned: an
+/// aggregate that finds its groups as runs where the rows came in order, and by hashing once
+/// rebuilt over an input with none. Spark's `HashAggregate` needs no order at all.
+fn only_exploits_order(plan: &dyn ExecutionPlan) -> bool {
+    plan.downcast_ref::<AggregateExec>().is_some_and(|aggregate| {
+        *aggregate.input_order_mode() != InputOrderMode::Linear
+            && aggregate.aggr_expr().iter().all(|function| function.order_bys().is_empty())
+    })
 }
 
 #[cfg(test)]
@@ -130,7 +143,7 @@ mod tests {
             name: "a sort-merge join above relies on the order of the one below: it takes both apart",
             plan: || chained_join(TWO),
             order_needed: false,
-            expected: &[false, true],
+            expected: &[true, true],
         },
         Case {
             name: "a join above whose other side reads other partitions leaves the one below whole",
