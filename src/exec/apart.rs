@@ -25,7 +25,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, replace_children_if_necessary,
 };
 
-use super::aqe_shuffle_read::AqeShuffleReadExec;
+use super::aqe_shuffle_read::{AqeShuffleReadExec, ShufflePartitionSpec};
 use super::downcast_plan::downcast_plan;
 use super::hash_aggregate::HashAggregateExec;
 use super::join::SparkJoinExec;
@@ -95,7 +95,7 @@ fn piecewise(plan: &Arc<dyn ExecutionPlan>) -> Option<Piecewise> {
         return Some(ApartExec::piece(read, ranges, false));
     }
     if let Some(aggregate) = downcast_plan::<HashAggregateExec>(plan) {
-        let ranges = coalesced_ranges(aggregate.read_apart()?.as_ref())?;
+        let ranges = coalesced_ranges(aggregate.keyed_read()?.as_ref())?;
         return Some(ApartExec::piece(aggregate, ranges, false));
     }
     if plan.is::<ProjectionExec>() || plan.is::<FilterExec>() {
@@ -124,10 +124,19 @@ fn streamed_side(join: &SparkJoinExec) -> Option<usize> {
     Some(if spec.build_side == Some(BuildSide::Left) { 1 } else { 0 })
 }
 
-/// The shuffle partitions each partition of `read` coalesces, where each coalesces its own.
+/// The shuffle partitions each partition of `read` reads whole, where each reads its own,
+/// in order, and some read several.
 fn coalesced_ranges(read: &AqeShuffleReadExec) -> Option<Arc<[Range<usize>]>> {
-    let partitions = read.properties().output_partitioning().partition_count();
-    (0..partitions).map(|partition| read.coalesced_range(partition)).collect()
+    let ranges: Vec<Range<usize>> = read
+        .specs()
+        .iter()
+        .map(|spec| match spec {
+            ShufflePartitionSpec::Coalesced(range) => Some(range.clone()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let apart = ranges.windows(2).all(|pair| pair[0].end <= pair[1].start) && ranges.iter().any(|r| r.len() > 1);
+    apart.then(|| ranges.into())
 }
 
 /// What an [`ApartExec`] runs for one shuffle partition.

@@ -13,10 +13,8 @@ use std::fmt;
 use std::hash::Hash;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, RecordBatch, RecordBatchOptions,
-};
-use datafusion::arrow::buffer::{BooleanBuffer, NullBuffer};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions};
+use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
 use datafusion::arrow::compute::kernels::boolean::{and_kleene, or_kleene};
 use datafusion::arrow::compute::{FilterBuilder, FilterPredicate};
 use datafusion::arrow::datatypes::{DataType, Schema};
@@ -134,25 +132,43 @@ fn select(filter: &FilterPredicate, column: &ArrayRef) -> Result<ArrayRef> {
 
 /// `values[k]` in the place of the `k`-th set bit of `positions`, `true` elsewhere.
 fn scatter(positions: &BooleanBuffer, values: &BooleanArray) -> BooleanArray {
-    let len = positions.len();
-    let all_set = |len| {
-        let mut bits = BooleanBufferBuilder::new(len);
-        bits.append_n(len, true);
-        bits
+    let valid = values.nulls().map(|nulls| NullBuffer::new(deposit(positions, nulls.inner())));
+    BooleanArray::new(deposit(positions, values.values()), valid)
+}
+
+/// The bits of `bits` in turn at the set bits of `positions`, set elsewhere: a word of
+/// `positions` at a time, taking as many bits of `bits` as it has set.
+fn deposit(positions: &BooleanBuffer, bits: &BooleanBuffer) -> BooleanBuffer {
+    let words: Vec<u64> = bits.bit_chunks().iter_padded().collect();
+    let mut taken = 0;
+    let deposited: Buffer = positions
+        .bit_chunks()
+        .iter_padded()
+        .map(|mask| {
+            let mut chunk = bits_from(&words, taken);
+            taken += mask.count_ones() as usize;
+            let (mut word, mut rest) = (!mask, mask);
+            while rest != 0 {
+                let position = rest & rest.wrapping_neg();
+                word |= position & (chunk & 1).wrapping_neg();
+                chunk >>= 1;
+                rest ^= position;
+            }
+            word
+        })
+        .collect();
+    BooleanBuffer::new(deposited, 0, positions.len())
+}
+
+/// The 64 bits of `words` from bit `start` on, zeros past the end.
+fn bits_from(words: &[u64], start: usize) -> u64 {
+    let (index, shift) = (start / 64, start % 64);
+    let low = words.get(index).map_or(0, |w| w >> shift);
+    let high = match shift {
+        0 => 0,
+        _ => words.get(index + 1).map_or(0, |w| w << (64 - shift)),
     };
-    let mut bits = all_set(len);
-    let mut valid = values.nulls().map(|_| all_set(len));
-    for (k, position) in positions.set_indices().enumerate() {
-        if !values.value(k) {
-            bits.set_bit(position, false);
-        }
-        if let Some(valid) = valid.as_mut()
-            && values.is_null(k)
-        {
-            valid.set_bit(position, false);
-        }
-    }
-    BooleanArray::new(bits.finish(), valid.map(|mut valid| NullBuffer::new(valid.finish())))
+    low | high
 }
 
 /// Whether evaluating `expr` can raise an error on some row: anything but comparisons, null
@@ -367,6 +383,27 @@ mod tests {
                     assert_eq!(evaluated(&lazy, &input).unwrap(), expected, "{op} with a true share of {true_share}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn scattered_values_land_on_the_set_positions_in_turn() {
+        for (len, seed) in [(1, 1), (63, 2), (64, 3), (65, 4), (1000, 5), (4099, 6)] {
+            let positions = booleans(len, seed, 0.3).values().clone();
+            let selected = positions.count_set_bits();
+            // Values that start mid-word, as a slice of a longer array does.
+            let values = booleans(selected + 7, seed + 50, 0.5).slice(7, selected);
+            let mut taken = 0;
+            let expected: BooleanArray = (0..len)
+                .map(|row| match positions.value(row) {
+                    true => {
+                        taken += 1;
+                        values.is_valid(taken - 1).then(|| values.value(taken - 1))
+                    }
+                    false => Some(true),
+                })
+                .collect();
+            assert_eq!(scatter(&positions, &values), expected, "{len} rows");
         }
     }
 

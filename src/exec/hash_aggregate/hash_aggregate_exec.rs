@@ -108,21 +108,19 @@ impl HashAggregateExec {
     /// fraction of the coalesced partition's) within the caches. Spark aggregates the coalesced
     /// partition whole; the rows are the same, and a hash aggregate's output has no order.
     fn shuffle_partitions(&self, partition: usize) -> Option<(Arc<AqeShuffleReadExec>, Range<usize>)> {
-        let aggregate = self.aggregate();
-        if !matches!(aggregate.mode(), AggregateMode::FinalPartitioned | AggregateMode::SinglePartitioned) {
-            return None;
-        }
-        let read = downcast_plan::<AqeShuffleReadExec>(aggregate.input())?;
+        let read = self.keyed_read()?;
         let range = read.coalesced_range(partition)?;
         Some((read, range))
     }
 
-    /// The adaptive read whose shuffle partitions this aggregate can take one by one
-    /// ([`Self::shuffle_partitions`]), where every partition coalesces some of them.
-    pub fn read_apart(&self) -> Option<Arc<AqeShuffleReadExec>> {
-        let partitions = self.properties().output_partitioning().partition_count();
-        let (read, _) = self.shuffle_partitions(0)?;
-        (0..partitions).all(|p| self.shuffle_partitions(p).is_some()).then_some(read)
+    /// The adaptive read this aggregate reads directly, of a shuffle that spread the groups by
+    /// their keys: no group spans two of its shuffle partitions.
+    pub fn keyed_read(&self) -> Option<Arc<AqeShuffleReadExec>> {
+        let aggregate = self.aggregate();
+        if !matches!(aggregate.mode(), AggregateMode::FinalPartitioned | AggregateMode::SinglePartitioned) {
+            return None;
+        }
+        downcast_plan::<AqeShuffleReadExec>(aggregate.input())
     }
 
     /// The groups of shuffle partition `shuffle_partition` alone, one of those output partition
@@ -134,8 +132,8 @@ impl HashAggregateExec {
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let read = self
-            .read_apart()
-            .ok_or_else(|| DataFusionError::Internal("aggregate does not read shuffle partitions apart".into()))?;
+            .keyed_read()
+            .ok_or_else(|| DataFusionError::Internal("aggregate does not read a shuffle by its keys".into()))?;
         MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_AGGREGATED_APART, partition).add(1);
         let input = read.execute_shuffle_partition(partition, shuffle_partition, &context)?;
         let runs = self.runs(partition, &context);
