@@ -77,28 +77,29 @@ fn piecewise(plan: &Arc<dyn ExecutionPlan>) -> Option<Piecewise> {
     }
     if let Some(join) = downcast_plan::<SparkJoinExec>(plan) {
         if let Some(ranges) = join.apart_ranges() {
-            return Some(ApartExec::piece(Arc::clone(&join) as _, Arc::clone(ranges), true));
+            return ApartExec::piece(Arc::clone(&join) as _, Arc::clone(ranges), true);
         }
         if let Some(apart) = joining_shuffle_partitions_apart(&join) {
             let ranges = Arc::clone(apart.apart_ranges()?);
-            return Some(ApartExec::piece(Arc::new(apart), ranges, true));
+            return ApartExec::piece(Arc::new(apart), ranges, true);
         }
         return streamed_through(plan, streamed_side(&join)?);
     }
     if let Some(sort) = downcast_plan::<SortExec>(plan).filter(|s| s.fetch().is_none() && s.preserve_partitioning()) {
         let input = piecewise(sort.input())?;
         let sort = Arc::new(SortExec::new(sort.expr().clone(), input.plan).with_preserve_partitioning(true));
-        return Some(ApartExec::piece(sort, input.ranges, true));
+        return ApartExec::piece(sort, input.ranges, true);
     }
     if let Some(read) = downcast_plan::<AqeShuffleReadExec>(plan) {
         let ranges = coalesced_ranges(&read)?;
-        return Some(ApartExec::piece(read, ranges, false));
+        return ApartExec::piece(read, ranges, false);
     }
     if let Some(aggregate) = downcast_plan::<HashAggregateExec>(plan) {
         let ranges = coalesced_ranges(aggregate.keyed_read()?.as_ref())?;
-        return Some(ApartExec::piece(aggregate, ranges, false));
+        return ApartExec::piece(aggregate, ranges, false);
     }
-    if plan.is::<ProjectionExec>() || plan.is::<FilterExec>() {
+    // A filter that stops at a number of rows would stop at that many per shuffle partition.
+    if (plan.is::<ProjectionExec>() || plan.is::<FilterExec>()) && plan.fetch().is_none() {
         return streamed_through(plan, 0);
     }
     None
@@ -174,8 +175,9 @@ pub struct ApartExec {
 }
 
 impl ApartExec {
-    fn piece(input: Arc<dyn ExecutionPlan>, ranges: Arc<[Range<usize>]>, ordered: bool) -> Piecewise {
-        let piece = Piece::of(&input).expect("an operator that runs a shuffle partition alone");
+    /// `input` run a shuffle partition at a time, where it is an operator that can be.
+    fn new(input: Arc<dyn ExecutionPlan>, ranges: Arc<[Range<usize>]>) -> Option<ApartExec> {
+        let piece = Piece::of(&input)?;
         let shuffle_partitions = ranges.iter().map(|range| range.end).max().unwrap_or(0);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(input.schema()),
@@ -183,8 +185,14 @@ impl ApartExec {
             input.properties().emission_type,
             input.properties().boundedness,
         );
-        let plan = Arc::new(ApartExec { piece, input, ranges: Arc::clone(&ranges), properties: Arc::new(properties) });
-        Piecewise { plan, ordered, ranges }
+        Some(ApartExec { piece, input, ranges, properties: Arc::new(properties) })
+    }
+
+    /// `input`'s shuffle partitions as a plan's partitions; `ordered` where each comes in key
+    /// order.
+    fn piece(input: Arc<dyn ExecutionPlan>, ranges: Arc<[Range<usize>]>, ordered: bool) -> Option<Piecewise> {
+        let plan = Arc::new(ApartExec::new(input, Arc::clone(&ranges))?);
+        Some(Piecewise { plan, ordered, ranges })
     }
 
     /// The operator this stands for.
@@ -220,11 +228,10 @@ impl ExecutionPlan for ApartExec {
     }
 
     fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children.pop().filter(|input| Piece::of(input).is_some());
-        let input =
-            input.ok_or_else(|| DataFusionError::Internal("ApartExec runs a read, sort, aggregate or join".into()))?;
-        let ordered = !matches!(self.piece, Piece::Read(_) | Piece::Aggregated(_));
-        Ok(ApartExec::piece(input, Arc::clone(&self.ranges), ordered).plan)
+        let apart = children.pop().and_then(|input| ApartExec::new(input, Arc::clone(&self.ranges)));
+        let apart =
+            apart.ok_or_else(|| DataFusionError::Internal("ApartExec runs a read, sort, aggregate or join".into()))?;
+        Ok(Arc::new(apart))
     }
 
     fn execute(&self, shuffle_partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
