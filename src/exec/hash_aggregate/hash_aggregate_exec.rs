@@ -62,7 +62,7 @@ pub const SHUFFLE_PARTITIONS_AGGREGATED_APART: &str = "shuffle_partitions_aggreg
 /// The order grouped rows arrive in: Spark's ascending order, nulls first.
 const ORDER: SortOptions = SortOptions { descending: false, nulls_first: true };
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct HashAggregateExec {
     /// DataFusion's `AggregateExec`: what the plan is, and what runs when the rows are not
     /// grouped. Downcasts reach it, so every rule and EXPLAIN see the aggregate itself.
@@ -124,7 +124,8 @@ impl HashAggregateExec {
     }
 
     /// The groups of shuffle partition `shuffle_partition` alone, one of those output partition
-    /// `partition` coalesces: for a join that takes the shuffle partitions below it apart.
+    /// `partition` coalesces: for this aggregate's partitions, one after the other, and for a
+    /// join that takes the shuffle partitions below it apart.
     pub fn execute_shuffle_partition(
         &self,
         partition: usize,
@@ -302,24 +303,18 @@ impl ExecutionPlan for HashAggregateExec {
             return self.aggregate.execute(partition, context);
         };
         let schema = self.schema();
-        let Some((read, range)) = self.shuffle_partitions(partition) else {
+        let Some((_, range)) = self.shuffle_partitions(partition) else {
             let input = self.aggregate().input().execute(partition, context)?;
             let stream = futures::stream::once(run.run(input)).try_flatten();
             return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)));
         };
-        MetricBuilder::new(&self.metrics).counter(SHUFFLE_PARTITIONS_AGGREGATED_APART, partition).add(range.len());
         // One shuffle partition after the other, each aggregated to the end before the next
-        // starts, so that one partition's groups at a time take memory.
-        let mut first = Some(run);
+        // starts, so that one partition's groups at a time take memory. A clone shares this
+        // aggregate's metrics and the aggregates it hands partitions to.
+        let aggregate = Arc::new(self.clone());
         let stream = futures::stream::iter(range)
-            .then(move |shuffle_partition| {
-                let run = first.take().map_or_else(|| runs.new_run(), |run| Ok(Some(run)));
-                let input = read.execute_shuffle_partition(partition, shuffle_partition, &context);
-                async move {
-                    let run =
-                        run?.ok_or_else(|| DataFusionError::Internal("aggregate lost its array states".into()))?;
-                    run.run(input?).await
-                }
+            .map(move |shuffle_partition| {
+                aggregate.execute_shuffle_partition(partition, shuffle_partition, Arc::clone(&context))
             })
             .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
