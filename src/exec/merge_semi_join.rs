@@ -13,9 +13,11 @@
 //! the two values of each pair, each left row's run read up to its first passing row.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow::buffer::BooleanBuffer;
 use arrow::compute::{filter_record_batch, interleave, take};
 use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Date32Type, Int32Type, Int64Type, SchemaRef, TimeUnit, TimestampMicrosecondType,
@@ -79,10 +81,8 @@ impl MergeLoop for SemiJoin {
             let source = Arc::clone(self.left.current.as_ref().expect("rows left"));
             self.left.row = source.batch.num_rows();
             let matched = self.matched(&source).await?;
-            let kept = match self.existence {
-                Existence::Semi => BooleanArray::from(matched),
-                Existence::Anti => matched.into_iter().map(|m| Some(!m)).collect(),
-            };
+            let keep = self.existence == Existence::Semi;
+            let kept = BooleanArray::new(BooleanBuffer::collect_bool(matched.len(), |row| matched[row] == keep), None);
             let batch = filter_record_batch(&source.batch, &kept)?;
             if batch.num_rows() > 0 {
                 return Ok(Some(batch));
@@ -128,11 +128,14 @@ impl SemiJoin {
             match (self.right_run.as_ref().filter(|run| run.key == key), &self.filter) {
                 (None, _) => {}
                 (Some(_), None) => matched[row..run_end].fill(true),
-                (Some(run), Some(_)) => {
-                    pending.runs.push(run.clone());
-                    let index = (pending.runs.len() - 1) as u32;
-                    pending.paired.extend((row as u32..run_end as u32).map(|left_row| (left_row, index)));
-                }
+                (Some(run), Some(_)) => match self.comparison {
+                    Some(comparison) => comparison.settle_run(&left.batch, row..run_end, run, &mut matched),
+                    None => {
+                        pending.runs.push(run.clone());
+                        let index = (pending.runs.len() - 1) as u32;
+                        pending.paired.extend((row as u32..run_end as u32).map(|left_row| (left_row, index)));
+                    }
+                },
             }
             row = run_end;
         }
@@ -148,10 +151,6 @@ impl SemiJoin {
     fn settle(&self, left: &RecordBatch, pending: &mut Pending, matched: &mut [bool]) -> Result<()> {
         let Some(filter) = &self.filter else { return Ok(()) };
         let (runs, mut paired) = (std::mem::take(&mut pending.runs), std::mem::take(&mut pending.paired));
-        if let Some(comparison) = self.comparison {
-            comparison.settle(left, &runs, &paired, matched);
-            return Ok(());
-        }
         let mut first = 0;
         while !paired.is_empty() {
             let width = (self.batch_size / paired.len()).max(1);
@@ -225,36 +224,44 @@ impl ColumnComparison {
             .then_some(ColumnComparison { left, right, op, data_type })
     }
 
-    /// Marks each pending left row matched where a row of its run passes.
-    fn settle(self, left: &RecordBatch, runs: &[Run], paired: &[(u32, u32)], matched: &mut [bool]) {
+    /// Marks each of the left rows `left_rows`, all of `run`'s key, matched where a row of the
+    /// run passes, each segment's column read once for all of them rather than once a row.
+    fn settle_run(self, left: &RecordBatch, left_rows: Range<usize>, run: &Run, matched: &mut [bool]) {
         match self.data_type {
-            Comparable::Int32 => self.settle_values::<Int32Type>(left, runs, paired, matched),
-            Comparable::Int64 => self.settle_values::<Int64Type>(left, runs, paired, matched),
-            Comparable::Date32 => self.settle_values::<Date32Type>(left, runs, paired, matched),
-            Comparable::Timestamp => self.settle_values::<TimestampMicrosecondType>(left, runs, paired, matched),
+            Comparable::Int32 => self.settle_values::<Int32Type>(left, left_rows, run, matched),
+            Comparable::Int64 => self.settle_values::<Int64Type>(left, left_rows, run, matched),
+            Comparable::Date32 => self.settle_values::<Date32Type>(left, left_rows, run, matched),
+            Comparable::Timestamp => self.settle_values::<TimestampMicrosecondType>(left, left_rows, run, matched),
         }
     }
 
     fn settle_values<T: ArrowPrimitiveType>(
         self,
         left: &RecordBatch,
-        runs: &[Run],
-        paired: &[(u32, u32)],
+        left_rows: Range<usize>,
+        run: &Run,
         matched: &mut [bool],
     ) where
         T::Native: Ord,
     {
         let left_values = left.column(self.left).as_primitive::<T>();
-        for &(left_row, run) in paired {
-            let row = left_row as usize;
-            if left_values.is_null(row) {
-                continue;
+        for segment in run.segments() {
+            let right = segment.source.batch.column(self.right).as_primitive::<T>();
+            let rows = segment.rows();
+            let values = &right.values()[rows.clone()];
+            let right_nulls = right.nulls().filter(|nulls| nulls.null_count() > 0);
+            for row in left_rows.clone() {
+                if matched[row] || left_values.is_null(row) {
+                    continue;
+                }
+                let value = left_values.value(row);
+                matched[row] = match right_nulls {
+                    None => values.iter().any(|v| self.holds(value.cmp(v))),
+                    Some(nulls) => {
+                        rows.clone().zip(values).any(|(r, v)| nulls.is_valid(r) && self.holds(value.cmp(v)))
+                    }
+                };
             }
-            let value = left_values.value(row);
-            matched[row] = runs[run as usize].segments().any(|segment| {
-                let right = segment.source.batch.column(self.right).as_primitive::<T>();
-                segment.rows().any(|r| right.is_valid(r) && self.holds(value.cmp(&right.value(r))))
-            });
         }
     }
 

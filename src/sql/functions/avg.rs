@@ -23,6 +23,7 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
 };
 
+use super::few_group_totals::{FEW_GROUPS, few_group_totals};
 use super::frame_doubles::{FrameDoubles, FrameResult};
 use crate::config::EvalMode;
 use crate::error::SqlError;
@@ -315,6 +316,17 @@ impl DecimalAverages {
     ) -> Result<()> {
         self.groups.resize(groups_total, GroupAverage::default());
         let totals = totals.as_primitive::<Decimal128Type>();
+        if counts.is_none() && filter.is_none() && totals.null_count() == 0 && groups_total <= FEW_GROUPS {
+            let few = few_group_totals(totals.values(), groups);
+            for (group, average) in self.groups.iter_mut().enumerate().filter(|(group, _)| few.rows[*group] > 0) {
+                match few.totals[group].to_i128() {
+                    Some(total) => self.averaging.add(average, Some(total), few.rows[group])?,
+                    None if self.averaging.mode == EvalMode::Ansi => return Err(out_of_range()),
+                    None => self.averaging.add(average, None, few.rows[group])?,
+                }
+            }
+            return Ok(());
+        }
         if counts.is_none() && filter.is_none() && totals.null_count() == 0 {
             // Input values without NULLs, the common case: straight over the values.
             for (&group, &value) in groups.iter().zip(totals.values().iter()) {

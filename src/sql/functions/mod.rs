@@ -19,6 +19,7 @@ mod covariance;
 mod date_format;
 mod date_trunc;
 pub mod element_at;
+mod few_group_totals;
 mod frame_doubles;
 pub mod datetime_pattern;
 mod initcap;

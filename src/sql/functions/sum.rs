@@ -30,6 +30,7 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, SetMonotonicity, Signature,
 };
 
+use super::few_group_totals::{FEW_GROUPS, few_group_totals};
 use super::frame_doubles::{FrameDoubles, FrameResult};
 use crate::config::EvalMode;
 use crate::error::SqlError;
@@ -436,6 +437,14 @@ impl GroupTotals {
     /// [`Self::add`] of DECIMALs, where no step can fail (only a total leaving the accumulator
     /// is checked): straight over the values, without going through [`Totals::step`] row by row.
     fn add_decimals(&mut self, values: &Decimal128Array, groups: &[usize]) {
+        if self.sums.len() <= FEW_GROUPS && values.null_count() == 0 {
+            let few = few_group_totals(values.values(), groups);
+            for (group, sum) in self.sums.iter_mut().enumerate().filter(|(group, _)| few.rows[*group] > 0) {
+                self.seen[group] = true;
+                *sum = sum.wrapping_add(few.totals[group]);
+            }
+            return;
+        }
         let mut add = |group: usize, value: i128| {
             self.seen[group] = true;
             self.sums[group] = self.sums[group].wrapping_add(i256::from_i128(value));
