@@ -257,9 +257,7 @@ impl ColumnComparison {
                 let value = left_values.value(row);
                 matched[row] = match right_nulls {
                     None => values.iter().any(|v| self.holds(value.cmp(v))),
-                    Some(nulls) => {
-                        rows.clone().zip(values).any(|(r, v)| nulls.is_valid(r) && self.holds(value.cmp(v)))
-                    }
+                    Some(nulls) => rows.clone().zip(values).any(|(r, v)| nulls.is_valid(r) && self.holds(value.cmp(v))),
                 };
             }
         }

@@ -103,14 +103,16 @@ impl<V: Values> ColumnBuffers for Column<V> {
 
 /// A value moved as its bytes.
 trait Word: ArrowNativeType {
-    fn from_bytes(bytes: &[u8]) -> Self;
+    /// Appends to `out` the values of `rows` of `bytes`, where the values lie end to end.
+    fn gather(bytes: &[u8], rows: &[u32], out: &mut Vec<Self>);
 }
 
 macro_rules! word {
     ($($t:ty),*) => {$(
         impl Word for $t {
-            fn from_bytes(bytes: &[u8]) -> Self {
-                <$t>::from_le_bytes(bytes.try_into().expect("a value's width"))
+            fn gather(bytes: &[u8], rows: &[u32], out: &mut Vec<Self>) {
+                let (values, _) = bytes.as_chunks::<{ mem::size_of::<$t>() }>();
+                out.extend(rows.iter().map(|row| <$t>::from_le_bytes(values[*row as usize])));
             }
         }
     )*};
@@ -138,8 +140,7 @@ impl<T: Word> Values for Fixed<T> {
 
     fn append(&mut self, bytes: &&[u8], rows: &[u32]) -> Result<()> {
         reserve_first(&mut self.values, self.batch_size, 1);
-        let width = mem::size_of::<T>();
-        self.values.extend(rows.iter().map(|row| T::from_bytes(&bytes[*row as usize * width..][..width])));
+        T::gather(bytes, rows, &mut self.values);
         Ok(())
     }
 

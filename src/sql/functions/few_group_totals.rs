@@ -54,8 +54,9 @@ mod tests {
         // bits shows it is kept exact.
         for len in [0, 1, 3, 4, 5, 9, 1000] {
             let groups: Vec<usize> = (0..len).map(|row| (row * 7 + row / 3) % FEW_GROUPS).collect();
-            let values: Vec<i128> =
-                (0..len).map(|row| if row % 5 == 0 { i128::MAX - row as i128 } else { -(row as i128) * 1_000 }).collect();
+            let values: Vec<i128> = (0..len)
+                .map(|row| if row % 5 == 0 { i128::MAX - row as i128 } else { -(row as i128) * 1_000 })
+                .collect();
             let few = few_group_totals(&values, &groups);
             for group in 0..FEW_GROUPS {
                 let rows: Vec<usize> = (0..len).filter(|&row| groups[row] == group).collect();
