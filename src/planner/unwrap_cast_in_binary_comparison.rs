@@ -9,7 +9,7 @@
 use datafusion::arrow::compute::CastOptions;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::{Cast, InList, ScalarFunction, TryCast};
 use datafusion::logical_expr::utils::merge_schema;
@@ -33,13 +33,24 @@ pub struct WideningOnly;
 
 impl Rewrite for WideningOnly {
     fn rewrite(&self, rule: &dyn OptimizerRule, plan: LogicalPlan, config: &dyn OptimizerConfig) -> Rewritten {
+        // Only nodes with a cast are rewritten: saving the names of every node's expressions
+        // took most of the planning time this rule's passes took.
         let hidden = plan.transform_up_with_subqueries(|plan| {
+            if !any_expression(&plan, |expr| matches!(expr, Expr::Cast(_) | Expr::TryCast(_)))? {
+                return Ok(Transformed::no(plan));
+            }
             let schema = merge_schema(&plan.inputs());
             map_expressions_keeping_names(plan, |expr| expr.transform_up(|expr| hide_narrowing_casts(expr, &schema)))
         })?;
         let simplified = rule.rewrite(hidden.data, config)?;
         let transformed = hidden.transformed || simplified.transformed;
+        if !hidden.transformed {
+            return Ok(Transformed::new_transformed(simplified.data, transformed));
+        }
         let shown = simplified.data.transform_up_with_subqueries(|plan| {
+            if !any_expression(&plan, |expr| HiddenCast::of(expr).is_some())? {
+                return Ok(Transformed::no(plan));
+            }
             map_expressions_keeping_names(plan, |expr| expr.transform_up(show_hidden_cast))
         })?;
         Ok(Transformed::new_transformed(shown.data, transformed || shown.transformed))
@@ -84,22 +95,28 @@ fn hide_narrowing_casts(expr: Expr, schema: &DFSchema) -> Result<Transformed<Exp
     }
 }
 
+/// Whether an expression of `plan`'s own, or one within them, is one `found` looks for.
+fn any_expression(plan: &LogicalPlan, found: impl Fn(&Expr) -> bool) -> Result<bool> {
+    let mut any = false;
+    plan.apply_expressions(|expr| {
+        any = expr.exists(|expr| Ok(found(expr)))?;
+        Ok(if any { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+    })?;
+    Ok(any)
+}
+
 /// A hidden cast as the cast it is.
 fn show_hidden_cast(expr: Expr) -> Result<Transformed<Expr>> {
-    match expr {
-        Expr::ScalarFunction(ScalarFunction { func, mut args }) if args.len() == 1 => {
-            match func.inner().downcast_ref::<HiddenCast>() {
-                Some(hidden) => {
-                    let (operand, to) = (Box::new(args.remove(0)), hidden.to.clone());
-                    Ok(Transformed::yes(match hidden.tolerant {
-                        true => Expr::TryCast(TryCast::new(operand, to)),
-                        false => Expr::Cast(Cast::new(operand, to)),
-                    }))
-                }
-                None => Ok(Transformed::no(Expr::ScalarFunction(ScalarFunction { func, args }))),
-            }
+    let hidden = HiddenCast::of(&expr).map(|hidden| (hidden.to.clone(), hidden.tolerant));
+    match (expr, hidden) {
+        (Expr::ScalarFunction(ScalarFunction { mut args, .. }), Some((to, tolerant))) => {
+            let operand = Box::new(args.remove(0));
+            Ok(Transformed::yes(match tolerant {
+                true => Expr::TryCast(TryCast::new(operand, to)),
+                false => Expr::Cast(Cast::new(operand, to)),
+            }))
         }
-        other => Ok(Transformed::no(other)),
+        (expr, _) => Ok(Transformed::no(expr)),
     }
 }
 
@@ -115,6 +132,14 @@ struct HiddenCast {
 impl HiddenCast {
     fn new(to: DataType, tolerant: bool) -> Self {
         HiddenCast { to, tolerant, signature: Signature::any(1, Volatility::Immutable) }
+    }
+
+    /// The hidden cast `expr` is, if it is one.
+    fn of(expr: &Expr) -> Option<&HiddenCast> {
+        match expr {
+            Expr::ScalarFunction(ScalarFunction { func, args }) if args.len() == 1 => func.inner().downcast_ref(),
+            _ => None,
+        }
     }
 }
 
