@@ -10,7 +10,8 @@
 //! once rather than pair by pair, in rounds: a left row is paired no further once a pair of it
 //! passed. A condition that only compares a column of each side, of one integral, date or
 //! timestamp type (Q21 of TPC-H: `NOT (l2.l_suppkey = l1.l_suppkey)`), is instead evaluated on
-//! the two values of each pair, each left row's run read up to its first passing row.
+//! the two values of each pair as soon as a key's run is found, each left row's run read up to
+//! its first passing row.
 
 use std::cmp::Ordering;
 use std::ops::Range;
