@@ -349,8 +349,8 @@ impl Pairs {
 mod tests {
     use std::sync::Arc;
 
-    use arrow::array::AsArray;
-    use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+    use arrow::array::{Array, AsArray, Int32Array, Int64Array, RecordBatch};
+    use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, Schema};
     use datafusion::common::{JoinSide, ScalarValue};
     use datafusion::execution::{SendableRecordBatchStream, TaskContext};
     use datafusion::logical_expr::Operator;
@@ -360,6 +360,7 @@ mod tests {
     use datafusion::physical_plan::common::collect;
     use datafusion::physical_plan::joins::utils::{ColumnIndex, JoinFilter};
     use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+    use datafusion::physical_plan::test::TestMemoryExec;
 
     use super::super::merge_join::tests::{Case, cases, context_of_64_kib, side};
     use super::{Existence, merge_semi_join};
@@ -458,6 +459,87 @@ mod tests {
                 for condition in [Condition::None, Condition::Later, Condition::NotEarlier, Condition::LaterOrNull] {
                     kept(&case, existence, condition).await;
                 }
+            }
+        }
+    }
+
+    /// `l_v <> r_v` over nullable columns, which the join compares value by value: a NULL on
+    /// either side fails the pair, as in SQL, whatever batch sizes cut the runs.
+    #[tokio::test]
+    async fn a_comparison_with_nulls_on_either_side_fails_the_pair() {
+        let schema = |prefix: &str| {
+            Arc::new(Schema::new(vec![
+                Field::new(format!("{prefix}_key"), DataType::Int32, true),
+                Field::new(format!("{prefix}_v"), DataType::Int64, true),
+            ]))
+        };
+        // Sorted keys, runs of 1 to 4 rows, and values with NULLs in a pattern of their own.
+        let rows = |count: usize, salt: usize| -> Vec<(i32, Option<i64>)> {
+            (0..count)
+                .map(|row| {
+                    ((row / (1 + row % 4)) as i32, (!(row + salt).is_multiple_of(3)).then_some((row % 3) as i64))
+                })
+                .collect()
+        };
+        let (mut left_rows, mut right_rows) = (rows(40, 0), rows(50, 1));
+        left_rows.sort_by_key(|(key, _)| *key);
+        right_rows.sort_by_key(|(key, _)| *key);
+        let plan = |prefix: &str, rows: &[(i32, Option<i64>)], size: usize| -> Arc<dyn ExecutionPlan> {
+            let batches = rows
+                .chunks(size)
+                .map(|chunk| {
+                    let keys: Int32Array = chunk.iter().map(|(key, _)| Some(*key)).collect();
+                    let values: Int64Array = chunk.iter().map(|(_, value)| *value).collect();
+                    RecordBatch::try_new(schema(prefix), vec![Arc::new(keys), Arc::new(values)]).unwrap()
+                })
+                .collect::<Vec<_>>();
+            TestMemoryExec::try_new_exec(&[batches], schema(prefix), None).unwrap()
+        };
+        let differs = Arc::new(BinaryExpr::new(
+            Arc::new(Column::new("l_v", 0)),
+            Operator::NotEq,
+            Arc::new(Column::new("r_v", 1)),
+        ));
+        let sides =
+            vec![ColumnIndex { index: 1, side: JoinSide::Left }, ColumnIndex { index: 1, side: JoinSide::Right }];
+        let fields =
+            Schema::new(vec![Field::new("l_v", DataType::Int64, true), Field::new("r_v", DataType::Int64, true)]);
+        let filter = JoinFilter::new(differs, sides, Arc::new(fields));
+        for existence in [Existence::Semi, Existence::Anti] {
+            let expected: Vec<(i32, Option<i64>)> = left_rows
+                .iter()
+                .filter(|(key, value)| {
+                    let passes = right_rows
+                        .iter()
+                        .any(|(other, right)| other == key && matches!((value, right), (Some(l), Some(r)) if l != r));
+                    passes == (existence == Existence::Semi)
+                })
+                .copied()
+                .collect();
+            for (left_size, right_size) in [(1, 1), (3, 2), (7, 100), (100, 3)] {
+                let (left, right) = (plan("l", &left_rows, left_size), plan("r", &right_rows, right_size));
+                let context = Arc::new(TaskContext::default());
+                let stream = merge_semi_join(
+                    (existence, Some(filter.clone())),
+                    (left.execute(0, Arc::clone(&context)).unwrap(), Arc::new(Column::new("l_key", 0))),
+                    (right.execute(0, Arc::clone(&context)).unwrap(), Arc::new(Column::new("r_key", 0))),
+                    left.schema(),
+                    4,
+                    (&ExecutionPlanMetricsSet::new(), 0),
+                    context.memory_pool(),
+                );
+                let kept: Vec<(i32, Option<i64>)> = collect(stream)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .flat_map(|batch| {
+                        let keys = batch.column(0).as_primitive::<Int32Type>().clone();
+                        let values = batch.column(1).as_primitive::<Int64Type>().clone();
+                        (0..batch.num_rows())
+                            .map(move |row| (keys.value(row), values.is_valid(row).then(|| values.value(row))))
+                    })
+                    .collect();
+                assert_eq!(kept, expected, "{existence:?}, batches of {left_size} and {right_size}");
             }
         }
     }
