@@ -102,15 +102,13 @@ impl HashAggregateExec {
 
     /// Where output partition `partition` coalesces several shuffle partitions of a stage that
     /// spread the groups by their keys (the aggregate reads the stage's adaptive read directly,
-    /// its input partitioned by its keys): the read and those shuffle partitions.
+    /// its input partitioned by its keys): those shuffle partitions.
     ///
     /// No group spans two shuffle partitions, so each is aggregated on its own, its groups (a
     /// fraction of the coalesced partition's) within the caches. Spark aggregates the coalesced
     /// partition whole; the rows are the same, and a hash aggregate's output has no order.
-    fn shuffle_partitions(&self, partition: usize) -> Option<(Arc<AqeShuffleReadExec>, Range<usize>)> {
-        let read = self.keyed_read()?;
-        let range = read.coalesced_range(partition)?;
-        Some((read, range))
+    fn shuffle_partitions(&self, partition: usize) -> Option<Range<usize>> {
+        self.keyed_read()?.coalesced_range(partition)
     }
 
     /// The adaptive read this aggregate reads directly, of a shuffle that spread the groups by
@@ -303,7 +301,7 @@ impl ExecutionPlan for HashAggregateExec {
             return self.aggregate.execute(partition, context);
         };
         let schema = self.schema();
-        let Some((_, range)) = self.shuffle_partitions(partition) else {
+        let Some(range) = self.shuffle_partitions(partition) else {
             let input = self.aggregate().input().execute(partition, context)?;
             let stream = futures::stream::once(run.run(input)).try_flatten();
             return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)));

@@ -316,7 +316,15 @@ impl DecimalAverages {
     ) -> Result<()> {
         self.groups.resize(groups_total, GroupAverage::default());
         let totals = totals.as_primitive::<Decimal128Type>();
-        if counts.is_none() && filter.is_none() && totals.null_count() == 0 && groups_total <= FEW_GROUPS {
+        if counts.is_none() && filter.is_none() && totals.null_count() == 0 {
+            // Input values without NULLs, the common case: straight over the values, a batch's
+            // total at a time where the groups are few.
+            if groups_total > FEW_GROUPS {
+                for (&group, &value) in groups.iter().zip(totals.values().iter()) {
+                    self.averaging.add(&mut self.groups[group], Some(value), 1)?;
+                }
+                return Ok(());
+            }
             let few = few_group_totals(totals.values(), groups);
             for (group, average) in self.groups.iter_mut().enumerate().filter(|(group, _)| few.rows[*group] > 0) {
                 match few.totals[group].to_i128() {
@@ -324,13 +332,6 @@ impl DecimalAverages {
                     None if self.averaging.mode == EvalMode::Ansi => return Err(out_of_range()),
                     None => self.averaging.add(average, None, few.rows[group])?,
                 }
-            }
-            return Ok(());
-        }
-        if counts.is_none() && filter.is_none() && totals.null_count() == 0 {
-            // Input values without NULLs, the common case: straight over the values.
-            for (&group, &value) in groups.iter().zip(totals.values().iter()) {
-                self.averaging.add(&mut self.groups[group], Some(value), 1)?;
             }
             return Ok(());
         }
