@@ -20,6 +20,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::Compression;
+use datafusion::parquet::file::metadata::ParquetMetaDataReader;
 use datafusion::parquet::file::properties::WriterProperties;
 use serde_json::json;
 use tpchgen::generators::{
@@ -164,18 +165,40 @@ fn on_bucketed(text: &str) -> String {
     out
 }
 
-/// The generator of `table` at `scale`, as Arrow batches.
-fn generator(table: &str, scale: f64) -> Box<dyn RecordBatchReader + Send> {
+/// The generator of part `part` (from 1) of `parts` of `table` at `scale`, as Arrow batches.
+fn generator(table: &str, scale: f64, (part, parts): (i32, i32)) -> Box<dyn RecordBatchReader + Send> {
     match table {
-        "lineitem" => Box::new(LineItemArrow::new(LineItemGenerator::new(scale, 1, 1))),
-        "orders" => Box::new(OrderArrow::new(OrderGenerator::new(scale, 1, 1))),
-        "part" => Box::new(PartArrow::new(PartGenerator::new(scale, 1, 1))),
-        "partsupp" => Box::new(PartSuppArrow::new(PartSuppGenerator::new(scale, 1, 1))),
-        "customer" => Box::new(CustomerArrow::new(CustomerGenerator::new(scale, 1, 1))),
-        "supplier" => Box::new(SupplierArrow::new(SupplierGenerator::new(scale, 1, 1))),
-        "nation" => Box::new(NationArrow::new(NationGenerator::new(scale, 1, 1))),
-        _ => Box::new(RegionArrow::new(RegionGenerator::new(scale, 1, 1))),
+        "lineitem" => Box::new(LineItemArrow::new(LineItemGenerator::new(scale, part, parts))),
+        "orders" => Box::new(OrderArrow::new(OrderGenerator::new(scale, part, parts))),
+        "part" => Box::new(PartArrow::new(PartGenerator::new(scale, part, parts))),
+        "partsupp" => Box::new(PartSuppArrow::new(PartSuppGenerator::new(scale, part, parts))),
+        "customer" => Box::new(CustomerArrow::new(CustomerGenerator::new(scale, part, parts))),
+        "supplier" => Box::new(SupplierArrow::new(SupplierGenerator::new(scale, part, parts))),
+        "nation" => Box::new(NationArrow::new(NationGenerator::new(scale, part, parts))),
+        _ => Box::new(RegionArrow::new(RegionGenerator::new(scale, part, parts))),
     }
+}
+
+/// `tpchgen-cli`'s target size of a Parquet row group (its `--parquet-row-group-bytes`).
+const ROW_GROUP_BYTES: i64 = 7 * 1024 * 1024;
+
+/// The parts `tpchgen-cli` generates `table` in at `scale`, each its own row group: the
+/// generator's row count times the table's average Parquet row size, over
+/// [`ROW_GROUP_BYTES`], plus one. Nation and region are one part. At SF1: lineitem 53,
+/// orders and partsupp 16, customer 4, part 2.
+fn part_count(table: &str, scale: f64) -> i32 {
+    let (rows, row_bytes) = match table {
+        "lineitem" => (4 * OrderGenerator::calculate_row_count(scale, 1, 1), 64),
+        "orders" => (OrderGenerator::calculate_row_count(scale, 1, 1), 75),
+        "part" => (PartGenerator::calculate_row_count(scale, 1, 1), 70),
+        // Counted in parts, each with its four suppliers.
+        "partsupp" => (PartSuppGenerator::calculate_row_count(scale, 1, 1), 141 * 4),
+        "customer" => (CustomerGenerator::calculate_row_count(scale, 1, 1), 168),
+        "supplier" => (SupplierGenerator::calculate_row_count(scale, 1, 1), 164),
+        _ => return 1,
+    };
+    // A Parquet file holds at most 32767 row groups.
+    (rows * row_bytes / ROW_GROUP_BYTES + 1).min(i16::MAX as i64) as i32
 }
 
 /// The generator's schema with plain strings for its string views, as Spark reads and writes them.
@@ -191,29 +214,43 @@ fn plain_strings(schema: &Schema) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// Writes `table` at `scale` to `file` as one Parquet file, as `tpchgen-cli` does (Snappy),
-/// through a temporary name so that an interrupted run leaves no partial file behind.
+/// Writes `table` at `scale` to `file` as one Parquet file laid out as `tpchgen-cli` writes it
+/// (Snappy, a row group per part: [`part_count`]), through a temporary name so that an
+/// interrupted run leaves no partial file behind.
 fn write_table_file(table: &str, scale: f64, file: &Path) -> Result<u64, SqlError> {
-    let reader = generator(table, scale);
-    let schema = plain_strings(&reader.schema());
+    let parts = part_count(table, scale);
+    let schema = plain_strings(&generator(table, scale, (1, parts)).schema());
     let partial = file.with_extension("partial");
     let properties = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
     let mut writer = ArrowWriter::try_new(std::fs::File::create(&partial)?, Arc::clone(&schema), Some(properties))?;
     let mut rows = 0;
-    for batch in reader {
-        let batch = batch?;
-        let columns = batch
-            .columns()
-            .iter()
-            .zip(schema.fields())
-            .map(|(column, field)| cast(column, field.data_type()))
-            .collect::<Result<Vec<ArrayRef>, _>>()?;
-        writer.write(&RecordBatch::try_new(Arc::clone(&schema), columns)?)?;
-        rows += batch.num_rows() as u64;
+    for part in 1..=parts {
+        for batch in generator(table, scale, (part, parts)) {
+            let batch = batch?;
+            let columns = batch
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(column, field)| cast(column, field.data_type()))
+                .collect::<Result<Vec<ArrayRef>, _>>()?;
+            writer.write(&RecordBatch::try_new(Arc::clone(&schema), columns)?)?;
+            rows += batch.num_rows() as u64;
+        }
+        writer.flush()?;
     }
     writer.close()?;
     std::fs::rename(&partial, file)?;
     Ok(rows)
+}
+
+/// Whether `file` holds `table` at `scale` as [`write_table_file`] lays it out: a file
+/// written before with another row-group layout is written again.
+fn laid_out(table: &str, scale: f64, file: &Path) -> Result<bool, SqlError> {
+    if !file.exists() {
+        return Ok(false);
+    }
+    let footer = ParquetMetaDataReader::new().parse_and_finish(&std::fs::File::open(file)?)?;
+    Ok(footer.num_row_groups() == part_count(table, scale) as usize)
 }
 
 /// The directory of the generated files at `scale`: `<data-dir>/tpch/sf1/<table>/<table>.parquet`.
@@ -228,7 +265,7 @@ async fn generate(dir: &Path, scale: f64) -> Result<(), SqlError> {
         phase.begin(table);
         let table_dir = dir.join(table);
         let file = table_dir.join(format!("{table}.parquet"));
-        if file.exists() {
+        if laid_out(table, scale, &file)? {
             phase.end("generated before");
             continue;
         }
@@ -503,6 +540,39 @@ mod tests {
         assert!(q15.starts_with("with revenue0 (supplier_no, total_revenue) as ("), "{q15}");
         assert!(!q15.contains("view") && !q15.contains("revenue:s"), "{q15}");
         assert_eq!(q15.matches("revenue0").count(), 3, "{q15}");
+    }
+
+    /// `tpchgen-cli`'s own tests of its default Parquet layouts give these at SF1.
+    #[test]
+    fn tables_are_generated_in_tpchgen_clis_parts() {
+        let parts: Vec<i32> = TABLES.iter().map(|(table, _)| part_count(table, 1.0)).collect();
+        assert_eq!(parts, [53, 16, 2, 16, 4, 1, 1, 1]);
+        assert_eq!(part_count("lineitem", 10.0), 524);
+    }
+
+    /// The parts, a row group each, hold the rows the whole generator makes, in its order.
+    #[test]
+    fn a_file_in_parts_holds_the_whole_tables_rows() {
+        use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("customer.parquet");
+        assert!(!laid_out("customer", 0.5, &file).unwrap());
+        write_table_file("customer", 0.5, &file).unwrap();
+        assert!(laid_out("customer", 0.5, &file).unwrap());
+        assert!(!laid_out("customer", 1.0, &file).unwrap(), "SF1's customer is 4 row groups, not 2");
+        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file).unwrap()).unwrap();
+        assert_eq!(reader.metadata().num_row_groups(), 2);
+        let read: Vec<RecordBatch> = reader.build().unwrap().collect::<Result<_, _>>().unwrap();
+        let whole: Vec<RecordBatch> = generator("customer", 0.5, (1, 1)).collect::<Result<_, _>>().unwrap();
+        let schema = plain_strings(&whole[0].schema());
+        let as_written = |batches: &[RecordBatch]| {
+            let batch = datafusion::arrow::compute::concat_batches(&batches[0].schema(), batches).unwrap();
+            let columns = batch.columns().iter().zip(schema.fields()).map(|(c, f)| cast(c, f.data_type()).unwrap());
+            RecordBatch::try_new(Arc::clone(&schema), columns.collect()).unwrap()
+        };
+        let (read, whole) = (as_written(&read), as_written(&whole));
+        assert_eq!(read.num_rows(), 75_000);
+        assert_eq!(read, whole);
     }
 
     #[test]
