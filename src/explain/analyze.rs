@@ -17,7 +17,8 @@ use crate::exec::aqe_shuffle_read::ShufflePartitionSpec;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
 use crate::exec::file_source_scan::FileSourceScanExec;
 use crate::exec::hash_aggregate::{
-    PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED, SHUFFLE_PARTITIONS_AGGREGATED_APART,
+    PARTITIONS_AGGREGATED_IN_FEW_GROUPS, PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED,
+    SHUFFLE_PARTITIONS_AGGREGATED_APART,
 };
 use crate::exec::join::SHUFFLE_PARTITIONS_APART;
 use crate::exec::parquet_reads::READ_REQUESTS;
@@ -27,11 +28,12 @@ use crate::planner::adaptive::adaptive_spark_plan::AdaptiveSparkPlanExec;
 
 /// The ways a sort's partition (`exec::sort`) and an aggregate's (`exec::hash_aggregate`) can
 /// take, as their metrics name them and as told.
-const PARTITION_WAYS: [(&str, &str); 5] = [
+const PARTITION_WAYS: [(&str, &str); 6] = [
     ("partitions_in_order", "already in order"),
     ("partitions_radix_sorted", "radix-sorted"),
     ("partitions_sorted_externally", "sorted by comparison"),
     (PARTITIONS_AGGREGATED_IN_ORDER, "aggregated in order"),
+    (PARTITIONS_AGGREGATED_IN_FEW_GROUPS, "aggregated in few groups"),
     (PARTITIONS_HASH_AGGREGATED, "hash-aggregated"),
 ];
 

@@ -4,7 +4,9 @@
 //! each row with the one before instead of hashing every row. The order is checked as rows
 //! arrive. At the first run out of order, or when the groups outgrow their share of memory,
 //! the partition hands what it has aggregated so far, as partial states, and the rest of its
-//! rows to DataFusion's hash aggregate, which spills.
+//! rows to DataFusion's hash aggregate, which spills. A partition whose rows are out of order
+//! but fall in few groups (TPC-H's Q1: four) finds them by comparing packed keys instead
+//! (`few_groups`), and is handed over only past those few.
 //!
 //! Under adaptive execution, an aggregate reading a coalesced read of a shuffle partitioned by
 //! its keys aggregates each shuffle partition on its own, one after the other (see
@@ -48,12 +50,15 @@ use datafusion::physical_plan::{
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
+use super::few_groups::{FewGroups, MAX_GROUPS};
 use crate::exec::aqe_shuffle_read::AqeShuffleReadExec;
 use crate::exec::downcast_plan::downcast_plan;
 use crate::exec::one_shot::one_shot_plan;
 
 /// The partitions aggregated by comparing neighbouring rows, as the metrics name them.
 pub const PARTITIONS_AGGREGATED_IN_ORDER: &str = "partitions_aggregated_in_order";
+/// The partitions whose rows, out of order, fell in few groups (`few_groups`).
+pub const PARTITIONS_AGGREGATED_IN_FEW_GROUPS: &str = "partitions_aggregated_in_few_groups";
 /// The partitions handed to DataFusion's hash aggregate.
 pub const PARTITIONS_HASH_AGGREGATED: &str = "partitions_hash_aggregated";
 /// The shuffle partitions of coalesced reads aggregated one by one.
@@ -192,7 +197,9 @@ impl Runs {
             groups: 0,
             rows: 0,
             last_key: None,
+            few_groups: None,
             group_indices: Vec::new(),
+            new_group_rows: Vec::new(),
             // Handing the groups over is how this aggregate gives memory back.
             reservation: MemoryConsumer::new(format!("HashAggregateExec[{}]", self.partition))
                 .with_can_spill(true)
@@ -348,6 +355,7 @@ impl ExecutionPlan for HashAggregateExec {
 struct AggregateMetrics {
     baseline: BaselineMetrics,
     in_order: Count,
+    in_few_groups: Count,
     hashed: Count,
 }
 
@@ -357,13 +365,15 @@ impl AggregateMetrics {
         AggregateMetrics {
             baseline: BaselineMetrics::new(metrics, partition),
             in_order: count(PARTITIONS_AGGREGATED_IN_ORDER),
+            in_few_groups: count(PARTITIONS_AGGREGATED_IN_FEW_GROUPS),
             hashed: count(PARTITIONS_HASH_AGGREGATED),
         }
     }
 }
 
-/// One partition's aggregation by runs of equal keys. Every group is held until the input
-/// ends: a group that reappeared after it was emitted could not be merged any more.
+/// One partition's aggregation by runs of equal keys, or, once a run comes out of order, by
+/// few groups' packed keys. Every group is held until the input ends: a group that reappeared
+/// after it was emitted could not be merged any more.
 struct InOrder {
     group_by_keys: Vec<Arc<dyn PhysicalExpr>>,
     /// Each function's arguments: raw columns, or the states a partial aggregate produced.
@@ -377,7 +387,11 @@ struct InOrder {
     rows: usize,
     /// The last row's keys, to tell whether the next batch goes on with its group.
     last_key: Option<Vec<ArrayRef>>,
+    /// The groups by their packed keys, once rows came out of order.
+    few_groups: Option<FewGroups>,
     group_indices: Vec<usize>,
+    /// The rows of a batch that first showed a group, where groups are found by packed keys.
+    new_group_rows: Vec<u32>,
     reservation: MemoryReservation,
     metrics: AggregateMetrics,
     handed_over: Arc<Mutex<Vec<Arc<dyn ExecutionPlan>>>>,
@@ -398,7 +412,10 @@ impl InOrder {
                 return self.hand_over(Box::pin(RecordBatchStreamAdapter::new(schema, rest)));
             }
         }
-        self.metrics.in_order.add(1);
+        match self.few_groups {
+            Some(_) => self.metrics.in_few_groups.add(1),
+            None => self.metrics.in_order.add(1),
+        }
         let timer = elapsed.timer();
         let output = self.output()?;
         timer.done();
@@ -448,7 +465,7 @@ impl InOrder {
     }
 
     /// Adds `batch`'s rows to their groups, or returns false, adding nothing, where a run of
-    /// them is out of order.
+    /// them is out of order and the groups are not few, or where they outgrow the few.
     fn add(&mut self, batch: &RecordBatch) -> Result<bool> {
         let rows = batch.num_rows();
         if rows == 0 {
@@ -456,18 +473,21 @@ impl InOrder {
         }
         let keys: Vec<ArrayRef> =
             self.group_by_keys.iter().map(|e| e.evaluate(batch)?.into_array(rows)).collect::<Result<_>>()?;
+        if self.few_groups.is_some() {
+            return self.add_to_few_groups(batch, &keys);
+        }
         let runs = partition(&keys)?.ranges();
         let goes_on = match &self.last_key {
             None => false,
             Some(last) => match compare(&comparators(last, &keys)?, 0, 0) {
                 Ordering::Less => false,
                 Ordering::Equal => true,
-                Ordering::Greater => return Ok(false),
+                Ordering::Greater => return self.find_few_groups(batch, &keys),
             },
         };
         let within = comparators(&keys, &keys)?;
         if runs.windows(2).any(|pair| compare(&within, pair[0].start, pair[1].start) != Ordering::Less) {
-            return Ok(false);
+            return self.find_few_groups(batch, &keys);
         }
 
         // Run k is group `first + k`; the first run may be the last batch's last group.
@@ -484,7 +504,51 @@ impl InOrder {
         self.groups = first + runs.len();
         self.rows += rows;
         self.last_key = Some(keys.iter().map(|k| k.slice(rows - 1, 1)).collect());
+        self.update_accumulators(batch)?;
+        Ok(true)
+    }
 
+    /// Where rows come out of order: the groups so far, if few and their keys fit a packed
+    /// key, are found by packed keys from `batch` on.
+    fn find_few_groups(&mut self, batch: &RecordBatch, keys: &[ArrayRef]) -> Result<bool> {
+        let types: Vec<DataType> = keys.iter().map(|k| k.data_type().clone()).collect();
+        let Some(mut few_groups) = FewGroups::new(&types).filter(|_| self.groups <= MAX_GROUPS) else {
+            return Ok(false);
+        };
+        // The groups so far, in their order, as the packed keys' first groups.
+        let held = self.group_keys()?;
+        let found = few_groups.find(&held, &mut self.group_indices, &mut self.new_group_rows);
+        self.keys.push(held);
+        if !found {
+            return Ok(false);
+        }
+        self.few_groups = Some(few_groups);
+        self.last_key = None;
+        self.add_to_few_groups(batch, keys)
+    }
+
+    /// Adds `batch`'s rows to the groups of their packed keys, or returns false, adding
+    /// nothing, where a key does not fit or the groups would be more than few.
+    fn add_to_few_groups(&mut self, batch: &RecordBatch, keys: &[ArrayRef]) -> Result<bool> {
+        let Some(few_groups) = self.few_groups.as_mut() else { return Ok(false) };
+        if !few_groups.find(keys, &mut self.group_indices, &mut self.new_group_rows) {
+            return Ok(false);
+        }
+        self.groups = few_groups.len();
+        if !self.new_group_rows.is_empty() {
+            let rows = UInt32Array::from(self.new_group_rows.clone());
+            let new_keys: Vec<ArrayRef> = keys.iter().map(|k| take(k, &rows, None)).collect::<Result<_, _>>()?;
+            self.key_bytes += new_keys.iter().map(|k| k.get_array_memory_size()).sum::<usize>();
+            self.keys.push(new_keys);
+        }
+        self.rows += batch.num_rows();
+        self.update_accumulators(batch)?;
+        Ok(true)
+    }
+
+    /// Adds `batch`'s arguments to the groups in `group_indices`.
+    fn update_accumulators(&mut self, batch: &RecordBatch) -> Result<()> {
+        let rows = batch.num_rows();
         let raw_input = self.raw_input();
         for (accumulator, arguments) in self.accumulators.iter_mut().zip(&self.arguments) {
             let values: Vec<ArrayRef> =
@@ -495,7 +559,7 @@ impl InOrder {
                 accumulator.merge_batch(&values, &self.group_indices, self.groups)?;
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     fn memory_size(&self) -> usize {

@@ -25,7 +25,9 @@ use datafusion::physical_plan::metrics::MetricValue;
 use datafusion::physical_plan::test::TestMemoryExec;
 use datafusion::prelude::SessionConfig;
 
-use super::{HashAggregateExec, PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED};
+use super::{
+    HashAggregateExec, PARTITIONS_AGGREGATED_IN_FEW_GROUPS, PARTITIONS_AGGREGATED_IN_ORDER, PARTITIONS_HASH_AGGREGATED,
+};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -133,12 +135,12 @@ fn context(memory_limit: Option<usize>) -> Arc<TaskContext> {
 }
 
 /// Runs `plan`, checks its groups against `rows` and returns, for the plan's top aggregate and
-/// then the one below it (if any), how many partitions went in order and how many were hashed.
+/// then the one below it (if any), how many partitions went in order, in few groups and hashed.
 async fn aggregate_and_check(
     plan: Arc<dyn ExecutionPlan>,
     rows: &[(Option<i64>, String, Option<i64>)],
     memory_limit: Option<usize>,
-) -> Vec<(usize, usize)> {
+) -> Vec<(usize, usize, usize)> {
     let output = collect(plan.execute(0, context(memory_limit)).unwrap()).await.unwrap();
     let mut groups = BTreeMap::new();
     for batch in &output {
@@ -170,7 +172,11 @@ async fn aggregate_and_check(
                 .find(|m| matches!(m.value(), MetricValue::Count { name: n, .. } if n == name))
                 .map_or(0, |m| m.value().as_usize())
         };
-        ways.push((count(PARTITIONS_AGGREGATED_IN_ORDER), count(PARTITIONS_HASH_AGGREGATED)));
+        ways.push((
+            count(PARTITIONS_AGGREGATED_IN_ORDER),
+            count(PARTITIONS_AGGREGATED_IN_FEW_GROUPS),
+            count(PARTITIONS_HASH_AGGREGATED),
+        ));
         node =
             current.children().first().filter(|c| c.downcast_ref::<AggregateExec>().is_some()).map(|c| Arc::clone(c));
     }
@@ -181,10 +187,10 @@ async fn aggregate_and_check(
 async fn grouped_rows_are_aggregated_in_order() {
     let rows = sorted_rows(6, 100);
     let ways = aggregate_and_check(plan(to_batches(&rows, 100), false), &rows, None).await;
-    assert_eq!(ways, [(1, 0)]);
+    assert_eq!(ways, [(1, 0, 0)]);
     // Partial states come out grouped, so the final stage runs in order too.
     let ways = aggregate_and_check(plan(to_batches(&rows, 64), true), &rows, None).await;
-    assert_eq!(ways, [(1, 0), (1, 0)]);
+    assert_eq!(ways, [(1, 0, 0), (1, 0, 0)]);
 }
 
 #[tokio::test]
@@ -194,32 +200,80 @@ async fn a_run_out_of_order_hands_the_groups_so_far_and_the_rest_to_the_hash_agg
     rows[300..400].reverse();
     for two_stages in [false, true] {
         let ways = aggregate_and_check(plan(to_batches(&rows, 100), two_stages), &rows, None).await;
-        let expected: &[(usize, usize)] = if two_stages { &[(0, 1), (0, 1)] } else { &[(0, 1)] };
+        let expected: &[(usize, usize, usize)] = if two_stages { &[(0, 0, 1), (0, 0, 1)] } else { &[(0, 0, 1)] };
         assert_eq!(ways, expected, "two stages: {two_stages}");
     }
     // Out of order from the first batch: nothing is held when the partition is handed over.
     let mut rows = sorted_rows(3, 100);
     rows.reverse();
     let ways = aggregate_and_check(plan(to_batches(&rows, 100), false), &rows, None).await;
-    assert_eq!(ways, [(0, 1)]);
+    assert_eq!(ways, [(0, 0, 1)]);
 }
 
 #[tokio::test]
 async fn groups_that_outgrow_their_memory_go_to_the_hash_aggregate() {
     let rows = sorted_rows(1000, 1000);
     let ways = aggregate_and_check(plan(to_batches(&rows, 1000), false), &rows, Some(16 << 20)).await;
-    assert_eq!(ways, [(0, 1)]);
+    assert_eq!(ways, [(0, 0, 1)]);
 }
 
 #[tokio::test]
 async fn no_rows_make_no_groups() {
     let ways = aggregate_and_check(plan(Vec::new(), false), &[], None).await;
-    assert_eq!(ways, [(1, 0)]);
+    assert_eq!(ways, [(1, 0, 0)]);
 }
 
 #[tokio::test]
 async fn a_partial_aggregate_whose_groups_are_single_rows_hands_them_over() {
     let rows: Vec<_> = (0..5000i64).map(|i| (Some(i), format!("s{i}"), Some(i % 7))).collect();
     let ways = aggregate_and_check(plan(to_batches(&rows, 1000), true), &rows, None).await;
-    assert_eq!(ways[1], (0, 1), "the partial stage: {ways:?}");
+    assert_eq!(ways[1], (0, 0, 1), "the partial stage: {ways:?}");
+}
+
+/// `count` rows in no order over the keys (k in NULL, 1, 2; s in "A", "N", "R"): nine groups.
+fn unordered_rows(count: usize) -> Vec<(Option<i64>, String, Option<i64>)> {
+    (0..count as i64)
+        .map(|i| {
+            let mixed = i * 7919 % 1009;
+            let k = (mixed % 3 != 0).then_some(mixed % 3);
+            let s = ["A", "N", "R"][(mixed / 3 % 3) as usize].to_string();
+            (k, s, (i % 4 != 0).then_some(mixed - 500))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn few_groups_out_of_order_are_found_by_their_packed_keys() {
+    let rows = unordered_rows(600);
+    let ways = aggregate_and_check(plan(to_batches(&rows, 100), false), &rows, None).await;
+    assert_eq!(ways, [(0, 1, 0)]);
+    // The partial states come out in the order the groups were first seen: few groups again.
+    let ways = aggregate_and_check(plan(to_batches(&rows, 64), true), &rows, None).await;
+    assert_eq!(ways, [(0, 1, 0), (0, 1, 0)]);
+}
+
+#[tokio::test]
+async fn the_groups_found_in_order_carry_on_as_few_groups() {
+    let mut rows = unordered_rows(600);
+    rows[..300].sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let ways = aggregate_and_check(plan(to_batches(&rows, 100), false), &rows, None).await;
+    assert_eq!(ways, [(0, 1, 0)]);
+}
+
+#[tokio::test]
+async fn groups_past_the_few_go_to_the_hash_aggregate() {
+    let mut rows = unordered_rows(600);
+    // A tenth to a seventeenth group in the last batch.
+    for (i, row) in rows[550..558].iter_mut().enumerate() {
+        row.1 = format!("late{i}");
+    }
+    // A string past its slot: handed over too.
+    let mut long = unordered_rows(300);
+    long[250].1 = "a string longer than its slot".to_string();
+    for (rows, _why) in [(rows, "seventeen groups"), (long, "a long string")] {
+        for two_stages in [false, true] {
+            let ways = aggregate_and_check(plan(to_batches(&rows, 100), two_stages), &rows, None).await;
+            assert_eq!(ways.last(), Some(&(0, 0, 1)), "{_why}, two stages: {two_stages}: {ways:?}");
+        }
+    }
 }
