@@ -185,12 +185,18 @@ async fn aggregate_and_check(
 
 #[tokio::test]
 async fn grouped_rows_are_aggregated_in_order() {
-    let rows = sorted_rows(6, 100);
-    let ways = aggregate_and_check(plan(to_batches(&rows, 100), false), &rows, None).await;
-    assert_eq!(ways, [(1, 0, 0)]);
+    let (one_stage, two_stages) = ways_in_one_and_two_stages(&sorted_rows(6, 100)).await;
+    assert_eq!(one_stage, [(1, 0, 0)]);
     // Partial states come out grouped, so the final stage runs in order too.
-    let ways = aggregate_and_check(plan(to_batches(&rows, 64), true), &rows, None).await;
-    assert_eq!(ways, [(1, 0, 0), (1, 0, 0)]);
+    assert_eq!(two_stages, [(1, 0, 0), (1, 0, 0)]);
+}
+
+/// The ways of `rows` aggregated in one stage (batches of 100 rows), then in two (of 64).
+async fn ways_in_one_and_two_stages(
+    rows: &[(Option<i64>, String, Option<i64>)],
+) -> (Vec<(usize, usize, usize)>, Vec<(usize, usize, usize)>) {
+    let one_stage = aggregate_and_check(plan(to_batches(rows, 100), false), rows, None).await;
+    (one_stage, aggregate_and_check(plan(to_batches(rows, 64), true), rows, None).await)
 }
 
 #[tokio::test]
@@ -244,12 +250,10 @@ fn unordered_rows(count: usize) -> Vec<(Option<i64>, String, Option<i64>)> {
 
 #[tokio::test]
 async fn few_groups_out_of_order_are_found_by_their_packed_keys() {
-    let rows = unordered_rows(600);
-    let ways = aggregate_and_check(plan(to_batches(&rows, 100), false), &rows, None).await;
-    assert_eq!(ways, [(0, 1, 0)]);
+    let (one_stage, two_stages) = ways_in_one_and_two_stages(&unordered_rows(600)).await;
+    assert_eq!(one_stage, [(0, 1, 0)]);
     // The partial states come out in the order the groups were first seen: few groups again.
-    let ways = aggregate_and_check(plan(to_batches(&rows, 64), true), &rows, None).await;
-    assert_eq!(ways, [(0, 1, 0), (0, 1, 0)]);
+    assert_eq!(two_stages, [(0, 1, 0), (0, 1, 0)]);
 }
 
 #[tokio::test]
