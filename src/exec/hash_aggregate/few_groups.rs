@@ -1,6 +1,6 @@
 //! The groups of an aggregate with few of them, found by comparing each row's keys, packed
-//! into 24 bytes, with the few groups' packed keys: no hashing, and no string compared byte
-//! by byte. A partition whose rows do not arrive grouped takes this way while its groups are
+//! into four 64-bit words, with the few groups' packed keys: no hashing, and no string compared
+//! byte by byte. A partition whose rows do not arrive grouped takes this way while its groups are
 //! at most [`MAX_GROUPS`] and its keys fit; past that it goes to DataFusion's hash aggregate.
 //!
 //! DataFusion's hash aggregate hashes every row's keys and compares each with the group its
