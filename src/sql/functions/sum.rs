@@ -125,11 +125,15 @@ impl Totals {
     fn in_bigint(total: i256) -> Result<i256, SqlError> {
         match total.to_i128().and_then(|t| i64::try_from(t).ok()) {
             Some(_) => Ok(total),
-            None => Err(SqlError::new(
-                "22003",
-                "[ARITHMETIC_OVERFLOW] overflow. Use 'try_add' to tolerate overflow and return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
-            )),
+            None => Err(Self::bigint_overflow()),
         }
+    }
+
+    fn bigint_overflow() -> SqlError {
+        SqlError::new(
+            "22003",
+            "[ARITHMETIC_OVERFLOW] overflow. Use 'try_add' to tolerate overflow and return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
+        )
     }
 
     /// `total` as a result (`complete`) or as a partial total that leaves its partition, unless
@@ -201,6 +205,21 @@ impl Column<'_> {
             Column::Decimal(values) => values.len(),
         }
     }
+}
+
+/// The exact total of DECIMAL values and their count: summed in 128 bits, each step past
+/// 128 bits' range counted as a carry of 2^128 either way.
+fn decimal_total(values: impl Iterator<Item = i128>) -> (i256, i64) {
+    let (mut sum, mut carries, mut count) = (0i128, 0i128, 0i64);
+    for value in values {
+        let (next, carried) = sum.overflowing_add(value);
+        if carried {
+            carries += value.signum();
+        }
+        sum = next;
+        count += 1;
+    }
+    (i256::from_i128(sum).wrapping_add(i256::from_parts(0, carries)), count)
 }
 
 fn external(error: SqlError) -> DataFusionError {
@@ -321,6 +340,9 @@ impl Total {
 
     fn add(&mut self, values: &ArrayRef, sign: i64) -> Result<()> {
         let values = self.totals.column(values);
+        if sign > 0 && !self.only_total_checked {
+            return self.add_rows(&values);
+        }
         for value in (0..values.len()).filter_map(|row| values.get(row)) {
             self.count += sign;
             let value = if sign < 0 { value.wrapping_neg() } else { value };
@@ -334,6 +356,42 @@ impl Total {
                 Err(_) => self.overflowed = true,
             }
         }
+        Ok(())
+    }
+
+    /// [`Self::add`] of rows coming in, each step checked: BIGINT steps in 64 bits, DECIMALs
+    /// in 128 bits with their carries counted, rather than each value widened to 256 bits.
+    fn add_rows(&mut self, values: &Column) -> Result<()> {
+        match values {
+            Column::Bigint(values) => match values.nulls().filter(|n| n.null_count() > 0) {
+                None => self.add_bigints(values.values().iter().copied()),
+                Some(nulls) => self.add_bigints(nulls.valid_indices().map(|row| values.value(row))),
+            },
+            Column::Decimal(values) => {
+                let (total, count) = match values.nulls().filter(|n| n.null_count() > 0) {
+                    None => decimal_total(values.values().iter().copied()),
+                    Some(nulls) => decimal_total(nulls.valid_indices().map(|row| values.value(row))),
+                };
+                self.total = self.total.wrapping_add(total);
+                self.count += count;
+                Ok(())
+            }
+        }
+    }
+
+    /// BIGINT steps from a total that, as every step before it, stays in BIGINT's range.
+    fn add_bigints(&mut self, values: impl Iterator<Item = i64>) -> Result<()> {
+        let mut total = self.total.as_i128() as i64;
+        for value in values {
+            self.count += 1;
+            match (total.checked_add(value), self.on_overflow) {
+                (Some(sum), _) => total = sum,
+                (None, OnOverflow::Wrap) => total = total.wrapping_add(value),
+                (None, OnOverflow::Fail) => return Err(external(Totals::bigint_overflow())),
+                (None, OnOverflow::Null) => self.overflowed = true,
+            }
+        }
+        self.total = i256::from_i128(total.into());
         Ok(())
     }
 
@@ -653,6 +711,45 @@ mod tests {
         tried.update_batch(&[decimals(&[largest, largest, 1])], &[0, 0, 1], None, 2).unwrap();
         let totals = tried.evaluate(EmitTo::All).unwrap();
         assert_eq!(totals.as_primitive::<Decimal128Type>().iter().collect::<Vec<_>>(), [None, Some(1)]);
+    }
+
+    /// A total of many DECIMALs past 128 bits, NULLs among them, is the exact product of the
+    /// value and the count of values, on the way up and back down.
+    #[test]
+    fn decimal_totals_count_their_carries_past_128_bits() {
+        let largest = 10i128.pow(38) - 1;
+        let values: Vec<Option<i128>> = (0..1000).map(|row| (row % 3 != 0).then_some(largest)).collect();
+        let up: ArrayRef = Arc::new(Decimal128Array::from(values).with_precision_and_scale(38, 0).unwrap());
+        let mut total = Total::new(DECIMAL_38, OnOverflow::Fail);
+        total.update_batch(&[Arc::clone(&up)]).unwrap();
+        assert_eq!(total.count, 666);
+        assert_eq!(total.total, i256::from_i128(largest).wrapping_mul(i256::from_i128(666)));
+
+        let down = decimals(&vec![-largest; 667]);
+        total.update_batch(&[down]).unwrap();
+        assert_eq!(total.evaluate().unwrap(), ScalarValue::Decimal128(Some(-largest), 38, 0));
+    }
+
+    /// Spark 4.3 checks each step of a BIGINT sum: 9223372036854775807, 1 and -5 fail under
+    /// `sum`, give NULL under `try_sum`, and wrap around without ANSI mode, NULLs or not.
+    #[test]
+    fn a_bigint_step_out_of_range_counts_though_the_total_comes_back() {
+        for values in
+            [[Some(i64::MAX), Some(1), Some(-5)].to_vec(), [None, Some(i64::MAX), None, Some(1), Some(-5)].to_vec()]
+        {
+            let mut failing = Total::new(Totals::Bigint, OnOverflow::Fail);
+            let error = failing.update_batch(&[int64s(&values)]).unwrap_err();
+            assert!(error.to_string().contains("[ARITHMETIC_OVERFLOW] overflow"), "{error}");
+
+            let mut tried = Total::new(Totals::Bigint, OnOverflow::Null);
+            tried.update_batch(&[int64s(&values)]).unwrap();
+            assert_eq!(tried.evaluate().unwrap(), ScalarValue::Int64(None));
+
+            let mut wrapping = Total::new(Totals::Bigint, OnOverflow::Wrap);
+            wrapping.update_batch(&[int64s(&values)]).unwrap();
+            let wrapped = i64::MAX.wrapping_add(1).wrapping_add(-5);
+            assert_eq!(wrapping.evaluate().unwrap(), ScalarValue::Int64(Some(wrapped)));
+        }
     }
 
     /// A DISTINCT total adds each value once, checked as the others.
