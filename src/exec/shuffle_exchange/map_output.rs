@@ -179,6 +179,7 @@ async fn write_map_output(
         Arc::clone(&context.runtime_env().disk_manager),
         metrics,
     );
+    let mut first = true;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         if batch.num_rows() == 0 {
@@ -187,6 +188,15 @@ async fn write_map_output(
         let ids = route(&batch)?;
         writer.push(batch, ids.as_deref())?;
         writer.reserve_or_spill().await?;
+        // The first task to ask for a broadcast join's hash table builds it and wakes its
+        // siblings that waited, into this thread's LIFO slot, which the other threads cannot
+        // steal from. A scan's next batch is often ready at once, so without a yield a
+        // sibling would wait there for this task's whole input while a core is idle.
+        // Yielding on every batch instead moves tasks between threads, and their memory
+        // with them.
+        if std::mem::take(&mut first) {
+            tokio::task::yield_now().await;
+        }
     }
     writer.finish().await
 }
@@ -324,5 +334,36 @@ impl MapWriter {
             })
             .collect();
         Ok(MapOutput { parts, bytes: self.bytes, rows: self.rows, data_size: self.data_size })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::Int32Array;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+
+    use super::*;
+
+    /// Two map tasks over inputs whose batches are always ready, polled in turn on one thread:
+    /// each yields after its first batch, so the other starts before the first goes on.
+    #[tokio::test(flavor = "current_thread")]
+    async fn map_tasks_yield_after_their_first_batch() {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, false)]));
+        let context = TaskContext::default();
+        let metrics = ExecutionPlanMetricsSet::new();
+        let reads = Arc::new(Mutex::new(Vec::new()));
+        let tasks = (0..2).map(|map| {
+            let (reads, batch_schema) = (Arc::clone(&reads), Arc::clone(&schema));
+            let batches = (0..3).map(move |_| {
+                reads.lock().push(map);
+                Ok(RecordBatch::try_new(Arc::clone(&batch_schema), vec![Arc::new(Int32Array::from(vec![1, 2]))])?)
+            });
+            let stream = Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), futures::stream::iter(batches)));
+            write_map_output(stream, map, 1, &context, ExchangeMetrics::new(&metrics), |_| Ok(None))
+        });
+        let outputs = futures::future::try_join_all(tasks).await.unwrap();
+        assert_eq!(outputs.iter().map(|output| output.rows.iter().sum::<u64>()).collect::<Vec<_>>(), [6, 6]);
+        assert_eq!(*reads.lock(), [0, 1, 0, 0, 1, 1]);
     }
 }
