@@ -321,7 +321,7 @@ async fn grouping_a_sorted_bucketed_table_finds_its_groups_in_order() {
 }
 
 /// A non-bucketed table is read in Spark's splits: its files cut at
-/// `spark.sql.files.maxPartitionBytes` (each split reading the row groups that start in it),
+/// `spark.sql.files.maxPartitionBytes` (each split reading the row groups whose midpoint lies in it),
 /// and every row read once whatever the split size. An aggregate over it is planned with an
 /// exchange even when one split holds everything, as Spark plans it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

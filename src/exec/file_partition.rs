@@ -12,13 +12,17 @@
 //! files share one. Spark 4's `spark.sql.files.maxPartitionNum` (unset by default) is not
 //! read. Bucketed scans keep one partition per bucket and do not come here.
 //!
-//! Where we differ: Spark's reader gives a split the row groups whose midpoint lies in its
-//! byte range; DataFusion's, which reads our splits, gives it those whose first page does. A
-//! row group that starts before a split's end but has its midpoint after it is read by the
-//! earlier split here and by the later one in Spark: lineitem at SF1 is read as 28 and 25
-//! row groups here, 27 and 26 in Spark.
+//! A split reads the row groups whose midpoint lies in its byte range, as Spark's reader
+//! (parquet-java's `filterFileMetaDataByMidpoint`) gives them: [`row_group_midpoints`] reads
+//! the midpoints from the file's footer and [`Split::row_groups`] selects by them, because
+//! DataFusion's reader, given a byte range, would take the row groups whose first page lies
+//! in it instead (lineitem at SF1 would be read as 28 and 25 row groups, where Spark reads
+//! 27 and 26).
 
 use std::ops::Range;
+
+use datafusion::datasource::physical_plan::parquet::{ParquetAccessPlan, RowGroupAccess};
+use datafusion::parquet::file::metadata::ParquetMetaData;
 
 use crate::catalog::table::DataFile;
 
@@ -49,6 +53,36 @@ impl Split<'_> {
     pub fn is_whole_file(&self) -> bool {
         self.range.start == 0 && self.range.end == self.file.byte_size
     }
+
+    /// The row groups of its file (their `midpoints`) that the split reads: those whose
+    /// midpoint lies in its range, so that every row group is read by exactly one split.
+    pub fn row_groups(&self, midpoints: &[u64]) -> ParquetAccessPlan {
+        ParquetAccessPlan::new(
+            midpoints
+                .iter()
+                .map(|midpoint| match self.range.contains(midpoint) {
+                    true => RowGroupAccess::Scan,
+                    false => RowGroupAccess::Skip,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Each row group's midpoint as parquet-java places it: the offset of its first column's
+/// first page (the dictionary page's, when it comes first) plus half its compressed size. A
+/// row group without columns has no rows; it is given to the first split.
+pub fn row_group_midpoints(footer: &ParquetMetaData) -> Vec<u64> {
+    footer
+        .row_groups()
+        .iter()
+        .map(|group| {
+            let Some(first) = group.columns().first() else { return 0 };
+            let data = first.data_page_offset();
+            let start = first.dictionary_page_offset().map_or(data, |dictionary| dictionary.min(data));
+            (start + group.compressed_size() / 2).max(0) as u64
+        })
+        .collect()
 }
 
 impl FileSplitting {

@@ -7,7 +7,7 @@
 //! `b % m == i`. A non-bucketed scan spreads files over the session's cores by size. Rows are
 //! read by DataFusion's Parquet source, with projection and row-group pruning.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -32,7 +32,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 use futures::StreamExt;
 
-use super::file_partition::FileSplitting;
+use super::file_partition::{FileSplitting, row_group_midpoints};
 use super::parquet_reads::CountedReads;
 use crate::catalog::table::{BucketSpec, DataFile, TableMeta};
 use crate::storage::object_stores::scan_path;
@@ -79,6 +79,8 @@ pub struct ScanFilters {
 #[derive(Debug, Clone)]
 pub struct FileSourceScanExec {
     request: ScanRequest,
+    /// The row groups' midpoints of each file read in several splits, by path.
+    midpoints: HashMap<String, Vec<u64>>,
     coalesced_to: Option<u32>,
     inner: Arc<dyn ExecutionPlan>,
     properties: Arc<PlanProperties>,
@@ -165,15 +167,34 @@ impl ViewPrefilter {
 }
 
 impl FileSourceScanExec {
-    pub fn try_new(request: ScanRequest) -> Result<Self> {
+    /// The scan `request` asks for. The footers of the files it reads in several splits are
+    /// read now, for their row groups' places.
+    pub async fn try_new(request: ScanRequest) -> Result<Self> {
         let placeholder: Arc<dyn ExecutionPlan> =
             Arc::new(datafusion::physical_plan::empty::EmptyExec::new(Arc::new(Schema::empty())));
         let mut scan = FileSourceScanExec {
             request,
+            midpoints: HashMap::new(),
             coalesced_to: None,
             properties: Arc::clone(placeholder.properties()),
             inner: placeholder,
         };
+        // Whether the scan reads by bucket may still change (`with_status`), so a bucketed
+        // table's large files are looked at as well.
+        let selected = scan.selected_files();
+        let max_split = scan.request.splitting.max_split_bytes(&selected);
+        let partition_columns = scan.partition_columns()?;
+        let split_files: Vec<&DataFile> = selected.into_iter().filter(|file| file.byte_size > max_split).collect();
+        let footers = split_files.iter().map(|file| {
+            let partitioned = scan.partitioned_file(file, &partition_columns);
+            async { scan.request.reads.footer(partitioned?).await }
+        });
+        let footers = futures::future::try_join_all(footers).await?;
+        scan.midpoints = split_files
+            .iter()
+            .zip(footers)
+            .map(|(file, footer)| (file.path.clone(), row_group_midpoints(&footer)))
+            .collect();
         scan.rebuild()?;
         Ok(scan)
     }
@@ -313,24 +334,31 @@ impl FileSourceScanExec {
         self.request.projection.iter().position(|i| self.request.table_schema.field(*i).name() == column)
     }
 
+    /// The files of the selected buckets (all, when none were pruned).
+    fn selected_files(&self) -> Vec<&DataFile> {
+        self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect()
+    }
+
+    /// The table's Hive partition columns and their types.
+    fn partition_columns(&self) -> Result<Vec<(String, DataType)>> {
+        let schema = &self.request.table_schema;
+        let columns = self.request.table.partition_columns.iter();
+        columns.map(|c| Ok((c.clone(), schema.field_with_name(c)?.data_type().clone()))).collect()
+    }
+
+    /// `file` as DataFusion's reader takes it, whole, with its values of `partition_columns`.
+    fn partitioned_file(&self, file: &DataFile, partition_columns: &[(String, DataType)]) -> Result<PartitionedFile> {
+        let external = |e| DataFusionError::External(Box::new(e));
+        let values = partition_values(&file.partition, partition_columns).map_err(external)?;
+        let mut partitioned = PartitionedFile::new(String::new(), file.byte_size).with_partition_values(values);
+        (_, partitioned.object_meta.location) = scan_path(&self.request.table.file_path(file)).map_err(external)?;
+        Ok(partitioned)
+    }
+
     fn rebuild(&mut self) -> Result<()> {
-        let partition_columns: Vec<(String, DataType)> = self
-            .request
-            .table
-            .partition_columns
-            .iter()
-            .map(|c| Ok((c.clone(), self.request.table_schema.field_with_name(c)?.data_type().clone())))
-            .collect::<Result<_>>()?;
+        let partition_columns = self.partition_columns()?;
         let (store, _) = scan_path(&self.request.table.location).map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let to_partitioned_file = |file: &DataFile| -> Result<PartitionedFile> {
-            let values = partition_values(&file.partition, &partition_columns)
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let mut partitioned = PartitionedFile::new(String::new(), file.byte_size).with_partition_values(values);
-            (_, partitioned.object_meta.location) =
-                scan_path(&self.request.table.file_path(file)).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            Ok(partitioned)
-        };
-        let selected: Vec<&DataFile> = self.request.files.iter().filter(|f| self.bucket_selected(f.bucket)).collect();
+        let selected = self.selected_files();
 
         let ordering = self.output_ordering();
         let (groups, partitioning) = match (self.is_bucketed(), self.bucket_spec()) {
@@ -341,7 +369,7 @@ impl FileSourceScanExec {
                     let bucket = file.bucket.ok_or_else(|| {
                         DataFusionError::Internal(format!("file {} of a bucketed table has no bucket id", file.path))
                     })?;
-                    groups[bucket as usize % count].push(to_partitioned_file(file)?);
+                    groups[bucket as usize % count].push(self.partitioned_file(file, &partition_columns)?);
                 }
                 let keys = spec
                     .bucket_columns
@@ -360,11 +388,18 @@ impl FileSourceScanExec {
                 for partition in self.request.splitting.partitions(&selected) {
                     let mut files = Vec::with_capacity(partition.len());
                     for split in partition {
-                        let file = to_partitioned_file(split.file)?;
-                        files.push(if split.is_whole_file() {
-                            file
-                        } else {
-                            file.with_range(split.range.start as i64, split.range.end as i64)
+                        let file = self.partitioned_file(split.file, &partition_columns)?;
+                        files.push(match split.is_whole_file() {
+                            true => file,
+                            false => {
+                                let midpoints = self.midpoints.get(&split.file.path).ok_or_else(|| {
+                                    DataFusionError::Internal(format!(
+                                        "the footer of {}, read in splits, was not read when the scan was planned",
+                                        split.file.path
+                                    ))
+                                })?;
+                                file.with_extension(split.row_groups(midpoints))
+                            }
                         });
                     }
                     groups.push(files);

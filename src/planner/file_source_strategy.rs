@@ -37,7 +37,7 @@ pub fn is_partition_filter(expr: &Expr, partition_columns: &[String]) -> bool {
     !columns.is_empty() && columns.iter().all(|c| partition_columns.contains(&c.name))
 }
 
-pub fn plan_scan(
+pub async fn plan_scan(
     state: &dyn Session,
     table: Arc<TableMeta>,
     table_schema: SchemaRef,
@@ -112,6 +112,7 @@ pub fn plan_scan(
         prefilter,
         reads: Arc::new(CountedReads::new(store, state.runtime_env().cache_manager.get_file_metadata_cache())),
     })
+    .await
 }
 
 /// Keeps the files of partitions whose values satisfy every partition filter.
@@ -554,7 +555,7 @@ mod tests {
         let config = SessionConfig::new().with_extension(Arc::new(crate::planner::test_fixtures::conf(settings)));
         let state = SessionContext::new_with_config(config).state();
         let schema = crate::planner::table_provider::table_schema(&table).unwrap();
-        let scan = plan_scan(&state, table, schema, None, filters).unwrap();
+        let scan = futures::executor::block_on(plan_scan(&state, table, schema, None, filters)).unwrap();
         (scan.status(), scan.selected_bucket_count().unwrap())
     }
 
@@ -574,5 +575,97 @@ mod tests {
         // One bucket: nothing to prune.
         let one = table_of("t", KB, Some((1, &["k"])), 1, &[]);
         assert_eq!(planned_buckets(one, &equal, &[]), (BucketedStatus::Bucketed, 1));
+    }
+
+    /// A plain table's file read in splits: each split reads the row groups whose midpoint
+    /// (the start of the row group's first column chunk plus half the row group's compressed
+    /// size) lies in its byte range, as Spark's Parquet reader gives them. One split ends just
+    /// past the start of the second row group, before its midpoint: that row group is the
+    /// next split's.
+    #[tokio::test]
+    async fn a_split_reads_the_row_groups_whose_midpoint_lies_in_it() {
+        use datafusion::arrow::array::{AsArray, Int64Array};
+        use datafusion::arrow::datatypes::{Field, Int64Type};
+        use datafusion::parquet::arrow::ArrowWriter;
+        use datafusion::parquet::file::properties::WriterProperties;
+        use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+        use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, collect_partitioned};
+        use datafusion::prelude::{SessionConfig, SessionContext};
+
+        use crate::catalog::location::Location;
+        use crate::planner::test_fixtures::{conf, table_of};
+
+        const GROUP_ROWS: i64 = 1000;
+        let dir = tempfile::tempdir().unwrap();
+        let mut table = (*table_of("t", &[("id", "bigint")], None, 1, &[])).clone();
+        table.location = Location::Local(dir.path().to_path_buf());
+        let path = dir.path().join(&table.files[0].path);
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        let properties = WriterProperties::builder().set_max_row_group_row_count(Some(GROUP_ROWS as usize)).build();
+        let mut writer = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema, Some(properties)).unwrap();
+        let ids = Arc::new(Int64Array::from_iter_values(0..4 * GROUP_ROWS)) as ArrayRef;
+        writer.write(&RecordBatch::try_from_iter([("id", ids)]).unwrap()).unwrap();
+        writer.close().unwrap();
+        table.files[0].byte_size = std::fs::metadata(&path).unwrap().len();
+
+        let footer = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let groups: Vec<(u64, u64)> = footer
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|group| (group.column(0).byte_range().0, group.compressed_size() as u64))
+            .collect();
+        assert_eq!(groups.len(), 4);
+        let (second_start, second_size) = groups[1];
+        let split = second_start + second_size / 4;
+        let settings = [
+            ("spark.sql.files.maxPartitionBytes", split.to_string()),
+            ("spark.sql.files.openCostInBytes", "0".to_string()),
+            ("spark.sql.files.minPartitionNum", "1".to_string()),
+        ];
+        let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut config = SessionConfig::new().with_extension(Arc::new(conf(&settings)));
+        // As our sessions run: each partition reads its own splits.
+        config.options_mut().execution.enable_file_stream_work_stealing = false;
+        let state = SessionContext::new_with_config(config).state();
+        let table = Arc::new(table);
+        let scan = plan_scan(
+            &state,
+            Arc::clone(&table),
+            crate::planner::table_provider::table_schema(&table).unwrap(),
+            None,
+            &[],
+        )
+        .await
+        .unwrap();
+
+        // The ids each split reads, by Spark's rule: row group g holds ids 1000 g .. 1000 (g + 1).
+        let splits = table.files[0].byte_size.div_ceil(split);
+        let mut expected: Vec<Vec<i64>> = (0..splits)
+            .map(|i| {
+                let range = i * split..(i + 1) * split;
+                let midpoint = |(start, size): &(u64, u64)| start + size / 2;
+                let read = groups.iter().enumerate().filter(|(_, group)| range.contains(&midpoint(group)));
+                read.flat_map(|(g, _)| g as i64 * GROUP_ROWS..(g as i64 + 1) * GROUP_ROWS).collect()
+            })
+            .collect();
+        assert_eq!(expected[0], (0..GROUP_ROWS).collect::<Vec<_>>(), "the first split reads the first group alone");
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(scan);
+        assert_eq!(plan.output_partitioning().partition_count() as u64, splits);
+        let mut read: Vec<Vec<i64>> = collect_partitioned(plan, state.task_ctx())
+            .await
+            .unwrap()
+            .iter()
+            .map(|batches| {
+                batches.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect()
+            })
+            .collect();
+        // Each split's ids as ranges, for short messages.
+        let ranges = |splits: &mut Vec<Vec<i64>>| {
+            splits.sort();
+            splits.iter().map(|ids| ids.first().map(|first| (*first, ids.len()))).collect::<Vec<_>>()
+        };
+        assert_eq!(ranges(&mut read), ranges(&mut expected));
+        assert_eq!(read, expected);
     }
 }

@@ -150,7 +150,7 @@ impl TableProvider for ParquetTable {
         filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let scan = plan_scan(state, Arc::clone(&self.meta), Arc::clone(&self.schema), projection, filters)?;
+        let scan = plan_scan(state, Arc::clone(&self.meta), Arc::clone(&self.schema), projection, filters).await?;
         Ok(Arc::new(scan))
     }
 }
