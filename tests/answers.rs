@@ -575,3 +575,36 @@ async fn set_operations_declare_the_type_their_branches_widen_to() {
     let rows = client.query(&doubles, &[]).await.unwrap();
     assert_eq!(rows.iter().map(|r| r.get::<_, f64>(0)).collect::<Vec<_>>(), [1.0, 2.5]);
 }
+
+/// `d + n`, `n + d` and `d - n` with an INT number of days are Spark's `date_add` and
+/// `date_sub`, as EXPLAIN shows (Spark 4.3 prints `date_add(d#17, 1)` for `d + 1`); a BIGINT
+/// number of days fails as in Spark, with DATATYPE_MISMATCH (42K09).
+#[tokio::test]
+async fn days_added_to_a_date_are_spark_date_add() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE days USING parquet AS \
+             SELECT date_add(DATE '2024-01-01', CAST(id AS INT)) AS d, CAST(id * 40 - 1000 AS INT) AS n, id AS l \
+             FROM range(100)",
+        )
+        .await
+        .unwrap();
+    let day = |offset: i64| {
+        (chrono::NaiveDate::from_ymd_opt(2024, 1, 1).unwrap() + chrono::Duration::days(offset)).to_string()
+    };
+    let expected: Vec<Vec<String>> = (0..100)
+        .map(|id| {
+            let n = id * 40 - 1000;
+            vec![n.to_string(), day(id + n), day(id + n), day(id - n), day(id + 1)]
+        })
+        .collect();
+    let rows = text_rows(&client, "SELECT n, d + n, n + d, d - n, d + 1 FROM days").await;
+    assert_eq!(sorted(rows), sorted(expected));
+    let plan = text_rows(&client, "EXPLAIN SELECT d + 1, d - n FROM days").await[0][0].clone();
+    assert!(plan.contains("date_add(d#") && plan.contains("date_sub(d#"), "{plan}");
+    assert!(!plan.contains("Interval"), "{plan}");
+    assert_eq!(error_code(&client, "SELECT d + l FROM days").await, "42K09");
+    assert_eq!(error_code(&client, "SELECT d - l FROM days").await, "42K09");
+}

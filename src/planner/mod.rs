@@ -11,6 +11,7 @@
 pub mod abandoned_planning;
 pub mod adaptive;
 pub mod ansi_arithmetic;
+pub mod binary_arithmetic_with_datetime_resolver;
 pub mod bucketing;
 pub mod cast_from_string;
 pub mod constant_folding;
@@ -75,6 +76,7 @@ use crate::exec::hash_aggregate::HashAggregateExec;
 use crate::exec::sort::SortExec;
 use adaptive::insert_adaptive_spark_plan::insert_adaptive_spark_plan;
 use ansi_arithmetic::AnsiArithmetic;
+use binary_arithmetic_with_datetime_resolver::BinaryArithmeticWithDatetimeResolver;
 use bucketing::coalesce_buckets_in_join::coalesce_buckets_in_join;
 use bucketing::disable_unnecessary_bucketed_scan::disable_unnecessary_bucketed_scan;
 use constant_folding::ConstantFolding;
@@ -106,8 +108,8 @@ use unwrap_cast_in_binary_comparison::UnwrapCastInBinaryComparison;
 use widen_set_operation_types::WidenSetOperationTypes;
 
 /// DataFusion's analyzer rules, after Spark's `Generate` (which replaces a join DataFusion
-/// cannot run), with Spark's choice of DOUBLE over DECIMAL and its fractional `/` (one pass),
-/// made before its type coercion, ANSI mode's checked integral arithmetic
+/// cannot run), with Spark's days added to DATEs, then its choice of DOUBLE over DECIMAL and
+/// its fractional `/` (one pass), made before its type coercion, ANSI mode's checked integral arithmetic
 /// after it (when both operands have one type), then Spark's `RewriteExceptAll` and
 /// `RewriteIntersectAll`: Spark runs them first in its optimizer, and only before
 /// DataFusion's optimizer is an EXCEPT ALL's join told from a user's (see
@@ -123,6 +125,7 @@ pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     };
     let before = coercion(&rules);
     rules.insert(before, Arc::new(DecimalPrecision));
+    rules.insert(before, Arc::new(BinaryArithmeticWithDatetimeResolver));
     let after = (coercion(&rules) + 1).min(rules.len());
     rules.insert(after, Arc::new(AnsiArithmetic));
     rules.insert(after + 1, Arc::new(SparkCasts));

@@ -3,7 +3,8 @@
 //! - Integer literals that fit 32 bits are `INT`, as in Spark and PostgreSQL (DataFusion
 //!   reads every integer literal as BIGINT). This is what makes `hash(1)` Spark's `hash(1)`
 //!   and lets `date_add(d, 3)` find Spark's INT signature. Ordinals (`ORDER BY 1`,
-//!   `GROUP BY 1`) and `LIMIT` / `OFFSET` keep their literals.
+//!   `GROUP BY 1`), `LIMIT` / `OFFSET` and interval counts (`INTERVAL 2 DAY`) keep their
+//!   literals.
 //! - Literals with an exponent (`1e3`, `2.5E-4`) are DOUBLE, as Spark reads them; other
 //!   fractional literals stay DECIMAL (`parse_float_as_decimal`), as in Spark.
 //! - `row_number()`, `rank()`, `dense_rank()` and `ntile(n)` are `INT`, as Spark types them
@@ -694,6 +695,13 @@ impl VisitorMut for NarrowIntegerLiterals {
                 {
                     *places = Expr::value(Value::Number(format!("-{digits}"), false));
                 }
+            }
+        }
+        // An interval's count (`INTERVAL 2 DAY`) must stay a plain literal.
+        if let Expr::Interval(interval) = expr {
+            match interval.value.as_mut() {
+                Expr::UnaryOp { expr: count, .. } => restore(count),
+                count => restore(count),
             }
         }
         if let Expr::Value(value) = expr
