@@ -1,7 +1,8 @@
 //! Spark's `BinaryArithmeticWithDatetimeResolver`, for a DATE and a number of days: `d + n`
 //! and `n + d` are `date_add(d, n)`, `d - n` is `date_sub(d, n)`. The number must be an INT,
-//! SMALLINT or TINYINT; another number (BIGINT, DECIMAL, DOUBLE), and `n - d`, fail with
-//! DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE (42K09), as in Spark.
+//! SMALLINT or TINYINT; a BIGINT fails with DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE (42K09),
+//! as in Spark. DataFusion's planner refuses a DECIMAL or DOUBLE number of days, and `n - d`,
+//! before this rule runs, with its own message (42804, 42000).
 //!
 //! DataFusion's type coercion reads `d + n` as `d + INTERVAL n DAYS` instead: it takes a BIGINT
 //! and steps each row through the calendar, where `date_add` adds integers (EXPLAIN prints
@@ -51,30 +52,25 @@ fn resolve(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         (Operator::Plus, DataType::Date32, days) if days.is_numeric() => (date_add(), left, right, days),
         (Operator::Plus, days, DataType::Date32) if days.is_numeric() => (date_add(), right, left, days),
         (Operator::Minus, DataType::Date32, days) if days.is_numeric() => (date_sub(), left, right, days),
-        (Operator::Minus, days, DataType::Date32) if days.is_numeric() => {
-            let text = format!("({} - {})", left.human_display(), right.human_display());
-            return Err(unexpected_type(&text, "The first parameter requires the \"DATE\" type", left, days));
-        }
         _ => return Ok(Transformed::no(expr)),
     };
     if !matches!(days_type, DataType::Int32 | DataType::Int16 | DataType::Int8) {
-        let text = format!("{}({}, {})", function.name(), date.human_display(), days.human_display());
-        let required = "The second parameter requires the (\"INT\" or \"SMALLINT\" or \"TINYINT\") type";
-        return Err(unexpected_type(&text, required, days, days_type));
+        return Err(unexpected_days(function.name(), date, days, days_type));
     }
     let call = ScalarFunction::new_udf(function, vec![date.as_ref().clone(), days.as_ref().clone()]);
     Ok(Transformed::yes(Expr::ScalarFunction(call)))
 }
 
-/// Spark's error for `operand`, of type `found`, where `required` is asked for in `text`.
-fn unexpected_type(text: &str, required: &str, operand: &Expr, found: &DataType) -> DataFusionError {
+/// Spark's error for `function(date, days)` where `days` is of type `found`.
+fn unexpected_days(function: &str, date: &Expr, days: &Expr, found: &DataType) -> DataFusionError {
     let found = SparkType::from_arrow(found).map_or_else(|_| found.to_string(), |t| t.ddl_name());
+    let (date, days) = (date.human_display(), days.human_display());
     DataFusionError::from(SqlError::new(
         "42K09",
         format!(
-            "[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] Cannot resolve \"{text}\" due to data type mismatch: \
-             {required}, however \"{}\" has the type \"{found}\".",
-            operand.human_display()
+            "[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] Cannot resolve \"{function}({date}, {days})\" due to data type \
+             mismatch: The second parameter requires the (\"INT\" or \"SMALLINT\" or \"TINYINT\") type, however \
+             \"{days}\" has the type \"{found}\"."
         ),
     ))
 }
