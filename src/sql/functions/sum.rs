@@ -62,6 +62,17 @@ impl OnOverflow {
     fn tracked(self) -> bool {
         self != OnOverflow::Fail
     }
+
+    /// A BIGINT total's step, in 64 bits as Java's `long`: out of range, it fails, is `None`
+    /// (`try_sum`, whose total is then NULL) or wraps around (legacy mode).
+    fn bigint_step(self, total: i64, value: i64) -> Result<Option<i64>> {
+        match (total.checked_add(value), self) {
+            (Some(sum), _) => Ok(Some(sum)),
+            (None, OnOverflow::Wrap) => Ok(Some(total.wrapping_add(value))),
+            (None, OnOverflow::Fail) => Err(external(Totals::bigint_overflow())),
+            (None, OnOverflow::Null) => Ok(None),
+        }
+    }
 }
 
 /// `sum` as Spark's in `mode`, over DataFusion's `sum`.
@@ -384,11 +395,9 @@ impl Total {
         let mut total = self.total.as_i128() as i64;
         for value in values {
             self.count += 1;
-            match (total.checked_add(value), self.on_overflow) {
-                (Some(sum), _) => total = sum,
-                (None, OnOverflow::Wrap) => total = total.wrapping_add(value),
-                (None, OnOverflow::Fail) => return Err(external(Totals::bigint_overflow())),
-                (None, OnOverflow::Null) => self.overflowed = true,
+            match self.on_overflow.bigint_step(total, value)? {
+                Some(sum) => total = sum,
+                None => self.overflowed = true,
             }
         }
         self.total = i256::from_i128(total.into());
@@ -473,9 +482,13 @@ impl GroupTotals {
         self.seen.resize(groups_total, false);
         self.overflowed.resize(groups_total, false);
         let values = self.totals.column(values);
-        if let (Column::Decimal(decimals), None) = (&values, filter) {
-            self.add_decimals(decimals, groups);
-            return Ok(());
+        match (&values, filter) {
+            (Column::Decimal(decimals), None) => {
+                self.add_decimals(decimals, groups);
+                return Ok(());
+            }
+            (Column::Bigint(bigints), None) => return self.add_bigints(bigints, groups),
+            _ => {}
         }
         for (row, &group) in groups.iter().enumerate() {
             let Some(value) = values.get(row) else { continue };
@@ -487,6 +500,22 @@ impl GroupTotals {
                 Ok(total) => self.sums[group] = total,
                 Err(error) if self.on_overflow == OnOverflow::Fail => return Err(external(error)),
                 Err(_) => self.overflowed[group] = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::add`] of BIGINTs, each step checked in 64 bits from a total that, as every step
+    /// before it, stays in BIGINT's range, rather than each value widened to 256 bits.
+    fn add_bigints(&mut self, values: &Int64Array, groups: &[usize]) -> Result<()> {
+        for (row, (&group, &value)) in groups.iter().zip(values.values().iter()).enumerate() {
+            if values.is_null(row) {
+                continue;
+            }
+            self.seen[group] = true;
+            match self.on_overflow.bigint_step(self.sums[group].as_i128() as i64, value)? {
+                Some(sum) => self.sums[group] = i256::from_i128(sum.into()),
+                None => self.overflowed[group] = true,
             }
         }
         Ok(())
@@ -750,6 +779,27 @@ mod tests {
             let wrapped = i64::MAX.wrapping_add(1).wrapping_add(-5);
             assert_eq!(wrapping.evaluate().unwrap(), ScalarValue::Int64(Some(wrapped)));
         }
+    }
+
+    /// The same steps in one group of several, beside a group that stays in range and one of
+    /// NULLs: only the group whose step left BIGINT's range fails, is NULL or wraps around.
+    #[test]
+    fn a_grouped_bigint_step_out_of_range_counts_in_its_group() {
+        let values = int64s(&[Some(i64::MAX), Some(2), None, Some(1), Some(3), Some(-5), None]);
+        let groups = [0, 1, 2, 0, 1, 0, 1];
+        let mut failing = GroupTotals::new(Totals::Bigint, OnOverflow::Fail);
+        let error = failing.update_batch(&[Arc::clone(&values)], &groups, None, 3).unwrap_err();
+        assert!(error.to_string().contains("[ARITHMETIC_OVERFLOW] overflow"), "{error}");
+
+        let totals = |on_overflow| {
+            let mut totals = GroupTotals::new(Totals::Bigint, on_overflow);
+            totals.update_batch(&[Arc::clone(&values)], &groups, None, 3).unwrap();
+            let totals = totals.evaluate(EmitTo::All).unwrap();
+            totals.as_primitive::<Int64Type>().iter().collect::<Vec<_>>()
+        };
+        assert_eq!(totals(OnOverflow::Null), [None, Some(5), None]);
+        let wrapped = i64::MAX.wrapping_add(1).wrapping_add(-5);
+        assert_eq!(totals(OnOverflow::Wrap), [Some(wrapped), Some(5), None]);
     }
 
     /// A DISTINCT total adds each value once, checked as the others.
