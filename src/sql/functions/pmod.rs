@@ -1,14 +1,20 @@
 //! Spark's `pmod(a, b)` under ANSI mode (`Pmod` in `arithmetic.scala`): a zero `b` fails with
 //! REMAINDER_BY_ZERO (`22012`), for DOUBLEs too, unless `a` is NULL, where the `pmod` of `datafusion-spark` gives
 //! NULL. Otherwise that `pmod` answers; under legacy mode (`spark.sql.ansi.enabled = false`) a
-//! zero `b` gives NULL, where that `pmod` gives NaN for DOUBLEs.
+//! zero `b` gives NULL, where that `pmod` gives NaN for DOUBLEs. Integers are Spark's own,
+//! `r = a % b; if (r < 0) (r + b) % b else r` in Java's wrapping arithmetic, where that `pmod`
+//! fails on an overflow of `r + b` (`pmod(-128, -9223372036854775808)`).
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, ArrowNativeTypeOp, AsArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::error::Result;
+use datafusion::arrow::compute::kernels::arity::binary;
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+};
+use datafusion::common::ScalarValue;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
 
 use super::overridden::{Invoke, overridden};
@@ -29,7 +35,7 @@ impl Invoke for ZeroDivisorFails {
         if EvalMode::of(&args.config_options) == EvalMode::Legacy {
             let divisors = args.args[1].to_array(args.number_rows)?;
             args.args[1] = ColumnarValue::Array(null_where_zero(&divisors)?);
-            return inner.invoke_with_args(args);
+            return integers_or(inner, args);
         }
         // Columns of one length: a scalar beside a column is repeated, two scalars are one row.
         if let Ok([dividends, divisors]) = <[_; 2]>::try_from(ColumnarValue::values_to_arrays(&args.args)?) {
@@ -45,6 +51,58 @@ impl Invoke for ZeroDivisorFails {
                 ).into());
             }
         }
-        inner.invoke_with_args(args)
+        integers_or(inner, args)
+    }
+}
+
+/// `pmod` of integers in Java's wrapping arithmetic; of other types, `inner`'s.
+fn integers_or(inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+    let [dividends, divisors] = <[_; 2]>::try_from(ColumnarValue::values_to_arrays(&args.args)?)
+        .map_err(|_| DataFusionError::Internal("pmod takes two arguments".into()))?;
+    let pmod = match (dividends.data_type(), divisors.data_type()) {
+        (DataType::Int8, DataType::Int8) => wrapping_pmod::<Int8Type>,
+        (DataType::Int16, DataType::Int16) => wrapping_pmod::<Int16Type>,
+        (DataType::Int32, DataType::Int32) => wrapping_pmod::<Int32Type>,
+        (DataType::Int64, DataType::Int64) => wrapping_pmod::<Int64Type>,
+        _ => return inner.invoke_with_args(args),
+    };
+    let result = pmod(&dividends, &divisors)?;
+    Ok(match args.args.iter().all(|arg| matches!(arg, ColumnarValue::Scalar(_))) {
+        true => ColumnarValue::Scalar(ScalarValue::try_from_array(&result, 0)?),
+        false => ColumnarValue::Array(result),
+    })
+}
+
+/// Spark's `pmod(a, n)` of integers: `r = a % n; if (r < 0) (r + n) % n else r`, wrapping
+/// as Java's `%` and `+` do. A zero divisor is a NULL row here (failed or made NULL above).
+fn wrapping_pmod<T: ArrowPrimitiveType>(dividends: &ArrayRef, divisors: &ArrayRef) -> Result<ArrayRef> {
+    let pmod = |a: T::Native, n: T::Native| {
+        if n.is_zero() {
+            return T::Native::ZERO;
+        }
+        let r = a.mod_wrapping(n);
+        if r.is_lt(T::Native::ZERO) { r.add_wrapping(n).mod_wrapping(n) } else { r }
+    };
+    Ok(Arc::new(binary::<_, _, _, T>(dividends.as_primitive::<T>(), divisors.as_primitive::<T>(), pmod)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::Int64Array;
+
+    use super::*;
+
+    /// Spark 4.3's answers, as it gave them: `pmod(-128, -9223372036854775808)` wraps around in
+    /// `r + n`, `pmod(-9223372036854775808, -1)` is 0, and a negative divisor keeps a positive
+    /// remainder.
+    #[test]
+    fn integers_wrap_as_java_does() {
+        let pairs =
+            [(-128, i64::MIN, 9223372036854775680), (i64::MIN, -1, 0), (-7, 3, 2), (7, -3, 1), (-128, 127, 126)];
+        let dividends: ArrayRef = Arc::new(pairs.iter().map(|p| p.0).collect::<Int64Array>());
+        let divisors: ArrayRef = Arc::new(pairs.iter().map(|p| p.1).collect::<Int64Array>());
+        let result = wrapping_pmod::<Int64Type>(&dividends, &divisors).unwrap();
+        let expected: Vec<i64> = pairs.iter().map(|p| p.2).collect();
+        assert_eq!(result.as_primitive::<Int64Type>().values().to_vec(), expected);
     }
 }
