@@ -59,50 +59,75 @@ impl Invoke for ZeroDivisorFails {
 fn integers_or(inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
     let [dividends, divisors] = <[_; 2]>::try_from(ColumnarValue::values_to_arrays(&args.args)?)
         .map_err(|_| DataFusionError::Internal("pmod takes two arguments".into()))?;
-    let pmod = match (dividends.data_type(), divisors.data_type()) {
-        (DataType::Int8, DataType::Int8) => wrapping_pmod::<Int8Type>,
-        (DataType::Int16, DataType::Int16) => wrapping_pmod::<Int16Type>,
-        (DataType::Int32, DataType::Int32) => wrapping_pmod::<Int32Type>,
-        (DataType::Int64, DataType::Int64) => wrapping_pmod::<Int64Type>,
+    let result = match (dividends.data_type(), divisors.data_type()) {
+        // Java computes a `byte`'s and a `short`'s remainder and sum as `int`s.
+        (DataType::Int8, DataType::Int8) => {
+            pmod_of::<Int8Type>(&dividends, &divisors, |a, n| java_pmod::<i32>(a.into(), n.into()) as i8)
+        }
+        (DataType::Int16, DataType::Int16) => {
+            pmod_of::<Int16Type>(&dividends, &divisors, |a, n| java_pmod::<i32>(a.into(), n.into()) as i16)
+        }
+        (DataType::Int32, DataType::Int32) => pmod_of::<Int32Type>(&dividends, &divisors, java_pmod),
+        (DataType::Int64, DataType::Int64) => pmod_of::<Int64Type>(&dividends, &divisors, java_pmod),
         _ => return inner.invoke_with_args(args),
-    };
-    let result = pmod(&dividends, &divisors)?;
+    }?;
     Ok(match args.args.iter().all(|arg| matches!(arg, ColumnarValue::Scalar(_))) {
         true => ColumnarValue::Scalar(ScalarValue::try_from_array(&result, 0)?),
         false => ColumnarValue::Array(result),
     })
 }
 
-/// Spark's `pmod(a, n)` of integers: `r = a % n; if (r < 0) (r + n) % n else r`, wrapping
-/// as Java's `%` and `+` do. A zero divisor is a NULL row here (failed or made NULL above).
-fn wrapping_pmod<T: ArrowPrimitiveType>(dividends: &ArrayRef, divisors: &ArrayRef) -> Result<ArrayRef> {
-    let pmod = |a: T::Native, n: T::Native| {
-        if n.is_zero() {
-            return T::Native::ZERO;
-        }
-        let r = a.mod_wrapping(n);
-        if r.is_lt(T::Native::ZERO) { r.add_wrapping(n).mod_wrapping(n) } else { r }
-    };
+/// `pmod` of each row's integers of type `T`.
+fn pmod_of<T: ArrowPrimitiveType>(
+    dividends: &ArrayRef,
+    divisors: &ArrayRef,
+    pmod: impl Fn(T::Native, T::Native) -> T::Native,
+) -> Result<ArrayRef> {
     Ok(Arc::new(binary::<_, _, _, T>(dividends.as_primitive::<T>(), divisors.as_primitive::<T>(), pmod)?))
+}
+
+/// Spark's `pmod(a, n)` of Java integers: `r = a % n; if (r < 0) (r + n) % n else r`, wrapping
+/// as Java's `%` and `+` do. A zero divisor is a NULL row here (failed or made NULL above).
+fn java_pmod<N: ArrowNativeTypeOp>(a: N, n: N) -> N {
+    if n.is_zero() {
+        return N::ZERO;
+    }
+    let r = a.mod_wrapping(n);
+    if r.is_lt(N::ZERO) { r.add_wrapping(n).mod_wrapping(n) } else { r }
 }
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::Int64Array;
+    use datafusion::arrow::array::{Int16Array, Int64Array};
+    use datafusion::arrow::datatypes::Field;
+    use datafusion::common::config::ConfigOptions;
 
     use super::*;
 
     /// Spark 4.3's answers, as it gave them: `pmod(-128, -9223372036854775808)` wraps around in
     /// `r + n`, `pmod(-9223372036854775808, -1)` is 0, and a negative divisor keeps a positive
-    /// remainder.
+    /// remainder; SMALLINTs add as Java's `int`s, so `pmod(-128, -32768)` is -128.
     #[test]
     fn integers_wrap_as_java_does() {
         let pairs =
             [(-128, i64::MIN, 9223372036854775680), (i64::MIN, -1, 0), (-7, 3, 2), (7, -3, 1), (-128, 127, 126)];
         let dividends: ArrayRef = Arc::new(pairs.iter().map(|p| p.0).collect::<Int64Array>());
         let divisors: ArrayRef = Arc::new(pairs.iter().map(|p| p.1).collect::<Int64Array>());
-        let result = wrapping_pmod::<Int64Type>(&dividends, &divisors).unwrap();
+        let result = pmod_of::<Int64Type>(&dividends, &divisors, java_pmod).unwrap();
         let expected: Vec<i64> = pairs.iter().map(|p| p.2).collect();
         assert_eq!(result.as_primitive::<Int64Type>().values().to_vec(), expected);
+
+        let shorts = |values: &[i16]| Arc::new(Int16Array::from(values.to_vec())) as ArrayRef;
+        let (dividends, divisors) = (shorts(&[-128, -32768, 5]), shorts(&[-32768, -32768, -32768]));
+        let args = ScalarFunctionArgs {
+            args: vec![ColumnarValue::Array(dividends), ColumnarValue::Array(divisors)],
+            arg_fields: ["a", "n"].map(|name| Arc::new(Field::new(name, DataType::Int16, true))).to_vec(),
+            number_rows: 3,
+            return_field: Arc::new(Field::new("pmod", DataType::Int16, true)),
+            config_options: Arc::new(ConfigOptions::default()),
+        };
+        let inner = ScalarUDF::from(datafusion_spark::function::math::modulus::SparkPmod::new());
+        let ColumnarValue::Array(result) = integers_or(&inner, args).unwrap() else { panic!("an array") };
+        assert_eq!(result.as_primitive::<Int16Type>().values().to_vec(), [-128, 0, 5]);
     }
 }
