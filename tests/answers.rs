@@ -608,3 +608,37 @@ async fn days_added_to_a_date_are_spark_date_add() {
     assert_eq!(error_code(&client, "SELECT d + l FROM days").await, "42K09");
     assert_eq!(error_code(&client, "SELECT d - l FROM days").await, "42K09");
 }
+
+/// Casts between DECIMALs and DOUBLEs as Spark 4.3 answered and planned them: a DECIMAL
+/// becomes its nearest DOUBLE (5.7171635982607945e-05 and 514574858076820.75, where
+/// Arrow's cast gives the next DOUBLE up), and EXPLAIN shows each cast as Spark's Project
+/// does, `cast(d#8 as decimal(20,4))`, without the conversions the casts run through.
+#[tokio::test]
+async fn decimals_and_doubles_cast_as_spark_casts_them() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE casts USING parquet AS SELECT CAST(id AS DOUBLE) / 7 AS d, \
+             CAST('0.000057171635982607948077' AS DECIMAL(38,24)) AS w, \
+             CAST('514574858076820.78' AS DECIMAL(20,2)) AS m, TIMESTAMP '2024-01-01 00:00:00' AS ts FROM range(3)",
+        )
+        .await
+        .unwrap();
+    let rows = text_rows(&client, "SELECT CAST(w AS DOUBLE), CAST(m AS DOUBLE) FROM casts").await;
+    let doubles: Vec<(f64, f64)> = rows.iter().map(|r| (r[0].parse().unwrap(), r[1].parse().unwrap())).collect();
+    assert_eq!(doubles, [(5.7171635982607945e-05, 514574858076820.75); 3]);
+    let plan = text_rows(
+        &client,
+        "EXPLAIN SELECT CAST(d AS DECIMAL(20,4)), CAST(w AS DOUBLE), CAST(ts AS BIGINT), CAST(d AS STRING) FROM casts",
+    )
+    .await[0][0]
+        .clone();
+    let project = plan.lines().find(|line| line.contains("Project [")).unwrap_or_default();
+    for cast in ["cast(d#", " as decimal(20,4))", "cast(w#", " as double)", "cast(ts#", " as bigint)", " as string)"] {
+        assert!(project.contains(cast), "{cast} in {plan}");
+    }
+    for conversion in ["float_decimal_text", "decimal_double", "timestamp_seconds", "float_text"] {
+        assert!(!plan.contains(conversion), "{conversion} in {plan}");
+    }
+}

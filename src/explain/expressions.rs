@@ -20,6 +20,7 @@ use crate::catalog::types::SparkType;
 use crate::exec::short_circuit::ShortCircuit;
 use crate::planner::ansi_arithmetic::{ANSI_NEGATE, ansi_operator};
 use crate::planner::normalize_nan_and_zero::{NORMALIZE_NAN, NORMALIZE_NAN_AND_ZERO};
+use crate::planner::spark_casts::is_cast_conversion;
 
 /// A named value produced by an operator. Spark gives each one a session-unique expression
 /// id when it is first produced and keeps it while the value flows up unchanged.
@@ -111,9 +112,9 @@ pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String 
     } else if let Some(e) = expr.downcast_ref::<NegativeExpr>() {
         format!("-{}", r(e.arg()))
     } else if let Some(e) = expr.downcast_ref::<CastExpr>() {
-        format!("cast({} as {})", r(e.expr()), spark_type(e.cast_type()))
+        format!("cast({} as {})", r(unconverted(e.expr())), spark_type(e.cast_type()))
     } else if let Some(e) = expr.downcast_ref::<TryCastExpr>() {
-        format!("try_cast({} as {})", r(e.expr()), spark_type(e.cast_type()))
+        format!("try_cast({} as {})", r(unconverted(e.expr())), spark_type(e.cast_type()))
     } else if let Some(e) = expr.downcast_ref::<InListExpr>() {
         let text = format!("{} IN ({})", r(e.expr()), join(e.list().iter().map(r), ","));
         if e.negated() { format!("NOT {text}") } else { text }
@@ -139,6 +140,11 @@ pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String 
         }
         text + " END"
     } else if let Some(e) = expr.downcast_ref::<ScalarFunctionExpr>()
+        && is_cast_conversion(e.name())
+        && let [operand] = e.args()
+    {
+        format!("cast({} as {})", r(operand), spark_type(e.return_type()))
+    } else if let Some(e) = expr.downcast_ref::<ScalarFunctionExpr>()
         && e.name() == ANSI_NEGATE
         && let [operand] = e.args()
     {
@@ -158,6 +164,14 @@ pub(super) fn render(expr: &Arc<dyn PhysicalExpr>, columns: &Columns) -> String 
         format!("{}({})", e.name().to_lowercase(), join(e.args().iter().map(r), ", "))
     } else {
         fmt_sql(expr.as_ref()).to_string()
+    }
+}
+
+/// The value a cast's conversion converts (Spark's plan shows only the cast), or `expr`.
+fn unconverted(expr: &Arc<dyn PhysicalExpr>) -> &Arc<dyn PhysicalExpr> {
+    match expr.downcast_ref::<ScalarFunctionExpr>().map(|e| (is_cast_conversion(e.name()), e.args())) {
+        Some((true, [operand])) => operand,
+        _ => expr,
     }
 }
 

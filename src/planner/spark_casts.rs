@@ -31,7 +31,7 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::timezone::Tz;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, Decimal128Type, Float32Type, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType,
@@ -113,6 +113,7 @@ fn spark_cast(expr: Expr, schema: &DFSchema, mode: EvalMode) -> Result<Transform
             recast(conversion(Conversion::FloatText), to)
         }
         (DataType::Float32 | DataType::Float64, t) if t.is_decimal() => recast(conversion(Conversion::DecimalText), to),
+        (DataType::Decimal128(..), DataType::Float64) => recast(conversion(Conversion::ExactDouble), to),
         (f, DataType::Boolean) if f.is_decimal() => {
             operand.clone().not_eq(Expr::Cast(Cast::new(Box::new(lit(0i64)), f.clone())))
         }
@@ -179,9 +180,13 @@ enum Conversion {
     /// NULL for NaN and the infinities: Spark casts a DOUBLE to a DECIMAL through that decimal
     /// (`BigDecimal(d.toString)`), where Arrow multiplies in binary (688.249999999999934464).
     DecimalText,
+    /// A DECIMAL as the DOUBLE nearest to it, as Java's `BigDecimal.doubleValue`, which Spark's
+    /// `Decimal.toDouble` is. Arrow divides the unscaled value, rounded to a DOUBLE, by a power
+    /// of ten, itself rounded past 10^22: one rounding too many.
+    ExactDouble,
 }
 
-const ALL_CONVERSIONS: [Conversion; 7] = [
+const ALL_CONVERSIONS: [Conversion; 8] = [
     Conversion::WholeSeconds,
     Conversion::Seconds,
     Conversion::ExactSeconds,
@@ -189,7 +194,14 @@ const ALL_CONVERSIONS: [Conversion; 7] = [
     Conversion::Text,
     Conversion::FloatText,
     Conversion::DecimalText,
+    Conversion::ExactDouble,
 ];
+
+/// Whether `function` is one of the conversions a Spark cast becomes, which Spark's plans show
+/// as the cast alone.
+pub fn is_cast_conversion(function: &str) -> bool {
+    ALL_CONVERSIONS.iter().any(|conversion| conversion.name() == function)
+}
 
 /// Each conversion's function, failing on values that do not fit, then each returning NULL.
 static CONVERSIONS: LazyLock<Vec<Arc<ScalarUDF>>> = LazyLock::new(|| {
@@ -202,6 +214,17 @@ static CONVERSIONS: LazyLock<Vec<Arc<ScalarUDF>>> = LazyLock::new(|| {
 });
 
 impl Conversion {
+    fn name(self) -> &'static str {
+        match self {
+            Conversion::WholeSeconds | Conversion::Seconds | Conversion::ExactSeconds => "timestamp_seconds",
+            Conversion::FromSeconds => "seconds_timestamp",
+            Conversion::Text => "timestamp_text",
+            Conversion::FloatText => "float_text",
+            Conversion::DecimalText => "float_decimal_text",
+            Conversion::ExactDouble => "decimal_double",
+        }
+    }
+
     fn udf(self, tolerant: bool) -> Arc<ScalarUDF> {
         let index = self as usize + if tolerant { ALL_CONVERSIONS.len() } else { 0 };
         Arc::clone(&CONVERSIONS[index])
@@ -224,13 +247,7 @@ impl TimestampConversion {
 
 impl ScalarUDFImpl for TimestampConversion {
     fn name(&self) -> &str {
-        match self.conversion {
-            Conversion::WholeSeconds | Conversion::Seconds | Conversion::ExactSeconds => "timestamp_seconds",
-            Conversion::FromSeconds => "seconds_timestamp",
-            Conversion::Text => "timestamp_text",
-            Conversion::FloatText => "float_text",
-            Conversion::DecimalText => "float_decimal_text",
-        }
+        self.conversion.name()
     }
 
     fn signature(&self) -> &Signature {
@@ -240,7 +257,7 @@ impl ScalarUDFImpl for TimestampConversion {
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
         Ok(match self.conversion {
             Conversion::WholeSeconds | Conversion::FromSeconds => DataType::Int64,
-            Conversion::Seconds => DataType::Float64,
+            Conversion::Seconds | Conversion::ExactDouble => DataType::Float64,
             Conversion::ExactSeconds => DataType::Decimal128(38, 6),
             Conversion::Text | Conversion::FloatText | Conversion::DecimalText => DataType::Utf8,
         })
@@ -276,13 +293,9 @@ impl ScalarUDFImpl for TimestampConversion {
             Conversion::FloatText => Arc::new(float_text_of(&value)?),
             Conversion::DecimalText => {
                 let doubles = cast(&value, &DataType::Float64)?;
-                let text: StringArray = doubles
-                    .as_primitive::<Float64Type>()
-                    .iter()
-                    .map(|d| d.filter(|d| d.is_finite()).map(|d| d.to_string()))
-                    .collect();
-                Arc::new(text)
+                Arc::new(shortest_decimal_text(doubles.as_primitive::<Float64Type>()))
             }
+            Conversion::ExactDouble => Arc::new(nearest_doubles(&value)?),
         };
         shaped_like(&args.args[0], converted)
     }
@@ -352,6 +365,34 @@ fn text_of(value: &ArrayRef) -> Result<StringArray> {
         .collect())
 }
 
+/// Each DECIMAL as the DOUBLE nearest to it (Java's `BigDecimal.doubleValue`).
+pub fn nearest_doubles(decimals: &ArrayRef) -> Result<Float64Array> {
+    let DataType::Decimal128(_, scale) = decimals.data_type() else {
+        return Err(DataFusionError::Internal(format!("a DECIMAL, not {}", decimals.data_type())));
+    };
+    let scale = *scale;
+    Ok(decimals.as_primitive::<Decimal128Type>().unary(|unscaled| nearest_double(unscaled, scale)))
+}
+
+/// `unscaled` × 10^-`scale` rounded once to a DOUBLE: by one division where both operands are
+/// exact DOUBLEs (as Java's fast path), else by reading its digits.
+fn nearest_double(unscaled: i128, scale: i8) -> f64 {
+    const EXACT_POWERS: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+        1e20, 1e21, 1e22,
+    ];
+    match usize::try_from(scale).ok().and_then(|scale| EXACT_POWERS.get(scale)) {
+        Some(power) if unscaled.unsigned_abs() < 1 << f64::MANTISSA_DIGITS => unscaled as f64 / power,
+        _ => format!("{unscaled}e{}", -i32::from(scale)).parse().unwrap_or(f64::NAN),
+    }
+}
+
+/// Each DOUBLE as the shortest decimal that reads back as it, NULL for NaN and the
+/// infinities: the text Spark's `Decimal(d)` (`BigDecimal(d.toString)`) reads.
+pub fn shortest_decimal_text(doubles: &Float64Array) -> StringArray {
+    doubles.iter().map(|d| d.filter(|d| d.is_finite()).map(|d| d.to_string())).collect()
+}
+
 /// Java's `Double.toString` (or `Float.toString`, for a FLOAT) of each value.
 fn float_text_of(value: &ArrayRef) -> Result<StringArray> {
     Ok(match value.data_type() {
@@ -402,6 +443,16 @@ fn java_text(x: impl Into<f64>, scientific: String) -> String {
 mod tests {
     use super::*;
     use datafusion::arrow::array::TimestampMicrosecondArray;
+
+    /// The nearest DOUBLEs, as Python's `float(Decimal(...))` gives them, where Arrow's cast
+    /// gives the next one: 5.717163598260795e-05 and 514574858076820.8.
+    #[test]
+    fn decimals_become_their_nearest_doubles() {
+        assert_eq!(nearest_double(57171635982607948077, 24), 5.7171635982607945e-05);
+        assert_eq!(nearest_double(51457485807682078, 2), 514574858076820.75);
+        assert_eq!(nearest_double(-125, 2), -1.25);
+        assert_eq!(nearest_double(i128::MAX, 0), 1.7014118346046923e38);
+    }
 
     /// Java 17's `Double.toString`, which Spark prints DOUBLEs with.
     #[test]

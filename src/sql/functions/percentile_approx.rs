@@ -23,6 +23,8 @@ use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Sign
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Literal;
 
+use crate::planner::spark_casts::{nearest_doubles, shortest_decimal_text};
+
 /// Spark's default accuracy, `ApproximatePercentile.DEFAULT_PERCENTILE_ACCURACY`.
 const DEFAULT_ACCURACY: f64 = 10_000.0;
 
@@ -109,12 +111,13 @@ fn ranked(values: &ArrayRef, percentage: f64, relative_error: f64) -> Result<Sca
     ScalarValue::try_from_array(&through_double(&value)?, 0)
 }
 
-/// `value` as Spark gives it back: its summary holds DOUBLEs, so a DECIMAL comes back rounded
-/// to its scale (NULL where that rounding passes its precision) and a BIGINT or TIMESTAMP past
-/// 2^53 comes back to the nearest DOUBLE.
+/// `value` as Spark gives it back: its summary holds DOUBLEs, so a DECIMAL comes back as
+/// `Decimal(d)` of its nearest DOUBLE `d`, that DOUBLE's shortest decimal text rounded to its scale (NULL where that
+/// rounding passes its precision), and a BIGINT or TIMESTAMP past 2^53 comes back to the
+/// nearest DOUBLE.
 fn through_double(value: &ArrayRef) -> Result<ArrayRef> {
     Ok(match value.data_type() {
-        DataType::Decimal128(..) => cast(&cast(value, &DataType::Float64)?, value.data_type())?,
+        DataType::Decimal128(..) => cast(&shortest_decimal_text(&nearest_doubles(value)?), value.data_type())?,
         DataType::Int64 | DataType::Timestamp(..) => {
             let wide = cast(value, &DataType::Int64)?;
             let rounded: Int64Array = wide.as_primitive::<Int64Type>().unary(|v| v as f64 as i64);
@@ -199,7 +202,8 @@ impl<Rank: Fn(&ArrayRef) -> Result<ScalarValue> + Send + Sync + 'static> Accumul
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::Int32Array;
+    use datafusion::arrow::array::{Decimal128Array, Int32Array};
+    use datafusion::arrow::datatypes::Decimal128Type;
 
     use super::*;
 
@@ -218,5 +222,20 @@ mod tests {
             assert_eq!(rank_of(percentage, &values), ScalarValue::Int32(Some(expected)), "{percentage}");
         }
         assert_eq!(rank_of(0.5, &[None]), ScalarValue::Int32(None));
+    }
+
+    /// A DECIMAL comes back as Spark 4.3 answered `percentile_approx` of 0.000071722553723267840000
+    /// (a DECIMAL(38, 24)): the DOUBLE's shortest digits, not its binary expansion
+    /// (0.000071722553723267842048).
+    #[test]
+    fn a_decimal_comes_back_as_its_doubles_shortest_digits() {
+        let decimals = Decimal128Array::from(vec![Some(71722553723267840000), None]).with_precision_and_scale(38, 24);
+        let value: ArrayRef = Arc::new(decimals.unwrap());
+        let back = through_double(&value).unwrap();
+        assert_eq!(back.data_type(), &DataType::Decimal128(38, 24));
+        assert_eq!(
+            back.as_primitive::<Decimal128Type>().iter().collect::<Vec<_>>(),
+            [Some(71722553723267840000), None]
+        );
     }
 }

@@ -32,33 +32,34 @@ pub fn spark_pmod(lookup: impl Fn(&str) -> Option<Arc<ScalarUDF>>) -> Option<Sca
 
 impl Invoke for ZeroDivisorFails {
     fn invoke(&self, inner: &ScalarUDF, mut args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        if EvalMode::of(&args.config_options) == EvalMode::Legacy {
+        let legacy = EvalMode::of(&args.config_options) == EvalMode::Legacy;
+        if legacy {
             let divisors = args.args[1].to_array(args.number_rows)?;
             args.args[1] = ColumnarValue::Array(null_where_zero(&divisors)?);
-            return integers_or(inner, args);
         }
         // Columns of one length: a scalar beside a column is repeated, two scalars are one row.
-        if let Ok([dividends, divisors]) = <[_; 2]>::try_from(ColumnarValue::values_to_arrays(&args.args)?) {
-            let divisors = cast(&divisors, &DataType::Float64)?;
-            let divisors = divisors.as_primitive::<Float64Type>();
+        let [dividends, divisors] = <[_; 2]>::try_from(ColumnarValue::values_to_arrays(&args.args)?)
+            .map_err(|_| DataFusionError::Internal("pmod takes two arguments".into()))?;
+        if !legacy {
+            let zeros = cast(&divisors, &DataType::Float64)?;
+            let zeros = zeros.as_primitive::<Float64Type>();
             // A NULL dividend gives NULL before the divisor is looked at.
-            let zero_divisor =
-                |row: usize| dividends.is_valid(row) && divisors.is_valid(row) && divisors.value(row) == 0.0;
-            if (0..divisors.len()).any(zero_divisor) {
+            let zero_divisor = |row: usize| dividends.is_valid(row) && zeros.is_valid(row) && zeros.value(row) == 0.0;
+            if (0..zeros.len()).any(zero_divisor) {
                 return Err(SqlError::new(
                     "22012",
                     "[REMAINDER_BY_ZERO] Remainder by zero. Use `try_mod` to tolerate divisor being 0 and return NULL instead.",
                 ).into());
             }
         }
-        integers_or(inner, args)
+        integers_or(inner, args, [dividends, divisors])
     }
 }
 
-/// `pmod` of integers in Java's wrapping arithmetic; of other types, `inner`'s.
-fn integers_or(inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-    let [dividends, divisors] = <[_; 2]>::try_from(ColumnarValue::values_to_arrays(&args.args)?)
-        .map_err(|_| DataFusionError::Internal("pmod takes two arguments".into()))?;
+/// `pmod` of integers in Java's wrapping arithmetic; of other types, `inner`'s. `arrays`: the
+/// arguments as columns of one length.
+fn integers_or(inner: &ScalarUDF, args: ScalarFunctionArgs, arrays: [ArrayRef; 2]) -> Result<ColumnarValue> {
+    let [dividends, divisors] = arrays;
     let result = match (dividends.data_type(), divisors.data_type()) {
         // Java computes a `byte`'s and a `short`'s remainder and sum as `int`s.
         (DataType::Int8, DataType::Int8) => {
@@ -120,14 +121,16 @@ mod tests {
         let shorts = |values: &[i16]| Arc::new(Int16Array::from(values.to_vec())) as ArrayRef;
         let (dividends, divisors) = (shorts(&[-128, -32768, 5]), shorts(&[-32768, -32768, -32768]));
         let args = ScalarFunctionArgs {
-            args: vec![ColumnarValue::Array(dividends), ColumnarValue::Array(divisors)],
+            args: vec![ColumnarValue::Array(Arc::clone(&dividends)), ColumnarValue::Array(Arc::clone(&divisors))],
             arg_fields: ["a", "n"].map(|name| Arc::new(Field::new(name, DataType::Int16, true))).to_vec(),
             number_rows: 3,
             return_field: Arc::new(Field::new("pmod", DataType::Int16, true)),
             config_options: Arc::new(ConfigOptions::default()),
         };
         let inner = ScalarUDF::from(datafusion_spark::function::math::modulus::SparkPmod::new());
-        let ColumnarValue::Array(result) = integers_or(&inner, args).unwrap() else { panic!("an array") };
+        let ColumnarValue::Array(result) = integers_or(&inner, args, [dividends, divisors]).unwrap() else {
+            panic!("an array")
+        };
         assert_eq!(result.as_primitive::<Int16Type>().values().to_vec(), [-128, 0, 5]);
     }
 }

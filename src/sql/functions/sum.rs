@@ -19,7 +19,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array, ListArray};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array, ListArray, make_array,
+};
+use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::compute::prep_null_mask_filter;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type, i256};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
@@ -114,17 +118,6 @@ impl Totals {
         match self {
             Totals::Bigint => DataType::Int64,
             Totals::Decimal { precision, scale } => DataType::Decimal128(precision, scale),
-        }
-    }
-
-    /// `total` after a step, unless the step leaves BIGINT's range (where it wraps around
-    /// under legacy mode).
-    fn step(self, total: i256, value: i256, on_overflow: OnOverflow) -> Result<i256, SqlError> {
-        let total = total.wrapping_add(value);
-        match (self, on_overflow) {
-            (Totals::Bigint, OnOverflow::Wrap) => Ok(Self::wrapped(total)),
-            (Totals::Bigint, _) => Self::in_bigint(total),
-            (Totals::Decimal { .. }, _) => Ok(total),
         }
     }
 
@@ -349,28 +342,25 @@ impl Total {
         Total { totals, on_overflow, only_total_checked: false, total: i256::ZERO, count: 0, overflowed: false }
     }
 
-    fn add(&mut self, values: &ArrayRef, sign: i64) -> Result<()> {
+    /// Adds (`sign` 1) or takes away (`sign` −1) the values of `values` without checking a
+    /// step: over a sliding frame and over DISTINCT values, where only the total is checked.
+    fn add_unchecked(&mut self, values: &ArrayRef, sign: i64) {
         let values = self.totals.column(values);
-        if sign > 0 && !self.only_total_checked {
-            return self.add_rows(&values);
-        }
         for value in (0..values.len()).filter_map(|row| values.get(row)) {
             self.count += sign;
-            let value = if sign < 0 { value.wrapping_neg() } else { value };
-            if self.only_total_checked {
-                self.total = self.total.wrapping_add(value);
-                continue;
-            }
-            match self.totals.step(self.total, value, self.on_overflow) {
-                Ok(total) => self.total = total,
-                Err(error) if self.on_overflow == OnOverflow::Fail => return Err(external(error)),
-                Err(_) => self.overflowed = true,
-            }
+            self.total = self.total.wrapping_add(if sign < 0 { value.wrapping_neg() } else { value });
         }
-        Ok(())
     }
 
-    /// [`Self::add`] of rows coming in, each step checked: BIGINT steps in 64 bits, DECIMALs
+    fn add(&mut self, values: &ArrayRef) -> Result<()> {
+        if self.only_total_checked {
+            self.add_unchecked(values, 1);
+            return Ok(());
+        }
+        self.add_rows(&self.totals.column(values))
+    }
+
+    /// Rows coming in, each step checked: BIGINT steps in 64 bits, DECIMALs
     /// in 128 bits with their carries counted, rather than each value widened to 256 bits.
     fn add_rows(&mut self, values: &Column) -> Result<()> {
         match values {
@@ -420,19 +410,21 @@ impl Total {
 
 impl Accumulator for Total {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(&values[0], 1)
+        self.add(&values[0])
     }
 
     fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(&values[0], -1)
+        self.add_unchecked(&values[0], -1);
+        Ok(())
     }
 
+    /// Only a frame's total is checked, so only such a total takes rows away.
     fn supports_retract_batch(&self) -> bool {
-        true
+        self.only_total_checked
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.add(&states[0], 1)?;
+        self.add(&states[0])?;
         if let Some(overflowed) = states.get(1) {
             self.overflowed |= overflowed.as_boolean().true_count() > 0;
         }
@@ -481,32 +473,16 @@ impl GroupTotals {
         self.sums.resize(groups_total, i256::ZERO);
         self.seen.resize(groups_total, false);
         self.overflowed.resize(groups_total, false);
-        let values = self.totals.column(values);
-        match (&values, filter) {
-            (Column::Decimal(decimals), None) => {
-                self.add_decimals(decimals, groups);
-                return Ok(());
-            }
-            (Column::Bigint(bigints), None) => return self.add_bigints(bigints, groups),
-            _ => {}
-        }
-        for (row, &group) in groups.iter().enumerate() {
-            let Some(value) = values.get(row) else { continue };
-            if filter.is_some_and(|f| !f.is_valid(row) || !f.value(row)) {
-                continue;
-            }
-            self.seen[group] = true;
-            match self.totals.step(self.sums[group], value, self.on_overflow) {
-                Ok(total) => self.sums[group] = total,
-                Err(error) if self.on_overflow == OnOverflow::Fail => return Err(external(error)),
-                Err(_) => self.overflowed[group] = true,
-            }
+        let values = without_filtered(values, filter)?;
+        match self.totals.column(&values) {
+            Column::Decimal(decimals) => self.add_decimals(decimals, groups),
+            Column::Bigint(bigints) => self.add_bigints(bigints, groups)?,
         }
         Ok(())
     }
 
-    /// [`Self::add`] of BIGINTs, each step checked in 64 bits from a total that, as every step
-    /// before it, stays in BIGINT's range, rather than each value widened to 256 bits.
+    /// BIGINTs, each step checked in 64 bits from a total that, as every step before it, stays
+    /// in BIGINT's range.
     fn add_bigints(&mut self, values: &Int64Array, groups: &[usize]) -> Result<()> {
         for (row, (&group, &value)) in groups.iter().zip(values.values().iter()).enumerate() {
             if values.is_null(row) {
@@ -521,8 +497,7 @@ impl GroupTotals {
         Ok(())
     }
 
-    /// [`Self::add`] of DECIMALs, where no step can fail (only a total leaving the accumulator
-    /// is checked): straight over the values, without going through [`Totals::step`] row by row.
+    /// DECIMALs, where no step can fail: only a total leaving the accumulator is checked.
     fn add_decimals(&mut self, values: &Decimal128Array, groups: &[usize]) {
         if self.sums.len() <= FEW_GROUPS && values.null_count() == 0 {
             let few = few_group_totals(values.values(), groups);
@@ -623,6 +598,14 @@ impl GroupsAccumulator for GroupTotals {
     }
 }
 
+/// `values` with the rows `filter` drops (false or NULL) as NULLs, which a sum skips.
+fn without_filtered(values: &ArrayRef, filter: Option<&BooleanArray>) -> Result<ArrayRef> {
+    let Some(filter) = filter else { return Ok(Arc::clone(values)) };
+    let kept = NullBuffer::new(prep_null_mask_filter(filter).into_parts().0);
+    let nulls = NullBuffer::union(values.nulls(), Some(&kept));
+    Ok(make_array(values.to_data().into_builder().nulls(nulls).build()?))
+}
+
 /// A DISTINCT total: how many times each value is in (a sliding frame retracts them).
 #[derive(Debug)]
 struct DistinctTotal {
@@ -680,7 +663,7 @@ impl Accumulator for DistinctTotal {
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let mut total = Total { only_total_checked: true, ..Total::new(self.totals, self.on_overflow) };
         let values = self.totals.array(self.counts.keys().map(|v| Some(*v)).collect())?;
-        total.add(&values, 1)?;
+        total.add_unchecked(&values, 1);
         Ok(self.totals.scalar(total.result(true)?))
     }
 
@@ -800,6 +783,23 @@ mod tests {
         assert_eq!(totals(OnOverflow::Null), [None, Some(5), None]);
         let wrapped = i64::MAX.wrapping_add(1).wrapping_add(-5);
         assert_eq!(totals(OnOverflow::Wrap), [Some(wrapped), Some(5), None]);
+    }
+
+    /// `sum(x) FILTER (WHERE f)`: a row whose filter is false or NULL adds nothing, not even a
+    /// step out of range, and a group whose rows are all filtered out is NULL.
+    #[test]
+    fn a_grouped_sum_skips_the_rows_its_filter_drops() {
+        let filter = BooleanArray::from(vec![Some(true), Some(true), Some(false), None, Some(false)]);
+        let mut groups = GroupTotals::new(Totals::Bigint, OnOverflow::Fail);
+        let values = int64s(&[Some(5), Some(i64::MAX), Some(7), Some(1), Some(3)]);
+        groups.update_batch(&[values], &[0, 1, 0, 1, 2], Some(&filter), 3).unwrap();
+        let totals = groups.evaluate(EmitTo::All).unwrap();
+        assert_eq!(totals.as_primitive::<Int64Type>().iter().collect::<Vec<_>>(), [Some(5), Some(i64::MAX), None]);
+
+        let mut groups = GroupTotals::new(DECIMAL_38, OnOverflow::Fail);
+        groups.update_batch(&[decimals(&[5, 11, 7, 1, 3])], &[0, 1, 0, 1, 2], Some(&filter), 3).unwrap();
+        let totals = groups.evaluate(EmitTo::All).unwrap();
+        assert_eq!(totals.as_primitive::<Decimal128Type>().iter().collect::<Vec<_>>(), [Some(5), Some(11), None]);
     }
 
     /// A DISTINCT total adds each value once, checked as the others.
