@@ -11,6 +11,8 @@
 //! - a FLOAT or DOUBLE cast to DECIMAL goes through its shortest decimal text, rounded half up
 //!   to the scale (so 688.25 stays 688.25), and NaN and the infinities become NULL, where Arrow
 //!   multiplies in binary and fails on NaN;
+//! - a DECIMAL cast to DOUBLE is the DOUBLE nearest to it (Java's `BigDecimal.doubleValue`),
+//!   where Arrow rounds twice past 2^53 or 22 digits of scale;
 //! - a DECIMAL cast to BOOLEAN is whether it is not 0, and a BOOLEAN cast to DECIMAL is 1 or 0,
 //!   where Arrow has no such casts;
 //! - a string cast to a DATE, TIMESTAMP or DECIMAL is read as Spark reads one
@@ -26,7 +28,8 @@
 //!
 //! Runs after DataFusion's type coercion, which has made implicit conversions casts too: those
 //! are Spark's casts as well. A TIMESTAMP past a BIGINT's seconds, or seconds past a
-//! TIMESTAMP's range, fail with `22003` (NULL in `try_cast`).
+//! TIMESTAMP's range, fail with `22003` (NULL in `try_cast`). A conversion runs as a function
+//! under the cast; EXPLAIN shows the cast alone, as Spark's plans do.
 
 use std::sync::{Arc, LazyLock};
 
@@ -365,13 +368,16 @@ fn text_of(value: &ArrayRef) -> Result<StringArray> {
         .collect())
 }
 
-/// Each DECIMAL as the DOUBLE nearest to it (Java's `BigDecimal.doubleValue`).
-pub fn nearest_doubles(decimals: &ArrayRef) -> Result<Float64Array> {
-    let DataType::Decimal128(_, scale) = decimals.data_type() else {
-        return Err(DataFusionError::Internal(format!("a DECIMAL, not {}", decimals.data_type())));
-    };
-    let scale = *scale;
-    Ok(decimals.as_primitive::<Decimal128Type>().unary(|unscaled| nearest_double(unscaled, scale)))
+/// Each DECIMAL as the DOUBLE nearest to it (Java's `BigDecimal.doubleValue`); other numbers
+/// as Arrow casts them (a rewrite of a set operation may have made the value a DOUBLE already).
+pub fn nearest_doubles(numbers: &ArrayRef) -> Result<Float64Array> {
+    match numbers.data_type() {
+        DataType::Decimal128(_, scale) => {
+            let scale = *scale;
+            Ok(numbers.as_primitive::<Decimal128Type>().unary(|unscaled| nearest_double(unscaled, scale)))
+        }
+        _ => Ok(cast(numbers, &DataType::Float64)?.as_primitive::<Float64Type>().clone()),
+    }
 }
 
 /// `unscaled` × 10^-`scale` rounded once to a DOUBLE: by one division where both operands are

@@ -16,6 +16,8 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder, cast, col};
 use datafusion::optimizer::AnalyzerRule;
 
+use super::spark_casts::is_cast_conversion;
+
 #[derive(Debug, Default)]
 pub struct WidenSetOperationTypes;
 
@@ -60,11 +62,15 @@ fn cast_parts(key: &Expr) -> Option<(&Expr, &DataType)> {
     }
 }
 
-/// Whether `key` is `column`, perhaps cast to the type both sides share.
+/// Whether `key` is `column`, perhaps cast to the type both sides share (through the
+/// conversion a Spark cast may run through).
 fn is_column(key: &Expr, column: &Column) -> bool {
-    match cast_parts(key) {
-        Some((operand, _)) => is_column(operand, column),
-        None => key.try_as_col() == Some(column),
+    match (cast_parts(key), key) {
+        (Some((operand, _)), _) => is_column(operand, column),
+        (None, Expr::ScalarFunction(f)) if is_cast_conversion(f.name()) && f.args.len() == 1 => {
+            is_column(&f.args[0], column)
+        }
+        (None, _) => key.try_as_col() == Some(column),
     }
 }
 
@@ -73,25 +79,30 @@ fn narrower_left(join: &Join) -> bool {
     join.on.iter().any(|(left, _)| cast_parts(left).is_some())
 }
 
-/// `join` with its output in its keys' types.
+/// `join` with its output as its cast keys, the very casts the two sides are compared in.
 fn widen(join: Join) -> Result<LogicalPlan> {
-    let types: Vec<Option<DataType>> =
-        join.on.iter().map(|(key, _)| cast_parts(key).map(|(_, to)| to.clone())).collect();
-    project_cast(LogicalPlan::Join(join), &types)
+    let keys: Vec<Option<Expr>> = join.on.iter().map(|(key, _)| cast_parts(key).map(|_| key.clone())).collect();
+    project_with(LogicalPlan::Join(join), |i, _| keys[i].clone())
 }
 
 /// `plan` under a projection of all its columns, each with its name, the ones `types` gives a
 /// type cast to it.
 pub(super) fn project_cast(plan: LogicalPlan, types: &[Option<DataType>]) -> Result<LogicalPlan> {
+    project_with(plan, |i, column| types[i].clone().map(|to| cast(column, to)))
+}
+
+/// `plan` under a projection of all its columns, each with its name: column `i` as `column(i,
+/// the column)` gives it, or as it is.
+fn project_with(plan: LogicalPlan, column: impl Fn(usize, Expr) -> Option<Expr>) -> Result<LogicalPlan> {
     let columns: Vec<Expr> = plan
         .schema()
         .iter()
-        .zip(types)
-        .map(|((qualifier, field), to)| {
-            let column = col(Column::new(qualifier.cloned(), field.name()));
-            match to {
-                Some(to) => cast(column, to.clone()).alias_qualified(qualifier.cloned(), field.name()),
-                None => column,
+        .enumerate()
+        .map(|(i, (qualifier, field))| {
+            let plain = col(Column::new(qualifier.cloned(), field.name()));
+            match column(i, plain.clone()) {
+                Some(expr) => expr.alias_qualified(qualifier.cloned(), field.name()),
+                None => plain,
             }
         })
         .collect();

@@ -158,6 +158,9 @@ def same_value(a, b, tolerance=REL_TOL):
     numbers = (int, float, Decimal)
     if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, numbers) and isinstance(b, numbers)):
         return type(a) is type(b) and a == b
+    # Spark prints -0.0 as it is: a zero's sign is part of the answer.
+    if isinstance(a, float) and isinstance(b, float) and a == 0 and b == 0:
+        return math.copysign(1, a) == math.copysign(1, b)
     if isinstance(a, float) or isinstance(b, float):
         return math.isclose(float(a), float(b), rel_tol=tolerance, abs_tol=1e-300) or float(a) == float(b)
     return a == b

@@ -65,13 +65,18 @@ impl AggregateUDFImpl for Percentile {
     }
 }
 
-/// Spark's order of DOUBLEs: NaN above every number, -0.0 equal to 0.0.
+/// Spark's order of DOUBLEs, NaN above every number, -0.0 equal to 0.0; between those two,
+/// the order of Spark's hash map of a group's values, which puts -0.0 first while the group has
+/// fewer than 359 distinct values (a table of at most 512 slots).
 fn spark_order(a: &f64, b: &f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Greater,
         (false, true) => Ordering::Less,
-        (false, false) => a.partial_cmp(b).unwrap_or(Ordering::Equal),
+        (false, false) => {
+            let value = a.partial_cmp(b).unwrap_or(Ordering::Equal);
+            value.then_with(|| b.is_sign_negative().cmp(&a.is_sign_negative()))
+        }
     }
 }
 
@@ -80,8 +85,8 @@ fn interpolated(sorted: &[f64], percentage: f64) -> f64 {
     let position = (sorted.len() - 1) as f64 * percentage;
     let (lower, higher) = (position.floor(), position.ceil());
     let (lower_value, higher_value) = (sorted[lower as usize], sorted[higher as usize]);
-    // Spark compares the values as boxed Doubles: NaN equals NaN, -0.0 does not equal 0.0.
-    if lower == higher || lower_value.to_bits() == higher_value.to_bits() {
+    // Spark compares its keys with Scala's `==`: -0.0 equals 0.0, and NaN is one key.
+    if lower == higher || lower_value == higher_value || lower_value.to_bits() == higher_value.to_bits() {
         return lower_value;
     }
     lower_value + (position - lower) * (higher_value - lower_value)
@@ -113,5 +118,10 @@ mod tests {
         with_nan.sort_unstable_by(spark_order);
         assert_eq!(with_nan[0], 1.0, "NaN sorts last");
         assert!(interpolated(&with_nan, 0.5).is_nan());
+        // Spark 4.3's `median` of 0.0 and -0.0 is -0.0.
+        let mut zeros = [0.0, -0.0];
+        zeros.sort_unstable_by(spark_order);
+        let median = interpolated(&zeros, 0.5);
+        assert!(median == 0.0 && median.is_sign_negative(), "{median}");
     }
 }

@@ -5,13 +5,14 @@
 //! `r = a % b; if (r < 0) (r + b) % b else r` in Java's wrapping arithmetic, where that `pmod`
 //! fails on an overflow of `r + b` (`pmod(-128, -9223372036854775808)`).
 
+use std::ops::{Add, Rem};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, ArrowNativeTypeOp, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::compute::kernels::arity::binary;
 use datafusion::arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
 };
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
@@ -56,7 +57,8 @@ impl Invoke for ZeroDivisorFails {
     }
 }
 
-/// `pmod` of integers in Java's wrapping arithmetic; of other types, `inner`'s. `arrays`: the
+/// `pmod` of integers in Java's wrapping arithmetic and of floats in Java's; of other types
+/// (DECIMALs), `inner`'s. `arrays`: the
 /// arguments as columns of one length.
 fn integers_or(inner: &ScalarUDF, args: ScalarFunctionArgs, arrays: [ArrayRef; 2]) -> Result<ColumnarValue> {
     let [dividends, divisors] = arrays;
@@ -70,6 +72,8 @@ fn integers_or(inner: &ScalarUDF, args: ScalarFunctionArgs, arrays: [ArrayRef; 2
         }
         (DataType::Int32, DataType::Int32) => pmod_of::<Int32Type>(&dividends, &divisors, java_pmod),
         (DataType::Int64, DataType::Int64) => pmod_of::<Int64Type>(&dividends, &divisors, java_pmod),
+        (DataType::Float32, DataType::Float32) => pmod_of::<Float32Type>(&dividends, &divisors, java_float_pmod),
+        (DataType::Float64, DataType::Float64) => pmod_of::<Float64Type>(&dividends, &divisors, java_float_pmod),
         _ => return inner.invoke_with_args(args),
     }?;
     Ok(match args.args.iter().all(|arg| matches!(arg, ColumnarValue::Scalar(_))) {
@@ -95,6 +99,13 @@ fn java_pmod<N: ArrowNativeTypeOp>(a: N, n: N) -> N {
     }
     let r = a.mod_wrapping(n);
     if r.is_lt(N::ZERO) { r.add_wrapping(n).mod_wrapping(n) } else { r }
+}
+
+/// Spark's `pmod(a, n)` of Java floats: `r = a % n; if (r < 0) (r + n) % n else r`, where
+/// `-0.0 < 0` and comparisons with NaN are false, so -0.0 and NaN stay as they are.
+fn java_float_pmod<F: Copy + PartialOrd + Default + Add<Output = F> + Rem<Output = F>>(a: F, n: F) -> F {
+    let r = a % n;
+    if r < F::default() { (r + n) % n } else { r }
 }
 
 #[cfg(test)]
@@ -132,5 +143,18 @@ mod tests {
             panic!("an array")
         };
         assert_eq!(result.as_primitive::<Int16Type>().values().to_vec(), [-128, 0, 5]);
+    }
+
+    /// Spark 4.3's answers: `pmod(-0.0D, 401822)` is -0.0, `pmod(-7.5D, 2)` 0.5, `pmod(7.5D, -2)`
+    /// 1.5, `pmod(-7.5D, -2)` -1.5, and NaN stays NaN.
+    #[test]
+    fn floats_keep_javas_signs() {
+        let pmod = |a: f64, n: f64| java_float_pmod(a, n);
+        assert!(pmod(-0.0, 401822.0).is_sign_negative() && pmod(-0.0, 401822.0) == 0.0);
+        assert_eq!(pmod(-7.5, 2.0), 0.5);
+        assert_eq!(pmod(7.5, -2.0), 1.5);
+        assert_eq!(pmod(-7.5, -2.0), -1.5);
+        assert!(pmod(f64::NAN, 2.0).is_nan());
+        assert_eq!(java_float_pmod(-7.5f32, 2.0), 0.5);
     }
 }

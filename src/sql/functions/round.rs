@@ -228,7 +228,8 @@ fn round_digits(value: i128, digits: u32, mode: Mode) -> i128 {
     if up { quotient + value.signum() } else { quotient }
 }
 
-/// `x` rounded as Java's `BigDecimal(Double.toString(x))` would be.
+/// `x` rounded as Java's `BigDecimal(Double.toString(x))` would be. A BigDecimal has no
+/// negative zero, so a zero comes back as 0.0.
 fn round_double(x: f64, places: i32, mode: Mode) -> f64 {
     if !x.is_finite() {
         return x;
@@ -241,12 +242,12 @@ fn round_double(x: f64, places: i32, mode: Mode) -> f64 {
     let Ok(digits) = mantissa.replace('.', "").parse::<i128>() else { return x };
     let scale = fraction_digits - exponent;
     if scale <= places {
-        return x;
+        return if x == 0.0 { 0.0 } else { x };
     }
     let dropped = (scale - places) as u32;
     let kept = if dropped > 38 { 0 } else { round_digits(digits, dropped, mode) };
     let rounded: f64 = format!("{kept}e{}", -places).parse().unwrap_or(x);
-    rounded.copysign(x)
+    if kept == 0 { 0.0 } else { rounded.copysign(x) }
 }
 
 #[cfg(test)]
@@ -263,6 +264,10 @@ mod tests {
         assert_eq!(round_double(3.5, 0, Mode::HalfEven), 4.0);
         assert_eq!(round_double(1234.5, -2, Mode::HalfUp), 1200.0);
         assert_eq!(round_double(1.0e-20, 2, Mode::HalfUp), 0.0);
+        for (x, places, mode) in [(-0.0, 2, Mode::HalfUp), (-0.4, 0, Mode::HalfUp), (-2.5, -1, Mode::HalfEven)] {
+            let rounded = round_double(x, places, mode);
+            assert!(rounded == 0.0 && rounded.is_sign_positive(), "{x} gave {rounded}");
+        }
         assert!(round_double(f64::NAN, 2, Mode::HalfUp).is_nan());
     }
 

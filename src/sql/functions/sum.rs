@@ -23,7 +23,6 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array, ListArray, make_array,
 };
 use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::compute::prep_null_mask_filter;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type, i256};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
@@ -601,8 +600,11 @@ impl GroupsAccumulator for GroupTotals {
 /// `values` with the rows `filter` drops (false or NULL) as NULLs, which a sum skips.
 fn without_filtered(values: &ArrayRef, filter: Option<&BooleanArray>) -> Result<ArrayRef> {
     let Some(filter) = filter else { return Ok(Arc::clone(values)) };
-    let kept = NullBuffer::new(prep_null_mask_filter(filter).into_parts().0);
-    let nulls = NullBuffer::union(values.nulls(), Some(&kept));
+    let kept = match filter.nulls() {
+        Some(unknown) => filter.values() & unknown.inner(),
+        None => filter.values().clone(),
+    };
+    let nulls = NullBuffer::union(values.nulls(), Some(&NullBuffer::new(kept)));
     Ok(make_array(values.to_data().into_builder().nulls(nulls).build()?))
 }
 
@@ -800,6 +802,13 @@ mod tests {
         groups.update_batch(&[decimals(&[5, 11, 7, 1, 3])], &[0, 1, 0, 1, 2], Some(&filter), 3).unwrap();
         let totals = groups.evaluate(EmitTo::All).unwrap();
         assert_eq!(totals.as_primitive::<Decimal128Type>().iter().collect::<Vec<_>>(), [Some(5), Some(11), None]);
+
+        // A filter without NULLs (GROUP BY CUBE's empty grouping set is one).
+        let filter = BooleanArray::from(vec![true, false, true]);
+        let mut groups = GroupTotals::new(Totals::Bigint, OnOverflow::Fail);
+        groups.update_batch(&[int64s(&[Some(5), Some(i64::MAX), None])], &[0, 0, 1], Some(&filter), 2).unwrap();
+        let totals = groups.evaluate(EmitTo::All).unwrap();
+        assert_eq!(totals.as_primitive::<Int64Type>().iter().collect::<Vec<_>>(), [Some(5), None]);
     }
 
     /// A DISTINCT total adds each value once, checked as the others.
