@@ -8,7 +8,8 @@
 //!   is hashed or compared:
 //!   NaN and -NaN form one group, -0.0 and 0.0 another, whose key is 0.0;
 //! - a computed FLOAT or DOUBLE compared in a condition is normalised the same way, and its NaN
-//!   made the one NaN where `greatest` or `least` compares it;
+//!   made the one NaN where `greatest` or `least` compares it, or an array, struct or map the
+//!   query builds holds it (for `sort_array`, `array_max` and the like to compare);
 //! - a NaN a projection, an aggregate's argument or a sort key computes is made the one NaN (a
 //!   -0.0 stays), as Spark's rows hold only that NaN: a -NaN sorts above every number.
 //!
@@ -144,9 +145,11 @@ fn normalized_keys(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
 
 fn normalized_comparison(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     let computed_float = |e: &Expr| !is_stored(e) && e.get_type(schema).is_ok_and(|t| t.is_floating());
-    // `greatest` and `least` compare their arguments too: a computed -NaN is NaN, the largest.
+    // `greatest` and `least` compare their arguments too, and an array, struct or map a query
+    // builds holds its values for functions that compare them (`sort_array`, `array_max`): a
+    // computed -NaN is NaN, the largest.
     if let Expr::ScalarFunction(mut function) = expr {
-        if !["greatest", "least"].contains(&function.name()) || !function.args.iter().any(computed_float) {
+        if !NAN_HOLDING.contains(&function.name()) || !function.args.iter().any(computed_float) {
             return Ok(Transformed::no(Expr::ScalarFunction(function)));
         }
         for arg in &mut function.args {
@@ -166,6 +169,9 @@ fn normalized_comparison(expr: Expr, schema: &DFSchema) -> Result<Transformed<Ex
     };
     Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: normalized(left), op, right: normalized(right) })))
 }
+
+/// The functions whose FLOAT and DOUBLE arguments, where computed, are made the one NaN.
+const NAN_HOLDING: [&str; 5] = ["greatest", "least", "array", "make_array", "named_struct"];
 
 /// A column or literal, perhaps cast: a value no arithmetic made.
 fn is_stored(e: &Expr) -> bool {
