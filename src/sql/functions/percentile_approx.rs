@@ -112,9 +112,9 @@ fn ranked(values: &ArrayRef, percentage: f64, relative_error: f64) -> Result<Sca
 }
 
 /// `value` as Spark gives it back: its summary holds DOUBLEs, so a DECIMAL comes back as
-/// `Decimal(d)` of its nearest DOUBLE `d`, that DOUBLE's shortest decimal text rounded to its scale (NULL where that
-/// rounding passes its precision), and a BIGINT or TIMESTAMP past 2^53 comes back to the
-/// nearest DOUBLE.
+/// `Decimal(d)` of its nearest DOUBLE `d`, that DOUBLE's shortest decimal text rounded to its
+/// scale (NULL where that rounding passes its precision), and a BIGINT or TIMESTAMP past 2^53
+/// comes back to the nearest DOUBLE.
 fn through_double(value: &ArrayRef) -> Result<ArrayRef> {
     Ok(match value.data_type() {
         DataType::Decimal128(..) => cast(&shortest_decimal_text(&nearest_doubles(value)?), value.data_type())?,

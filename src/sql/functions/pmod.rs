@@ -1,9 +1,9 @@
-//! Spark's `pmod(a, b)` under ANSI mode (`Pmod` in `arithmetic.scala`): a zero `b` fails with
-//! REMAINDER_BY_ZERO (`22012`), for DOUBLEs too, unless `a` is NULL, where the `pmod` of `datafusion-spark` gives
-//! NULL. Otherwise that `pmod` answers; under legacy mode (`spark.sql.ansi.enabled = false`) a
-//! zero `b` gives NULL, where that `pmod` gives NaN for DOUBLEs. Integers are Spark's own,
-//! `r = a % b; if (r < 0) (r + b) % b else r` in Java's wrapping arithmetic, where that `pmod`
-//! fails on an overflow of `r + b` (`pmod(-128, -9223372036854775808)`).
+//! Spark's `pmod(a, b)` (`Pmod` in `arithmetic.scala`). Under ANSI mode a zero `b` fails with
+//! REMAINDER_BY_ZERO (`22012`), for DOUBLEs too, unless `a` is NULL; under legacy mode
+//! (`spark.sql.ansi.enabled = false`) it gives NULL. Integers and floats are computed as Spark's
+//! Java does, `r = a % b; if (r < 0) (r + b) % b else r`: integers wrapping, where the `pmod` of
+//! `datafusion-spark` fails on an overflow of `r + b` (`pmod(-128, -9223372036854775808)`), and
+//! floats keeping -0.0, which that `pmod` makes 0.0. DECIMALs are that `pmod`'s.
 
 use std::ops::{Add, Rem};
 use std::sync::Arc;
@@ -53,14 +53,13 @@ impl Invoke for ZeroDivisorFails {
                 ).into());
             }
         }
-        integers_or(inner, args, [dividends, divisors])
+        java_or(inner, args, [dividends, divisors])
     }
 }
 
 /// `pmod` of integers in Java's wrapping arithmetic and of floats in Java's; of other types
-/// (DECIMALs), `inner`'s. `arrays`: the
-/// arguments as columns of one length.
-fn integers_or(inner: &ScalarUDF, args: ScalarFunctionArgs, arrays: [ArrayRef; 2]) -> Result<ColumnarValue> {
+/// (DECIMALs), `inner`'s. `arrays`: the arguments as columns of one length.
+fn java_or(inner: &ScalarUDF, args: ScalarFunctionArgs, arrays: [ArrayRef; 2]) -> Result<ColumnarValue> {
     let [dividends, divisors] = arrays;
     let result = match (dividends.data_type(), divisors.data_type()) {
         // Java computes a `byte`'s and a `short`'s remainder and sum as `int`s.
@@ -139,7 +138,7 @@ mod tests {
             config_options: Arc::new(ConfigOptions::default()),
         };
         let inner = ScalarUDF::from(datafusion_spark::function::math::modulus::SparkPmod::new());
-        let ColumnarValue::Array(result) = integers_or(&inner, args, [dividends, divisors]).unwrap() else {
+        let ColumnarValue::Array(result) = java_or(&inner, args, [dividends, divisors]).unwrap() else {
             panic!("an array")
         };
         assert_eq!(result.as_primitive::<Int16Type>().values().to_vec(), [-128, 0, 5]);

@@ -22,7 +22,6 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Int64Array, ListArray, make_array,
 };
-use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type, i256};
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
@@ -32,6 +31,7 @@ use datafusion::logical_expr::utils::{AggregateOrderSensitivity, format_state_na
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, SetMonotonicity, Signature,
 };
+use datafusion_functions_aggregate_common::aggregate::groups_accumulator::nulls::filtered_null_mask;
 
 use super::few_group_totals::{FEW_GROUPS, few_group_totals};
 use super::frame_doubles::{FrameDoubles, FrameResult};
@@ -570,9 +570,9 @@ impl GroupsAccumulator for GroupTotals {
 
     /// Each row its own group: its value, NULL where the filter drops it.
     fn convert_to_state(&self, values: &[ArrayRef], opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
-        let column = self.totals.column(&values[0]);
-        let kept = |row: usize| opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
-        let totals = (0..column.len()).map(|row| column.get(row).filter(|_| kept(row)).map(|v| v.as_i128()));
+        let kept = without_filtered(&values[0], opt_filter)?;
+        let column = self.totals.column(&kept);
+        let totals = (0..column.len()).map(|row| column.get(row).map(|v| v.as_i128()));
         let mut state = vec![self.totals.array(totals.collect())?];
         if self.on_overflow.tracked() {
             state.push(Arc::new(BooleanArray::from(vec![false; column.len()])));
@@ -599,12 +599,10 @@ impl GroupsAccumulator for GroupTotals {
 
 /// `values` with the rows `filter` drops (false or NULL) as NULLs, which a sum skips.
 fn without_filtered(values: &ArrayRef, filter: Option<&BooleanArray>) -> Result<ArrayRef> {
-    let Some(filter) = filter else { return Ok(Arc::clone(values)) };
-    let kept = match filter.nulls() {
-        Some(unknown) => filter.values() & unknown.inner(),
-        None => filter.values().clone(),
-    };
-    let nulls = NullBuffer::union(values.nulls(), Some(&NullBuffer::new(kept)));
+    if filter.is_none() {
+        return Ok(Arc::clone(values));
+    }
+    let nulls = filtered_null_mask(filter, values);
     Ok(make_array(values.to_data().into_builder().nulls(nulls).build()?))
 }
 
