@@ -20,7 +20,7 @@ use std::sync::{Arc, LazyLock};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::kernels::numeric::{div, rem};
 use datafusion::arrow::compute::{cast, nullif};
-use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::datatypes::{DECIMAL128_MAX_PRECISION, DECIMAL256_MAX_PRECISION, DataType, Float64Type};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, ScalarValue};
@@ -91,7 +91,10 @@ fn fractional_remainder(
     if !float_pair && mode == EvalMode::Legacy && right_type.is_numeric() {
         let zero = lit(ScalarValue::new_zero(&right_type)?);
         let right = Box::new(nullif_expr(*right, zero));
-        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right })));
+        return Ok(Transformed::yes(wide_decimal_remainder(left, right, schema)?));
+    }
+    if !float_pair && left_type.is_decimal() && right_type.is_decimal() {
+        return Ok(Transformed::yes(wide_decimal_remainder(left, right, schema)?));
     }
     if !float_pair || !numbers {
         return unchanged(left, right);
@@ -100,6 +103,30 @@ fn fractional_remainder(
     let float = if both_float32 { DataType::Float32 } else { DataType::Float64 };
     let args = vec![left.cast_to(&float, schema)?, right.cast_to(&float, schema)?];
     Ok(Transformed::yes(ANSI_REMAINDER_UDF.call(args)))
+}
+
+/// `left % right`, computed over 256-bit DECIMALs where the two operands at their common scale
+/// need more than 38 digits. Spark takes the remainder of the two exact values
+/// (`BigDecimal.remainder`), which is never larger than either; DataFusion first casts both to
+/// one 128-bit DECIMAL of the larger scale, which fails for `DECIMAL(38,4) % DECIMAL(20,6)`.
+fn wide_decimal_remainder(left: Box<Expr>, right: Box<Expr>, schema: &DFSchema) -> Result<Expr> {
+    let remainder = Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right });
+    let Expr::BinaryExpr(BinaryExpr { left, right, .. }) = &remainder else { return Ok(remainder) };
+    let (Ok(DataType::Decimal128(p1, s1)), Ok(DataType::Decimal128(p2, s2)), Ok(result)) =
+        (left.get_type(schema), right.get_type(schema), remainder.get_type(schema))
+    else {
+        return Ok(remainder);
+    };
+    let scale = s1.max(s2);
+    let integral = (i16::from(p1) - i16::from(s1)).max(i16::from(p2) - i16::from(s2));
+    if integral + i16::from(scale) <= i16::from(DECIMAL128_MAX_PRECISION) {
+        return Ok(remainder);
+    }
+    let wide = DataType::Decimal256(DECIMAL256_MAX_PRECISION, scale);
+    let (left, right) = (left.clone().cast_to(&wide, schema)?, right.clone().cast_to(&wide, schema)?);
+    let wide_remainder =
+        Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op: Operator::Modulo, right: Box::new(right) });
+    wide_remainder.cast_to(&result, schema)
 }
 
 static ANSI_REMAINDER_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
