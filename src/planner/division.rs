@@ -31,7 +31,7 @@ use datafusion::logical_expr::{
     TypeSignature, Volatility, lit,
 };
 
-use super::decimal_division::decimal_division;
+use super::decimal_division::{decimal_division, decimal_operands};
 use crate::config::{EvalMode, PrecisionLoss};
 use crate::error::SqlError;
 
@@ -93,7 +93,7 @@ fn fractional_remainder(
         let right = Box::new(nullif_expr(*right, zero));
         return Ok(Transformed::yes(wide_decimal_remainder(left, right, schema)?));
     }
-    if !float_pair && left_type.is_decimal() && right_type.is_decimal() {
+    if !float_pair && (left_type.is_decimal() || right_type.is_decimal()) {
         return Ok(Transformed::yes(wide_decimal_remainder(left, right, schema)?));
     }
     if !float_pair || !numbers {
@@ -105,28 +105,27 @@ fn fractional_remainder(
     Ok(Transformed::yes(ANSI_REMAINDER_UDF.call(args)))
 }
 
-/// `left % right`, computed over 256-bit DECIMALs where the two operands at their common scale
-/// need more than 38 digits. Spark takes the remainder of the two exact values
-/// (`BigDecimal.remainder`), which is never larger than either; DataFusion first casts both to
-/// one 128-bit DECIMAL of the larger scale, which fails for `DECIMAL(38,4) % DECIMAL(20,6)`.
+/// `left % right`, computed over 256-bit DECIMALs where its operands, as the DECIMALs Spark
+/// computes with (an integer as its DECIMAL), need more than 38 digits at their common scale.
+/// Spark takes the remainder of the two exact values (`BigDecimal.remainder`), which is never
+/// larger than either; DataFusion first casts both to one 128-bit DECIMAL of the larger scale,
+/// which fails for `DECIMAL(38,4) % DECIMAL(20,6)` and `DECIMAL(38,38) % BIGINT`.
 fn wide_decimal_remainder(left: Box<Expr>, right: Box<Expr>, schema: &DFSchema) -> Result<Expr> {
-    let remainder = Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right });
-    let Expr::BinaryExpr(BinaryExpr { left, right, .. }) = &remainder else { return Ok(remainder) };
-    let (Ok(DataType::Decimal128(p1, s1)), Ok(DataType::Decimal128(p2, s2)), Ok(result)) =
-        (left.get_type(schema), right.get_type(schema), remainder.get_type(schema))
+    let remainder = |left, right| Expr::BinaryExpr(BinaryExpr { left, op: Operator::Modulo, right });
+    let operands = decimal_operands(&left, &right, schema)?.and_then(|operands| <[Expr; 2]>::try_from(operands).ok());
+    let Some([l, r]) = operands else { return Ok(remainder(left, right)) };
+    let (DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)) = (l.get_type(schema)?, r.get_type(schema)?)
     else {
-        return Ok(remainder);
+        return Ok(remainder(left, right));
     };
     let scale = s1.max(s2);
     let integral = (i16::from(p1) - i16::from(s1)).max(i16::from(p2) - i16::from(s2));
     if integral + i16::from(scale) <= i16::from(DECIMAL128_MAX_PRECISION) {
-        return Ok(remainder);
+        return Ok(remainder(left, right));
     }
+    let result = remainder(left, right).get_type(schema)?;
     let wide = DataType::Decimal256(DECIMAL256_MAX_PRECISION, scale);
-    let (left, right) = (left.clone().cast_to(&wide, schema)?, right.clone().cast_to(&wide, schema)?);
-    let wide_remainder =
-        Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op: Operator::Modulo, right: Box::new(right) });
-    wide_remainder.cast_to(&result, schema)
+    remainder(Box::new(l.cast_to(&wide, schema)?), Box::new(r.cast_to(&wide, schema)?)).cast_to(&result, schema)
 }
 
 static ANSI_REMAINDER_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
