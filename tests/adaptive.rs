@@ -584,3 +584,66 @@ async fn joins_take_shuffle_partitions_apart_through_a_broadcast_join() {
     assert_eq!(expected.len(), 249);
     assert_eq!(rows, expected);
 }
+
+/// The lines of a Q21-shaped query over `items`: its lines of over 500 in an order where
+/// another part was bought and no other part went over 500, counted by part name.
+const LATE_LINES: &str = "SELECT p.name, count(*) FROM items a JOIN parts p ON p.part = a.part \
+                          WHERE a.amount > 500 \
+                          AND EXISTS (SELECT * FROM items b WHERE b.order_id = a.order_id AND b.part <> a.part) \
+                          AND NOT EXISTS (SELECT * FROM items c WHERE c.order_id = a.order_id \
+                                          AND c.part <> a.part AND c.amount > 500) \
+                          GROUP BY p.name ORDER BY p.name";
+
+/// Item `id`: its order, part and amount.
+fn item(id: i64) -> (i64, i64, i64) {
+    (id / 4, id % 7, id * 37 % 1000)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exchanges_apart_only_by_null_checks_the_files_rule_out_run_once() {
+    let (_server, client) = start().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE items (order_id BIGINT, part BIGINT, amount BIGINT) USING parquet;
+             INSERT INTO items SELECT id DIV 4, id % 7, id * 37 % 1000 FROM range({ROWS});
+             CREATE TABLE parts (part BIGINT, name STRING) USING parquet;
+             INSERT INTO parts SELECT id, concat('p', CAST(id AS STRING)) FROM range(7);"
+        ))
+        .await
+        .unwrap();
+    let mut counts = [0usize; 7];
+    for (order, part, amount) in (0..ROWS).map(item) {
+        // An order's items are ids 4·order to 4·order + 3.
+        let others = || (4 * order..4 * order + 4).map(item).filter(move |o| o.1 != part);
+        if amount > 500 && others().next().is_some() && !others().any(|o| o.2 > 500) {
+            counts[part as usize] += 1;
+        }
+    }
+    let expected_rows: Vec<Vec<String>> =
+        (0..7).filter(|&p| counts[p] > 0).map(|p| vec![format!("p{p}"), counts[p].to_string()]).collect();
+    assert!(!expected_rows.is_empty());
+
+    // `a` checks `part` for NULL (it joins on it), `c` does not: the same rows otherwise, and
+    // `part` holds no NULL, so `c`'s exchange reads the output of `a`'s.
+    let settings = ["spark.sql.autoBroadcastJoinThreshold = -1"];
+    set(&client, &settings).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {LATE_LINES}")).await;
+    let (shown, metrics) = analyzed.split_once("== Metrics ==").unwrap();
+    assert_eq!(metrics.matches("read the output of stage ").count(), 1, "{analyzed}");
+    assert!(!shown.contains("ReusedExchange"), "Spark's plan reuses nothing: {analyzed}");
+    assert_eq!(rows_both_ways(&client, &settings, LATE_LINES).await, expected_rows);
+    // Spark's own stage cache off: nothing is reused, twin or not.
+    set(&client, &["spark.sql.autoBroadcastJoinThreshold = -1", "spark.sql.exchange.reuse = false"]).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {LATE_LINES}")).await;
+    assert!(!analyzed.contains("read the output of stage"), "{analyzed}");
+    assert_eq!(text_rows(&client, LATE_LINES).await, expected_rows);
+
+    // Once a file holds a NULL part, the checks may drop rows: each exchange runs.
+    // A NULL part joins no part, and neither `b.part <> a.part` nor `c.part <> a.part` is
+    // true of it, so the counts stay.
+    client.batch_execute("INSERT INTO items VALUES (0, NULL, 900), (1, NULL, 100)").await.unwrap();
+    set(&client, &settings).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {LATE_LINES}")).await;
+    assert!(!analyzed.contains("read the output of stage"), "{analyzed}");
+    assert_eq!(rows_both_ways(&client, &settings, LATE_LINES).await, expected_rows);
+}

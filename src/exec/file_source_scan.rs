@@ -24,13 +24,14 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::expressions::Column;
+use datafusion::parquet::file::metadata::ParquetMetaData;
+use datafusion::physical_expr::expressions::{Column, IsNotNullExpr};
 use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::file_partition::{FileSplitting, row_group_midpoints};
 use super::parquet_reads::CountedReads;
@@ -487,15 +488,98 @@ impl DisplayAs for FileSourceScanExec {
         )?;
         // In full, all that decides the rows read: two scans that print alike read alike.
         if let DisplayFormatType::Verbose = t {
-            let files: Vec<&str> = self.request.files.iter().map(|file| file.path.as_str()).collect();
-            write!(
-                f,
-                " projection={:?} filters={:?} selected_buckets={:?} coalesced_to={:?} files={files:?}",
-                self.request.projection, self.request.filters, self.request.selected_buckets, self.coalesced_to
-            )?;
+            write!(f, "{}", self.rows_read(&self.request.filters))?;
         }
         Ok(())
     }
+}
+
+impl FileSourceScanExec {
+    /// All that decides the rows the scan reads, were its filters `filters`.
+    fn rows_read(&self, filters: &ScanFilters) -> String {
+        let files: Vec<&str> = self.request.files.iter().map(|file| file.path.as_str()).collect();
+        format!(
+            " projection={:?} filters={filters:?} selected_buckets={:?} coalesced_to={:?} files={files:?}",
+            self.request.projection, self.request.selected_buckets, self.coalesced_to
+        )
+    }
+
+    /// The scan as its full display shows it, less its filters' null checks of columns
+    /// (`IsNotNull(c)` pushed, `c IS NOT NULL` among the data filters), and the columns whose
+    /// checks were left out.
+    pub fn shown_without_null_checks(&self) -> (String, Vec<String>) {
+        let mut columns = Vec::new();
+        let mut filters = self.request.filters.clone();
+        filters.data.retain(|filter| match null_checked_column(filter) {
+            Some(column) => {
+                columns.push(column.to_string());
+                false
+            }
+            None => true,
+        });
+        filters.pushed.retain(|pushed| !columns.iter().any(|column| *pushed == format!("IsNotNull({column})")));
+        let shown = format!(
+            "FileSourceScanExec: {}.{} bucketed={:?}{}",
+            self.request.table.schema,
+            self.request.table.name,
+            self.request.status,
+            self.rows_read(&filters)
+        );
+        (shown, columns)
+    }
+
+    /// Whether no row the scan reads has `column` NULL, by its files' footers: in every file
+    /// the column is required, or every row group's statistics count no NULL in it. Footers
+    /// come through the runtime's cache, which the scan reads them from when it runs.
+    pub async fn holds_no_null(&self, column: &str) -> Result<bool> {
+        let partition_columns = self.partition_columns()?;
+        let files: Vec<PartitionedFile> = self
+            .request
+            .files
+            .iter()
+            .map(|file| self.partitioned_file(file, &partition_columns))
+            .collect::<Result<_>>()?;
+        let reads = Arc::clone(&self.request.reads);
+        let footers = futures::stream::iter(files)
+            .map(move |file| {
+                let reads = Arc::clone(&reads);
+                async move { reads.footer(file).await }
+            })
+            .buffer_unordered(FOOTERS_AT_ONCE);
+        futures::pin_mut!(footers);
+        while let Some(footer) = footers.try_next().await? {
+            if !holds_no_null_in(&footer, column) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The footers read at once to learn whether a column holds a NULL.
+const FOOTERS_AT_ONCE: usize = 16;
+
+/// Whether the file of `footer` holds no NULL in its top-level column `column`.
+fn holds_no_null_in(footer: &ParquetMetaData, column: &str) -> bool {
+    let schema = footer.file_metadata().schema_descr();
+    let found = (0..schema.num_columns()).find(|&index| {
+        let leaf = schema.column(index);
+        leaf.path().parts().len() == 1 && leaf.name().eq_ignore_ascii_case(column)
+    });
+    let Some(index) = found else { return false };
+    let counted_none = || {
+        footer
+            .row_groups()
+            .iter()
+            .all(|group| group.column(index).statistics().and_then(|statistics| statistics.null_count_opt()) == Some(0))
+    };
+    schema.column(index).max_def_level() == 0 || counted_none()
+}
+
+/// The column `expr` checks is not NULL, if that is all it does.
+pub fn null_checked_column(expr: &Arc<dyn PhysicalExpr>) -> Option<&str> {
+    let check = expr.downcast_ref::<IsNotNullExpr>()?;
+    check.arg().downcast_ref::<Column>().map(Column::name)
 }
 
 impl ExecutionPlan for FileSourceScanExec {
@@ -535,5 +619,46 @@ impl ExecutionPlan for FileSourceScanExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         self.inner.metrics()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::parquet::arrow::ArrowWriter;
+    use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
+    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+
+    use super::{ParquetMetaData, holds_no_null_in};
+
+    /// The footer of a file of one BIGINT column `k` holding `values`, in row groups of two
+    /// rows, with statistics as `statistics` says.
+    fn footer(values: Vec<Option<i64>>, nullable: bool, statistics: EnabledStatistics) -> ParquetMetaData {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, nullable)]));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from(values)) as ArrayRef]);
+        let properties =
+            WriterProperties::builder().set_max_row_group_row_count(Some(2)).set_statistics_enabled(statistics).build();
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, schema, Some(properties)).unwrap();
+        writer.write(&batch.unwrap()).unwrap();
+        writer.close().unwrap();
+        SerializedFileReader::new(Bytes::from(file)).unwrap().metadata().clone()
+    }
+
+    #[test]
+    fn a_column_holds_no_null_when_required_or_counted_none_in_every_row_group() {
+        let chunk = EnabledStatistics::Chunk;
+        assert!(holds_no_null_in(&footer(vec![Some(1), Some(2), Some(3)], false, EnabledStatistics::None), "k"));
+        assert!(holds_no_null_in(&footer(vec![Some(1), Some(2), Some(3)], true, chunk), "K"));
+        // A NULL in the second row group only.
+        assert!(!holds_no_null_in(&footer(vec![Some(1), Some(2), None], true, chunk), "k"));
+        // Without statistics an optional column may hold NULLs.
+        assert!(!holds_no_null_in(&footer(vec![Some(1), Some(2), Some(3)], true, EnabledStatistics::None), "k"));
+        // A column the file lacks is NULL in every row.
+        assert!(!holds_no_null_in(&footer(vec![Some(1)], false, chunk), "other"));
     }
 }

@@ -15,6 +15,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::{StreamExt, TryStreamExt};
@@ -22,6 +23,9 @@ use parking_lot::Mutex;
 
 use super::reused_exchange::ReusedExchangeExec;
 use super::shuffle_exchange::{MapOutputStatistics, ShuffleExchangeExec, ShuffleReadSpec};
+
+/// The metric of a stage that read its twin's output: the twin's stage id.
+pub const TWIN_STAGE_READ: &str = "twin_stage_read";
 
 fn refuse_new_children(
     name: &str,
@@ -39,9 +43,12 @@ fn refuse_new_children(
 pub struct ShuffleQueryStageExec {
     id: usize,
     exchange: Arc<ShuffleExchangeExec>,
-    /// The exchange again, as the plan node it is.
+    /// The exchange again, as the plan node it is; for a stage that read its twin's output,
+    /// its own exchange, which did not run.
     child: Arc<dyn ExecutionPlan>,
     statistics: Arc<MapOutputStatistics>,
+    /// The stage whose exchange's output this one read instead of running its own.
+    twin_stage: Option<usize>,
 }
 
 impl fmt::Debug for ShuffleQueryStageExec {
@@ -55,17 +62,27 @@ impl ShuffleQueryStageExec {
     pub async fn materialize(id: usize, exchange: Arc<ShuffleExchangeExec>, context: Arc<TaskContext>) -> Result<Self> {
         let statistics = exchange.materialize(context).await?;
         let child: Arc<dyn ExecutionPlan> = Arc::clone(&exchange) as Arc<dyn ExecutionPlan>;
-        Ok(ShuffleQueryStageExec { id, exchange, child, statistics })
+        Ok(ShuffleQueryStageExec { id, exchange, child, statistics, twin_stage: None })
     }
 
     /// Stage `id` reading another stage's exchange (Spark's stage over a `ReusedExchange`),
     /// once that exchange's map side has run.
     pub async fn reuse(id: usize, reused: Arc<ReusedExchangeExec>, context: Arc<TaskContext>) -> Result<Self> {
-        let exchange = Arc::clone(
-            reused.shuffle().ok_or_else(|| DataFusionError::Internal("a shuffle stage reads a shuffle".into()))?,
-        );
-        let statistics = exchange.materialize(context).await?;
-        Ok(ShuffleQueryStageExec { id, exchange, child: reused, statistics })
+        let (exchange, statistics) = run_shuffle(&reused, context).await?;
+        Ok(ShuffleQueryStageExec { id, exchange, child: reused, statistics, twin_stage: None })
+    }
+
+    /// Stage `id` of `own`, which does not run: the stage reads the output of `twin`, stage
+    /// `twin_stage`'s exchange, whose rows are the same (`read_twin_exchanges`), once it has
+    /// run, and shows `own`.
+    pub async fn read_twin(
+        id: usize,
+        own: Arc<ShuffleExchangeExec>,
+        (twin_stage, twin): (usize, Arc<ReusedExchangeExec>),
+        context: Arc<TaskContext>,
+    ) -> Result<Self> {
+        let (exchange, statistics) = run_shuffle(&twin, context).await?;
+        Ok(ShuffleQueryStageExec { id, exchange, child: own, statistics, twin_stage: Some(twin_stage) })
     }
 
     /// Stage `id` of `exchange` as if its map tasks had written `bytes[map][partition]`, for
@@ -75,7 +92,7 @@ impl ShuffleQueryStageExec {
         let partitions = exchange.partitioning().partition_count();
         let statistics = Arc::new(MapOutputStatistics::of_bytes(bytes, partitions));
         let child: Arc<dyn ExecutionPlan> = Arc::clone(&exchange) as Arc<dyn ExecutionPlan>;
-        ShuffleQueryStageExec { id, exchange, child, statistics }
+        ShuffleQueryStageExec { id, exchange, child, statistics, twin_stage: None }
     }
 
     pub fn id(&self) -> usize {
@@ -96,10 +113,31 @@ impl ShuffleQueryStageExec {
         &self.statistics
     }
 
-    /// Streams the rows of `spec` (each part of the output can be read once).
+    /// Streams the rows of `spec` (each part of the output can be read once), under the
+    /// stage's own schema where it read a twin's output (their columns' nullability may
+    /// differ, never their values).
     pub fn read(&self, spec: ShuffleReadSpec, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        self.exchange.read(spec, context)
+        let rows = self.exchange.read(spec, context)?;
+        if self.twin_stage.is_none() {
+            return Ok(rows);
+        }
+        let schema = self.child.schema();
+        let own = Arc::clone(&schema);
+        let relabelled = rows.map(move |batch| Ok(RecordBatch::try_new(Arc::clone(&own), batch?.columns().to_vec())?));
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, relabelled)))
     }
+}
+
+/// The shuffle exchange `reused` reads, once its map side has run, and what that wrote.
+async fn run_shuffle(
+    reused: &ReusedExchangeExec,
+    context: Arc<TaskContext>,
+) -> Result<(Arc<ShuffleExchangeExec>, Arc<MapOutputStatistics>)> {
+    let exchange = Arc::clone(
+        reused.shuffle().ok_or_else(|| DataFusionError::Internal("a shuffle stage reads a shuffle".into()))?,
+    );
+    let statistics = exchange.materialize(context).await?;
+    Ok((exchange, statistics))
 }
 
 impl DisplayAs for ShuffleQueryStageExec {
@@ -114,11 +152,18 @@ impl ExecutionPlan for ShuffleQueryStageExec {
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
-        self.exchange.properties()
+        self.child.properties()
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
         vec![&self.child]
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        let twin_stage = self.twin_stage?;
+        let metrics = ExecutionPlanMetricsSet::new();
+        MetricBuilder::new(&metrics).global_counter(TWIN_STAGE_READ).add(twin_stage);
+        Some(metrics.clone_inner())
     }
 
     fn apply_expressions(

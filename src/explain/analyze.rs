@@ -22,6 +22,7 @@ use crate::exec::hash_aggregate::{
 };
 use crate::exec::join::SHUFFLE_PARTITIONS_APART;
 use crate::exec::parquet_reads::READ_REQUESTS;
+use crate::exec::query_stage::TWIN_STAGE_READ;
 use crate::exec::runtime_filter::{KEYS_GATHERED, ROWS_DROPPED};
 use crate::exec::shuffle_exchange::ShuffleExchangeExec;
 use crate::planner::adaptive::adaptive_spark_plan::AdaptiveSparkPlanExec;
@@ -135,6 +136,14 @@ pub fn figures(plan: &dyn ExecutionPlan) -> Vec<Figure> {
                 MetricValue::Count { name, .. } if name == SHUFFLE_PARTITIONS_APART => {
                     Figure::new("shuffle partitions joined one by one", n, Unit::Count)
                 }
+                MetricValue::Count { name, .. } if name == TWIN_STAGE_READ => Figure {
+                    detail: Some(
+                        "in place of its own exchange, which did not run: the two differ only in null checks of \
+                         columns that the files' statistics show hold no NULL"
+                            .to_string(),
+                    ),
+                    ..Figure::new("read the output of stage", n, Unit::Count)
+                },
                 MetricValue::Count { name, .. } if name == KEYS_GATHERED => {
                     Figure::new("join keys gathered", n, Unit::Count)
                 }

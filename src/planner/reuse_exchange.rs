@@ -83,7 +83,7 @@ fn reuse_key(exchange: &Arc<dyn ExecutionPlan>) -> Result<Option<String>> {
     Ok(Some(key))
 }
 
-fn volatile(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
+pub fn volatile(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
     let mut found = false;
     plan.apply(|node| {
         node.apply_expressions(&mut |expr| {

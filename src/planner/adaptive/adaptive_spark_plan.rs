@@ -36,6 +36,7 @@ use super::join_shuffle_partitions_apart::join_shuffle_partitions_apart;
 use super::optimize_shuffle_with_local_read::optimize_shuffle_with_local_read;
 use super::optimize_skewed_join::optimize_skewed_join;
 use super::plan_adaptive_subqueries::Subqueries;
+use super::read_twin_exchanges::twins_in_round;
 use super::{is_query_stage, replace_nodes};
 use crate::config::SparkConf;
 use crate::exec::broadcast_exchange::BroadcastExchangeExec;
@@ -211,10 +212,19 @@ impl StagePlanner {
             }
             self.show_running(Some(Arc::clone(&plan)));
             let reused = reused_in_round(&ready, self.conf.exchange_reuse)?;
+            let twins = match self.conf.exchange_reuse {
+                true => twins_in_round(&ready, &reused).await?,
+                false => ready.iter().map(|_| None).collect(),
+            };
+            let first_stage_id = self.next_stage_id;
             let runs: Vec<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> = ready
                 .iter()
-                .zip(reused)
-                .map(|(exchange, reused)| subqueries.before(exchange, self.materialize(exchange, reused)?))
+                .zip(reused.into_iter().zip(twins))
+                .map(|(exchange, (reused, twin))| {
+                    // The round's stages take their ids in order, the twin's among them.
+                    let twin = twin.map(|twin| (first_stage_id + twin.index, twin.reused));
+                    subqueries.before(exchange, self.materialize(exchange, reused, twin)?)
+                })
                 .collect::<Result<_>>()?;
             let stages = futures::future::try_join_all(runs).await?;
             plan = replace_nodes(plan, &ready, &stages)?;
@@ -273,15 +283,22 @@ impl StagePlanner {
         join_shuffle_partitions_apart(plan, order_needed)
     }
 
-    /// Runs `exchange` as the next query stage, or reads the exchange it is the same as.
+    /// Runs `exchange` as the next query stage, or reads the exchange it is the same as, or its
+    /// twin's output (stage `twin.0`'s).
     fn materialize(
         &mut self,
         exchange: &Arc<dyn ExecutionPlan>,
         reused: Option<Arc<ReusedExchangeExec>>,
+        twin: Option<(usize, Arc<ReusedExchangeExec>)>,
     ) -> Result<BoxFuture<'static, Result<Arc<dyn ExecutionPlan>>>> {
         let id = self.next_stage_id;
         self.next_stage_id += 1;
         let context = Arc::clone(&self.context);
+        if let (Some(twin), Some(own)) = (twin, downcast_plan::<ShuffleExchangeExec>(exchange)) {
+            return Ok(Box::pin(async move {
+                Ok(Arc::new(ShuffleQueryStageExec::read_twin(id, own, twin, context).await?) as Arc<dyn ExecutionPlan>)
+            }));
+        }
         match reused {
             Some(reused) if reused.shuffle().is_some() => {
                 return Ok(Box::pin(async move {

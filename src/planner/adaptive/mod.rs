@@ -24,6 +24,7 @@ pub mod join_shuffle_partitions_apart;
 pub mod optimize_shuffle_with_local_read;
 pub mod optimize_skewed_join;
 pub mod plan_adaptive_subqueries;
+pub mod read_twin_exchanges;
 pub mod shuffle_partitions_util;
 pub mod validate_requirements;
 
