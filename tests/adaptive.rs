@@ -594,6 +594,14 @@ const LATE_LINES: &str = "SELECT p.name, count(*) FROM items a JOIN parts p ON p
                                           AND c.part <> a.part AND c.amount > 500) \
                           GROUP BY p.name ORDER BY p.name";
 
+/// Items over 500 counted with their part joined and without: `a` checks `part` for NULL (it
+/// joins on it), `c` does not, so a NULL part counts in `c`'s rows only.
+const BY_PART_AND_NOT: &str = "SELECT 'joined', count(*), count(a.part) FROM items a \
+                               JOIN orders o ON a.order_id = o.order_id JOIN parts p ON p.part = a.part \
+                               WHERE a.amount > 500 \
+                               UNION ALL SELECT 'all', count(*), count(c.part) FROM items c \
+                               JOIN orders o ON c.order_id = o.order_id WHERE c.amount > 500 ORDER BY 1";
+
 /// Item `id`: its order, part and amount.
 fn item(id: i64) -> (i64, i64, i64) {
     (id / 4, id % 7, id * 37 % 1000)
@@ -607,7 +615,10 @@ async fn exchanges_apart_only_by_null_checks_the_files_rule_out_run_once() {
             "CREATE TABLE items (order_id BIGINT, part BIGINT, amount BIGINT) USING parquet;
              INSERT INTO items SELECT id DIV 4, id % 7, id * 37 % 1000 FROM range({ROWS});
              CREATE TABLE parts (part BIGINT, name STRING) USING parquet;
-             INSERT INTO parts SELECT id, concat('p', CAST(id AS STRING)) FROM range(7);"
+             INSERT INTO parts SELECT id, concat('p', CAST(id AS STRING)) FROM range(7);
+             CREATE TABLE orders (order_id BIGINT) USING parquet;
+             INSERT INTO orders SELECT id FROM range({orders});",
+            orders = ROWS / 4
         ))
         .await
         .unwrap();
@@ -632,6 +643,15 @@ async fn exchanges_apart_only_by_null_checks_the_files_rule_out_run_once() {
     assert_eq!(metrics.matches("read the output of stage ").count(), 1, "{analyzed}");
     assert!(!shown.contains("ReusedExchange"), "Spark's plan reuses nothing: {analyzed}");
     assert_eq!(rows_both_ways(&client, &settings, LATE_LINES).await, expected_rows);
+    let over_500 = (0..ROWS).filter(|&id| item(id).2 > 500).count();
+    let counts = |label: &str, rows: usize, parts: usize| vec![label.to_string(), rows.to_string(), parts.to_string()];
+    set(&client, &settings).await;
+    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {BY_PART_AND_NOT}")).await;
+    assert_eq!(analyzed.matches("read the output of stage ").count(), 1, "{analyzed}");
+    assert_eq!(
+        rows_both_ways(&client, &settings, BY_PART_AND_NOT).await,
+        vec![counts("all", over_500, over_500), counts("joined", over_500, over_500)]
+    );
     // Spark's own stage cache off: nothing is reused, twin or not.
     set(&client, &["spark.sql.autoBroadcastJoinThreshold = -1", "spark.sql.exchange.reuse = false"]).await;
     let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {LATE_LINES}")).await;
@@ -640,10 +660,17 @@ async fn exchanges_apart_only_by_null_checks_the_files_rule_out_run_once() {
 
     // Once a file holds a NULL part, the checks may drop rows: each exchange runs.
     // A NULL part joins no part, and neither `b.part <> a.part` nor `c.part <> a.part` is
-    // true of it, so the counts stay.
+    // true of it, so the late lines stay; `c`'s count takes the one over 500.
     client.batch_execute("INSERT INTO items VALUES (0, NULL, 900), (1, NULL, 100)").await.unwrap();
-    set(&client, &settings).await;
-    let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {LATE_LINES}")).await;
-    assert!(!analyzed.contains("read the output of stage"), "{analyzed}");
+    for query in [LATE_LINES, BY_PART_AND_NOT] {
+        set(&client, &settings).await;
+        let analyzed = plan(&client, &format!("EXPLAIN ANALYZE {query}")).await;
+        assert!(analyzed.contains("AdaptiveSparkPlan"), "{analyzed}");
+        assert!(!analyzed.contains("read the output of stage"), "{analyzed}");
+    }
     assert_eq!(rows_both_ways(&client, &settings, LATE_LINES).await, expected_rows);
+    assert_eq!(
+        rows_both_ways(&client, &settings, BY_PART_AND_NOT).await,
+        vec![counts("all", over_500 + 1, over_500), counts("joined", over_500, over_500)]
+    );
 }

@@ -529,7 +529,8 @@ impl FileSourceScanExec {
     }
 
     /// Whether no row the scan reads has `column` NULL, by its files' footers: in every file
-    /// the column is required, or every row group's statistics count no NULL in it. Footers
+    /// the column, by its exact name as the reader takes it, is required, or every row
+    /// group's statistics count no NULL in it. Footers
     /// come through the runtime's cache, which the scan reads them from when it runs.
     pub async fn holds_no_null(&self, column: &str) -> Result<bool> {
         let partition_columns = self.partition_columns()?;
@@ -564,7 +565,7 @@ fn holds_no_null_in(footer: &ParquetMetaData, column: &str) -> bool {
     let schema = footer.file_metadata().schema_descr();
     let found = (0..schema.num_columns()).find(|&index| {
         let leaf = schema.column(index);
-        leaf.path().parts().len() == 1 && leaf.name().eq_ignore_ascii_case(column)
+        leaf.path().parts().len() == 1 && leaf.name() == column
     });
     let Some(index) = found else { return false };
     let counted_none = || {
@@ -653,7 +654,9 @@ mod tests {
     fn a_column_holds_no_null_when_required_or_counted_none_in_every_row_group() {
         let chunk = EnabledStatistics::Chunk;
         assert!(holds_no_null_in(&footer(vec![Some(1), Some(2), Some(3)], false, EnabledStatistics::None), "k"));
-        assert!(holds_no_null_in(&footer(vec![Some(1), Some(2), Some(3)], true, chunk), "K"));
+        assert!(holds_no_null_in(&footer(vec![Some(1), Some(2), Some(3)], true, chunk), "k"));
+        // The reader takes a column by its exact name: one named otherwise is read as NULL.
+        assert!(!holds_no_null_in(&footer(vec![Some(1), Some(2), Some(3)], true, chunk), "K"));
         // A NULL in the second row group only.
         assert!(!holds_no_null_in(&footer(vec![Some(1), Some(2), None], true, chunk), "k"));
         // Without statistics an optional column may hold NULLs.

@@ -9,7 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
@@ -103,7 +103,8 @@ impl ShuffleQueryStageExec {
         &self.exchange
     }
 
-    /// The exchange that ran, as the plan node it is.
+    /// The exchange that ran, as the plan node it is, or for a stage that read its twin's
+    /// output, its own exchange, which did not.
     pub fn plan(&self) -> &Arc<dyn ExecutionPlan> {
         &self.child
     }
@@ -123,7 +124,11 @@ impl ShuffleQueryStageExec {
         }
         let schema = self.child.schema();
         let own = Arc::clone(&schema);
-        let relabelled = rows.map(move |batch| Ok(RecordBatch::try_new(Arc::clone(&own), batch?.columns().to_vec())?));
+        let relabelled = rows.map(move |batch| {
+            let batch = batch?;
+            let rows = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+            Ok(RecordBatch::try_new_with_options(Arc::clone(&own), batch.columns().to_vec(), &rows)?)
+        });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, relabelled)))
     }
 }

@@ -44,10 +44,11 @@ pub async fn twins_in_round(
     reused: &[Option<Arc<ReusedExchangeExec>>],
 ) -> Result<Vec<Option<Twin>>> {
     let mut twins: Vec<Option<Twin>> = ready.iter().map(|_| None).collect();
-    let mut firsts: HashMap<String, usize> = HashMap::new();
-    let mut checks_hold: HashMap<usize, bool> = HashMap::new();
+    let mut firsts: HashMap<String, (usize, Vec<NullCheck>)> = HashMap::new();
+    let mut proofs = NullProofs::default();
     for (index, exchange) in ready.iter().enumerate() {
         if reused[index].is_some()
+            || read_as_the_same(exchange, reused)
             || !exchange.is::<ShuffleExchangeExec>()
             || volatile(exchange)?
             || runtime_filtered(exchange)?
@@ -55,30 +56,32 @@ pub async fn twins_in_round(
             continue;
         }
         let (key, checks) = shown_without_null_checks(exchange);
-        let Some(&first) = firsts.get(&key) else {
-            firsts.insert(key, index);
+        let Some((first, first_checks)) = firsts.get(&key) else {
+            firsts.insert(key, (index, checks));
             continue;
         };
-        if checks.is_empty() {
+        if checks.is_empty() && first_checks.is_empty() {
             // Printed alike with no check left out: the stage cache's own case.
             continue;
         }
-        if !holds_no_null(&checks).await? {
-            continue;
-        }
-        let first_holds = match checks_hold.get(&first) {
-            Some(&holds) => holds,
-            None => {
-                let holds = holds_no_null(&shown_without_null_checks(&ready[first]).1).await?;
-                checks_hold.insert(first, holds);
-                holds
-            }
-        };
-        if first_holds && let Some(shuffle) = Reused::of(&ready[first]) {
-            twins[index] = Some(Twin { index: first, reused: Arc::new(ReusedExchangeExec::try_new(shuffle)?) });
+        if proofs.hold(first_checks).await
+            && proofs.hold(&checks).await
+            && let Some(shuffle) = Reused::of(&ready[*first])
+        {
+            twins[index] = Some(Twin { index: *first, reused: Arc::new(ReusedExchangeExec::try_new(shuffle)?) });
         }
     }
     Ok(twins)
+}
+
+/// Whether another exchange of the round reads `exchange`'s output as the same as it: then
+/// `exchange` runs, and reads no twin.
+fn read_as_the_same(exchange: &Arc<dyn ExecutionPlan>, reused: &[Option<Arc<ReusedExchangeExec>>]) -> bool {
+    reused
+        .iter()
+        .flatten()
+        .filter_map(|reuse| reuse.shuffle())
+        .any(|shuffle| std::ptr::addr_eq(Arc::as_ptr(shuffle), Arc::as_ptr(exchange)))
 }
 
 /// Whether a runtime filter lies below `exchange`: one that gathers keys for another join
@@ -118,7 +121,7 @@ fn show(plan: &Arc<dyn ExecutionPlan>, depth: usize, shown: &mut String, checks:
             })
             .map(|conjunct| format!("{conjunct:?}"))
             .collect();
-        format!("FilterExec: {kept:?} projection={:?}", filter.projection())
+        format!("FilterExec: {kept:?} projection={:?} fetch={:?}", filter.projection(), filter.fetch())
     } else {
         InFull(plan.as_ref()).to_string()
     };
@@ -139,13 +142,34 @@ impl fmt::Display for InFull<'_> {
     }
 }
 
-/// Whether no row that the scans read holds a NULL in the columns checked.
-async fn holds_no_null(checks: &[NullCheck]) -> Result<bool> {
-    for (scan, column) in checks {
-        let Some(scan) = scan.downcast_ref::<FileSourceScanExec>() else { return Ok(false) };
-        if !scan.holds_no_null(column).await? {
-            return Ok(false);
+/// What the files' footers have shown of the columns checked, by scan and column. A footer
+/// that cannot be read proves nothing: the exchange then runs.
+#[derive(Default)]
+struct NullProofs(HashMap<(usize, String), bool>);
+
+impl NullProofs {
+    /// Whether no row that the scans read holds a NULL in the columns checked.
+    async fn hold(&mut self, checks: &[NullCheck]) -> bool {
+        for (scan, column) in checks {
+            let key = (Arc::as_ptr(scan) as *const () as usize, column.clone());
+            let holds = match self.0.get(&key) {
+                Some(&holds) => holds,
+                None => {
+                    let holds = match scan.downcast_ref::<FileSourceScanExec>() {
+                        Some(scan) => scan.holds_no_null(column).await.unwrap_or_else(|error| {
+                            tracing::debug!("no twin read: the footers of a scan could not be read: {error}");
+                            false
+                        }),
+                        None => false,
+                    };
+                    self.0.insert(key, holds);
+                    holds
+                }
+            };
+            if !holds {
+                return false;
+            }
         }
+        true
     }
-    Ok(true)
 }
